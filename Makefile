@@ -1,0 +1,139 @@
+# scaletune — one non-recursive Makefile, pkg-config for every dependency.
+#   make              libscaletune.a, libscaletune.so, the scaletune CLI and the other programs
+#   make test         every test binary; ends with "N passed, N failed", non-zero on failure
+#   make asan         the same tests built with ASan + UBSan (in build/asan)
+#   make valgrind     the tests under valgrind (memcheck, definite leaks are errors)
+#   make format-check clang-format --dry-run over our sources
+#   make bench-*      benchmarks (see each module's section); make bench runs them all
+#   make cuda         the CUDA trainer when nvcc is present (not part of `all`)
+#   make install PREFIX=/usr/local
+NAME    := scaletune
+BUILD   ?= build
+NVCC    ?= nvcc
+OPT     ?= -O2 -g
+PREFIX  ?= /usr/local
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla -Wformat=2
+PKGS    := gsl nlopt sqlite3 libcurl openblas lapacke jansson yaml-0.1
+CFLAGS  += -std=c11 $(OPT) $(WARN) -fPIC -pthread
+CPPFLAGS+= -I. -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DST_HAVE_CURL \
+           $(shell pkg-config --cflags $(PKGS))
+# -lgslcblas dropped so GSL's cblas_* calls bind to OpenBLAS
+LDLIBS  += $(filter-out -lgslcblas,$(shell pkg-config --libs $(PKGS))) -lm -lpthread
+ifdef SAN
+CFLAGS  += -fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer
+LDFLAGS += -fsanitize=$(SAN)
+endif
+
+SOVER   := 0
+LIBVER  := 0.1.0
+LIB_DIRS:= common carbs fit runner report trainer
+# files named *_main.c hold a program's main() and stay out of the library
+LIB_SRC := $(filter-out %_main.c,$(wildcard $(addsuffix /*.c,$(LIB_DIRS))))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_SRC := $(wildcard cli/*.c)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+TESTS   := $(patsubst %.c,$(BUILD)/%,$(wildcard tests/*/test_*.c))
+STATIC  := $(BUILD)/lib$(NAME).a
+SHARED  := $(BUILD)/lib$(NAME).so
+# programs besides the CLI; module sections below append to it
+PROGRAMS:= $(BUILD)/$(NAME)
+# helper programs the tests need (fake trainers, fixtures); module sections append to it
+TEST_PROGRAMS :=
+
+all: $(STATIC) $(SHARED) programs
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(STATIC): $(LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(SHARED): $(LIB_OBJ)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,lib$(NAME).so.$(SOVER) $^ $(LDLIBS) -o $@.$(LIBVER)
+	ln -sf lib$(NAME).so.$(LIBVER) $@.$(SOVER)
+	ln -sf lib$(NAME).so.$(LIBVER) $@
+
+$(BUILD)/$(NAME): $(CLI_OBJ) $(STATIC)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# Each module is also archived alone (build/mod/lib<module>.a), so that a test of one module
+# links only that module and what it depends on (DEPS_<module>), and a half-written file in
+# another module does not stop it. `make test-<module>` builds and runs one module's tests.
+DEPS_carbs  :=
+DEPS_fit    :=
+DEPS_trainer:=
+DEPS_runner := carbs fit
+DEPS_report := fit carbs runner
+DEPS_common :=
+mod_objs = $(patsubst %.c,$(BUILD)/%.o,$(filter-out %_main.c,$(wildcard $(1)/*.c)))
+mod_libs = $(foreach d,$(1) $(DEPS_$(1)) $(if $(filter common,$(1)),,common),$(BUILD)/mod/lib$(d).a)
+define MODULE_rules
+$(BUILD)/mod/lib$(1).a: $(call mod_objs,$(1))
+	@mkdir -p $$(@D)
+	@rm -f $$@
+	$$(AR) rcs $$@ $$^
+$(BUILD)/tests/$(1)/%: $(BUILD)/tests/$(1)/%.o $(call mod_libs,$(1))
+	$$(CC) $$(LDFLAGS) $$^ $$(LDLIBS) -o $$@
+test-$(1): $(patsubst %.c,$(BUILD)/%,$(wildcard tests/$(1)/test_*.c)) $$(TEST_PROGRAMS)
+	@tests/run-tests.sh $(patsubst %.c,$(BUILD)/%,$(wildcard tests/$(1)/test_*.c))
+endef
+$(foreach m,$(LIB_DIRS),$(eval $(call MODULE_rules,$(m))))
+
+# ---- carbs ---------------------------------------------------------------------------------
+bench-carbs: $(BUILD)/bench/bench_carbs
+	$(BUILD)/bench/bench_carbs
+
+# ---- fit -----------------------------------------------------------------------------------
+
+# ---- trainer -------------------------------------------------------------------------------
+
+# ---- runner --------------------------------------------------------------------------------
+
+# ---- report --------------------------------------------------------------------------------
+
+# ---- bench ---------------------------------------------------------------------------------
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(STATIC)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# --------------------------------------------------------------------------------------------
+programs: $(PROGRAMS)
+
+test: all $(TESTS) $(TEST_PROGRAMS)
+	@tests/run-tests.sh $(TESTS)
+
+valgrind: all $(TESTS) $(TEST_PROGRAMS)
+	@OPENBLAS_NUM_THREADS=1 ST_TEST_QUICK=1 TEST_WRAP="valgrind -q --error-exitcode=99 \
+	  --leak-check=full --errors-for-leak-kinds=definite" tests/run-tests.sh $(TESTS)
+
+asan:
+	$(MAKE) BUILD=build/asan OPT="-O1 -g" SAN=address,undefined test
+
+SRC_ALL := $(wildcard */*.[ch] */*/*.[ch] trainer/*.cu)
+format:
+	clang-format -i $(SRC_ALL)
+format-check:
+	clang-format --dry-run -Werror $(SRC_ALL)
+lint:
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance -I. $(LIB_DIRS) cli
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/$(NAME)
+	install -m 644 $(STATIC) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(SHARED).$(LIBVER) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf lib$(NAME).so.$(LIBVER) $(DESTDIR)$(PREFIX)/lib/lib$(NAME).so.$(SOVER)
+	ln -sf lib$(NAME).so.$(LIBVER) $(DESTDIR)$(PREFIX)/lib/lib$(NAME).so
+	install -m 755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
+	for d in common $(filter-out common,$(LIB_DIRS)); do \
+	  for h in $$d/*.h; do case $$h in *_int.h) ;; *) install -D -m 644 $$h \
+	    $(DESTDIR)$(PREFIX)/include/$(NAME)/$$h;; esac; done; done
+
+clean:
+	rm -rf build
+
+PHONY_TESTS := $(addprefix test-,$(LIB_DIRS))
+.PHONY: $(PHONY_TESTS) all programs test valgrind asan format format-check lint install clean \
+        bench bench-carbs bench-fit bench-trainer bench-runner
+.SECONDARY:
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,144 @@
+/*
+ * carbs_int.h — interfaces between the files of carbs/ (not installed, not public).
+ *   space.c      parameter <-> basic transforms, rounding, bounds
+ *   gp.c         exact GP regression: kernels, Cholesky with jitter, posterior, marginal
+ *                likelihood with analytic gradient, MAP by L-BFGS, CARBS' Adam
+ *   transform.c  quantile-normal output transform, min-max log-cost transform
+ *   pareto.c     grouping of identical inputs, plain and conservative Pareto groups
+ *   acq.c        expected improvement, locality weight, candidate sampling, initial design
+ *   carbs.c      the handle: options, suggest/observe/forget, batch, warm start
+ *   state.c      export/import of the whole state
+ */
+#ifndef CARBS_INT_H
+#define CARBS_INT_H
+
+#include "carbs/carbs.h"
+
+/* ---- gp.c -------------------------------------------------------------------------------- */
+
+typedef enum gp_kernel {
+    /* k(x,z) = sl2 (x-c).(z-c) + sm2 (1 + sqrt3 r) exp(-sqrt3 r),
+     * r = sqrt(sum_i ((x_i - z_i)/l_i)^2 + 1e-12); c = linear-kernel centre (default 0).
+     * theta (log) = [log sl2, log sm2, log l_1 .. log l_D, log noise]   (D + 3 values) */
+    GP_KERNEL_LIN_MATERN32 = 0,
+    /* k(x,z) = s2 exp(-|x-z|^2 / (2 l^2)); theta = [log s2, log l, log noise] (3 values) */
+    GP_KERNEL_RBF = 1,
+} gp_kernel;
+
+typedef struct gp gp;
+
+/* How gp_fit chooses hyperparameters. */
+typedef struct gp_fit_opts {
+    int faithful;            /* 1: CARBS: start at init values, adam_steps of Adam at adam_lr,
+                                noise start drawn from its LogNormal(ln 0.01, 0.5) prior */
+    double init_lengthscale; /* initial Matern lengthscale (the search radius, 0.3) */
+    size_t restarts;         /* recommended: extra L-BFGS starts drawn around the defaults */
+    size_t max_fit_points;   /* recommended: fit hyperparameters on a seeded subset of at most
+                                this many points (0 = all); the posterior uses all points */
+    size_t adam_steps;       /* faithful: 1000 */
+    double adam_lr;          /* faithful: 1e-4 */
+} gp_fit_opts;
+
+/* Defaults: faithful 0, lengthscale 0.3, restarts 2, max_fit_points 256, Adam 1000 x 1e-4. */
+gp_fit_opts gp_fit_opts_default(void);
+
+/* A GP over d-dimensional inputs (d = 1 for RBF). */
+st_status gp_create(gp_kernel kernel, size_t d, gp **out);
+void gp_destroy(gp *g);
+/* Linear-kernel centre c (d values, copied); default all zeros. */
+void gp_set_linear_center(gp *g, const double *c);
+/* Training data X (n*d row-major) and targets y (n), copied. Invalidates the factorisation. */
+st_status gp_set_data(gp *g, size_t n, const double *X, const double *y);
+size_t gp_n_theta(const gp *g);
+/* Log-hyperparameters (gp_n_theta values). set_theta invalidates the factorisation. */
+void gp_get_theta(const gp *g, double *theta);
+void gp_set_theta(gp *g, const double *theta);
+/* The default initial theta: variances 1, lengthscales init_lengthscale (RBF: 1), noise 0.01. */
+void gp_default_theta(const gp *g, double init_lengthscale, double *theta);
+
+/* Fits the hyperparameters (see gp_fit_opts) and factorises. rng: the handle's generator.
+ * Returns ST_OK, ST_EEMPTY (n == 0), ST_ENUMERIC (no factorisation even with jitter), ST_ENOMEM. */
+st_status gp_fit(gp *g, const gp_fit_opts *o, st_rng *rng);
+/* Factorises K + (noise + 1e-4) I at the current theta, retrying with growing jitter.
+ * Returns ST_OK, ST_ENUMERIC, ST_ENOMEM. */
+st_status gp_factor(gp *g);
+
+/* Negative log marginal likelihood plus negative log prior at theta (the quantity fitted),
+ * and its gradient (gp_n_theta values, may be NULL). `map` selects the recommended priors
+ * (weak priors on variances and lengthscales) in addition to the noise prior used by both.
+ * Uses all points. Returns +INFINITY if K is not positive definite. */
+double gp_objective(gp *g, const double *theta, double *grad, int map);
+
+/* Posterior at m points Xs (m*d): mean (m) and latent variance (m, >= 0; may be NULL).
+ * Requires a successful factorisation. Returns ST_OK, ST_ESTATE, ST_ENOMEM. */
+st_status gp_predict(gp *g, size_t m, const double *Xs, double *mean, double *var);
+
+/* Appends one point (x, y) to the training set and updates the factorisation without refitting
+ * the hyperparameters (fantasies). Returns ST_OK, ST_ENUMERIC, ST_ENOMEM. */
+st_status gp_append(gp *g, const double *x, double y);
+size_t gp_n(const gp *g);
+
+/* ---- space.c ----------------------------------------------------------------------------- */
+
+/* Validates p (fills msg naming the parameter and field). ST_OK or ST_EINVAL. */
+st_status space_validate(const carbs_param *p, char *msg);
+double space_to_basic(const carbs_param *p, double v);
+double space_from_basic(const carbs_param *p, double b);
+/* Rounds an integer dimension in basic space (identity otherwise). */
+double space_round_basic(const carbs_param *p, double b);
+/* Parameter value as suggested: from_basic then integer rounding. */
+double space_param_value(const carbs_param *p, double b);
+/* Basic bounds (exclusive); integers padded by 0.1 parameter units. */
+void space_bounds_basic(const carbs_param *p, double *lo, double *hi);
+
+/* ---- transform.c ------------------------------------------------------------------------- */
+
+/* sklearn QuantileTransformer(output_distribution="normal", n_quantiles = floor(sqrt(n))). */
+typedef struct qt {
+    size_t m;      /* number of quantiles */
+    double *q;     /* quantiles (m), non-decreasing */
+    double *rho;   /* references k/(m-1) (m) */
+} qt;
+st_status qt_fit(qt *t, size_t n, const double *y);
+double qt_forward(const qt *t, double y);
+double qt_inverse(const qt *t, double z);
+void qt_clear(qt *t);
+
+/* Min-max of log cost onto [-1, 1]. */
+typedef struct logcost {
+    double lo, hi;
+} logcost;
+void logcost_fit(logcost *t, size_t n, const double *cost);
+double logcost_forward(const logcost *t, double cost);
+double logcost_inverse(const logcost *t, double l);
+
+/* ---- pareto.c ---------------------------------------------------------------------------- */
+
+/* A group of successful observations with identical inputs (isclose, CARBS' tolerances). */
+typedef struct pgroup {
+    size_t n;          /* members */
+    size_t *members;   /* indices into the observation arrays (borrowed from the workspace) */
+    double cost;       /* mean cost */
+    double value;      /* mean of s*output, bigger is better */
+    double max_value;  /* largest member value */
+} pgroup;
+
+/* Groups n observations (X n*d basic, value = s*output, cost) and selects the Pareto groups
+ * (conservative or plain) with the low-set fix for CARBS issue #6. Writes the indices of the
+ * chosen groups (increasing mean cost) into sel/n_sel; groups and their members are allocated
+ * in *groups / *n_groups (free with pareto_free). */
+st_status pareto_groups(size_t n, size_t d, const double *X, const double *value,
+                        const double *cost, double min_cost_fraction, int conservative,
+                        pgroup **groups, size_t *n_groups, size_t **sel, size_t *n_sel);
+void pareto_free(pgroup *groups, size_t n_groups, size_t *sel);
+/* numpy.quantile with linear interpolation, q in [0,1]; sorts a copy. */
+double quantile_linear(size_t n, const double *v, double q);
+
+/* ---- acq.c ------------------------------------------------------------------------------- */
+
+/* EI = sigma [phi(z) + z Phi(z)], z = (mu - v - xi) / sigma; 0 when sigma == 0 and mu <= v+xi. */
+double acq_ei(double mu, double sigma, double v, double xi);
+/* CARBS' locality weight: max over origins of phi_r(|x - o|), 1-D normal pdf at the distance. */
+double acq_locality(size_t d, const double *x, size_t n_origins, const double *origins, double r);
+
+#endif

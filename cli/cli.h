@@ -1,0 +1,19 @@
+/*
+ * cli.h — the subcommands of the `scaletune` CLI. Each lives in cli/cmd_<name>.c, takes the
+ * arguments after its name (argv[0] is the subcommand) and returns the process exit status:
+ * 0 success, 1 failure of the work, 2 bad usage. Only public headers are used here (curl's rule).
+ */
+#ifndef ST_CLI_H
+#define ST_CLI_H
+
+typedef int (*cli_cmd_fn)(int argc, char **argv);
+
+/* Prints "scaletune: <msg>" and an optional "hint: ..." line to stderr. */
+void cli_error(const char *hint, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+
+#endif

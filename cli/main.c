@@ -1,0 +1,82 @@
+/*
+ * main.c — the `scaletune` command: global set-up, the subcommand table, --help and --version.
+ * Each subcommand is a cli/cmd_<name>.c built only on the public headers.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/st.h"
+
+static int cmd_version(int argc, char **argv);
+
+static const struct {
+    const char *name;
+    cli_cmd_fn fn;
+    const char *help;
+} commands[] = {
+    {"version", cmd_version, "print the version"},
+};
+
+void cli_error(const char *hint, const char *fmt, ...)
+{
+    va_list ap;
+    fputs("scaletune: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    if (hint)
+        fprintf(stderr, "hint: %s\n", hint);
+}
+
+static int cmd_version(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    printf("scaletune %s\n", st_version());
+    return 0;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: scaletune <command> [options]\n\n"
+               "scaletune finds the settings of a large training run from many small runs.\n\n"
+               "commands:\n");
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "\n'scaletune <command> --help' describes a command. Docs: docs/.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+        printf("scaletune %s\n", st_version());
+        return 0;
+    }
+    if (st_global_init() != ST_OK) {
+        cli_error(NULL, "global initialisation failed");
+        return 1;
+    }
+    int rc = 2;
+    size_t i;
+    for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (!strcmp(argv[1], commands[i].name))
+            break;
+    if (i < sizeof(commands) / sizeof(commands[0]))
+        rc = commands[i].fn(argc - 1, argv + 1);
+    else
+        cli_error("run 'scaletune --help' for the list of commands", "unknown command '%s'",
+                  argv[1]);
+    st_global_cleanup();
+    return rc;
+}
