@@ -1,0 +1,782 @@
+/*
+ * gp.c — exact Gaussian-process regression for CARBS' surrogates (spec carbs.md §4.2-4.3):
+ * Linear + ARD Matern-3/2 and RBF kernels, Cholesky of K = k(X,X) + (noise + 1e-4) I with a
+ * jitter-retry loop, posterior mean / latent variance by BLAS, the negative log marginal
+ * likelihood with its analytic gradient, MAP fitting by NLopt L-BFGS with restarts
+ * (recommended) or CARBS' 1000 Adam steps (faithful), and O(n^2) rank-one appends for fantasies.
+ * Storage: every n x n matrix is column-major (LAPACK's native order, no LAPACKE transposes);
+ * the factor L lives in a cap x cap buffer (leading dimension cap) so rows can be appended.
+ */
+#include "carbs/carbs_int.h"
+
+#include <cblas.h>
+#include <lapacke.h>
+#include <math.h>
+#include <nlopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GP_JITTER       1e-4  /* CARBS' fixed diagonal jitter added to the noise */
+#define GP_R_EPS        1e-12 /* added to r^2 inside the Matern distance */
+#define GP_SQRT3        1.7320508075688772
+#define GP_LOG2PI       1.8378770664093453
+#define GP_NOISE_MU     (-4.605170185988091) /* ln 0.01: noise prior LogNormal(mu, s) */
+#define GP_NOISE_S      0.5
+#define GP_JITTER_TRIES 6   /* extra jitter 1e-6 .. 1e-1 times the mean diagonal */
+#define GP_PRED_BLOCK   256 /* test points per BLAS block in gp_predict */
+
+/* Weak MAP priors (recommended mode, map = 1), on the log hyperparameters:
+ *   log variance (sl2, sm2 or s2) ~ Normal(0, 3^2): 1 sd = a factor e^3 = 20;
+ *   log lengthscale ~ Normal(log l0, 2^2), l0 = init_lengthscale of the last gp_fit
+ *   (0.3 until then; RBF: 1): 1 sd = a factor 7.4, so ARD can still switch a dimension off. */
+#define GP_PRIOR_VAR_SD 3.0
+#define GP_PRIOR_LS_SD  2.0
+
+/* Box for L-BFGS on theta (recommended mode). */
+#define GP_LOG_VAR_LO   (-12.0)
+#define GP_LOG_VAR_HI   12.0
+#define GP_LOG_LS_LO    (-6.907755278982137)  /* log 1e-3 */
+#define GP_LOG_LS_HI    6.907755278982137     /* log 1e3 */
+#define GP_LOG_NOISE_LO (-13.815510557964274) /* log 1e-6 */
+#define GP_LOG_NOISE_HI 2.302585092994046     /* log 10 */
+
+struct gp {
+    gp_kernel kernel;
+    size_t d;        /* input dimension */
+    size_t n_theta;  /* d + 3 (LIN_MATERN32) or 3 (RBF) */
+    size_t n, cap;   /* points, allocated points */
+    double *X;       /* cap*d, row-major */
+    double *y;       /* cap */
+    double *c;       /* d: linear-kernel centre */
+    double *theta;   /* n_theta log hyperparameters */
+    double prior_ls; /* log lengthscale the MAP prior is centred on */
+    /* factorisation at theta */
+    int factored;
+    double jit;    /* extra diagonal jitter the last factorisation needed (0 usually) */
+    double *L;     /* cap*cap column-major, lower Cholesky factor of K (n x n used) */
+    double *alpha; /* cap: K^-1 y */
+    double *il;    /* d: inverse lengthscales at theta */
+    /* workspaces, grown on demand and kept */
+    double *Kw;  /* objective: n_w x n_w */
+    double *aw;  /* objective: n_w */
+    double *ilw; /* objective: d inverse lengthscales */
+    size_t n_w;  /* capacity of Kw (points) */
+    double *Ks;  /* predict: n x GP_PRED_BLOCK */
+    size_t n_ks; /* capacity of Ks (points) */
+    double *v;   /* append: cap */
+};
+
+/* Natural hyperparameters for kernel evaluation. */
+typedef struct hyp {
+    double sl2, sm2, noise; /* RBF: sm2 = s2, sl2 unused */
+    const double *il;       /* d inverse lengthscales (RBF: all equal) */
+} hyp;
+
+/* ---- kernels ------------------------------------------------------------------------------ */
+
+static void hyp_from_theta(const gp *g, const double *theta, double *il, hyp *h)
+{
+    if (g->kernel == GP_KERNEL_LIN_MATERN32) {
+        h->sl2 = exp(theta[0]);
+        h->sm2 = exp(theta[1]);
+        for (size_t i = 0; i < g->d; i++)
+            il[i] = exp(-theta[2 + i]);
+        h->noise = exp(theta[g->d + 2]);
+    } else {
+        h->sl2 = 0;
+        h->sm2 = exp(theta[0]);
+        double v = exp(-theta[1]);
+        for (size_t i = 0; i < g->d; i++)
+            il[i] = v;
+        h->noise = exp(theta[2]);
+    }
+    h->il = il;
+}
+
+/* k(x, z) without noise. */
+static inline double kern(const gp *g, const hyp *h, const double *x, const double *z)
+{
+    size_t d = g->d;
+    if (g->kernel == GP_KERNEL_LIN_MATERN32) {
+        double lin = 0, r2 = GP_R_EPS;
+        for (size_t i = 0; i < d; i++) {
+            double u = (x[i] - z[i]) * h->il[i];
+            r2 += u * u;
+            lin += (x[i] - g->c[i]) * (z[i] - g->c[i]);
+        }
+        double sr = GP_SQRT3 * sqrt(r2);
+        return h->sl2 * lin + h->sm2 * (1 + sr) * exp(-sr);
+    }
+    double r2 = 0;
+    for (size_t i = 0; i < d; i++) {
+        double u = (x[i] - z[i]) * h->il[i];
+        r2 += u * u;
+    }
+    return h->sm2 * exp(-0.5 * r2);
+}
+
+/* Lower triangle of k(X, X) + diag_add I into K (n x n, column-major, leading dimension ld). */
+static void build_K(const gp *g, const hyp *h, size_t n, const double *X, double diag_add,
+                    double *K, size_t ld)
+{
+    size_t d = g->d;
+    for (size_t b = 0; b < n; b++) {
+        double *col = K + b * ld;
+        col[b] = kern(g, h, X + b * d, X + b * d) + diag_add;
+        for (size_t a = b + 1; a < n; a++)
+            col[a] = kern(g, h, X + a * d, X + b * d);
+    }
+}
+
+/* ---- handle ------------------------------------------------------------------------------- */
+
+gp_fit_opts gp_fit_opts_default(void)
+{
+    gp_fit_opts o = {.faithful = 0,
+                     .init_lengthscale = 0.3,
+                     .restarts = 2,
+                     .max_fit_points = 256,
+                     .adam_steps = 1000,
+                     .adam_lr = 1e-4};
+    return o;
+}
+
+st_status gp_create(gp_kernel kernel, size_t d, gp **out)
+{
+    *out = NULL;
+    if (d == 0 || (kernel != GP_KERNEL_LIN_MATERN32 && kernel != GP_KERNEL_RBF))
+        return ST_EINVAL;
+    gp *g = calloc(1, sizeof(*g));
+    if (!g)
+        return ST_ENOMEM;
+    g->kernel = kernel;
+    g->d = d;
+    g->n_theta = kernel == GP_KERNEL_LIN_MATERN32 ? d + 3 : 3;
+    g->c = calloc(d, sizeof(double));
+    g->theta = malloc(g->n_theta * sizeof(double));
+    g->il = malloc(d * sizeof(double));
+    g->ilw = malloc(d * sizeof(double));
+    if (!g->c || !g->theta || !g->il || !g->ilw) {
+        gp_destroy(g);
+        return ST_ENOMEM;
+    }
+    g->prior_ls = kernel == GP_KERNEL_LIN_MATERN32 ? log(0.3) : 0.0;
+    gp_default_theta(g, 0.3, g->theta);
+    *out = g;
+    return ST_OK;
+}
+
+void gp_destroy(gp *g)
+{
+    if (!g)
+        return;
+    free(g->X);
+    free(g->y);
+    free(g->c);
+    free(g->theta);
+    free(g->L);
+    free(g->alpha);
+    free(g->il);
+    free(g->Kw);
+    free(g->aw);
+    free(g->ilw);
+    free(g->Ks);
+    free(g->v);
+    free(g);
+}
+
+void gp_set_linear_center(gp *g, const double *c)
+{
+    memcpy(g->c, c, g->d * sizeof(double));
+    g->factored = 0;
+}
+
+size_t gp_n(const gp *g)
+{
+    return g->n;
+}
+
+size_t gp_n_theta(const gp *g)
+{
+    return g->n_theta;
+}
+
+void gp_get_theta(const gp *g, double *theta)
+{
+    memcpy(theta, g->theta, g->n_theta * sizeof(double));
+}
+
+void gp_set_theta(gp *g, const double *theta)
+{
+    memcpy(g->theta, theta, g->n_theta * sizeof(double));
+    g->factored = 0;
+}
+
+void gp_default_theta(const gp *g, double init_lengthscale, double *theta)
+{
+    if (g->kernel == GP_KERNEL_LIN_MATERN32) {
+        theta[0] = 0;
+        theta[1] = 0;
+        for (size_t i = 0; i < g->d; i++)
+            theta[2 + i] = log(init_lengthscale);
+        theta[g->d + 2] = GP_NOISE_MU;
+    } else {
+        theta[0] = 0;
+        theta[1] = 0;
+        theta[2] = GP_NOISE_MU;
+    }
+}
+
+/* Grows the point storage to hold `want` points, keeping X, y and the factor L (n x n). */
+static st_status grow(gp *g, size_t want)
+{
+    if (want <= g->cap)
+        return ST_OK;
+    size_t cap = g->cap * 2 > want + 8 ? g->cap * 2 : want + 8;
+    double *X = realloc(g->X, cap * g->d * sizeof(double));
+    if (!X)
+        return ST_ENOMEM;
+    g->X = X;
+    double *y = realloc(g->y, cap * sizeof(double));
+    if (!y)
+        return ST_ENOMEM;
+    g->y = y;
+    double *a = realloc(g->alpha, cap * sizeof(double));
+    if (!a)
+        return ST_ENOMEM;
+    g->alpha = a;
+    double *v = realloc(g->v, cap * sizeof(double));
+    if (!v)
+        return ST_ENOMEM;
+    g->v = v;
+    double *L = malloc(cap * cap * sizeof(double));
+    if (!L)
+        return ST_ENOMEM;
+    if (g->factored && g->L)
+        for (size_t j = 0; j < g->n; j++)
+            memcpy(L + j * cap, g->L + j * g->cap, g->n * sizeof(double));
+    free(g->L);
+    g->L = L;
+    g->cap = cap;
+    return ST_OK;
+}
+
+st_status gp_set_data(gp *g, size_t n, const double *X, const double *y)
+{
+    for (size_t i = 0; i < n * g->d; i++)
+        if (!isfinite(X[i]))
+            return ST_EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(y[i]))
+            return ST_EINVAL;
+    g->factored = 0;
+    st_status s = grow(g, n);
+    if (s != ST_OK)
+        return s;
+    if (n) {
+        memcpy(g->X, X, n * g->d * sizeof(double));
+        memcpy(g->y, y, n * sizeof(double));
+    }
+    g->n = n;
+    return ST_OK;
+}
+
+/* ---- factorisation and prediction --------------------------------------------------------- */
+
+st_status gp_factor(gp *g)
+{
+    g->factored = 0;
+    for (size_t j = 0; j < g->n_theta; j++)
+        if (!isfinite(g->theta[j]))
+            return ST_ENUMERIC;
+    hyp h;
+    hyp_from_theta(g, g->theta, g->il, &h);
+    size_t n = g->n, ld = g->cap;
+    if (n == 0) {
+        g->jit = 0;
+        g->factored = 1;
+        return ST_OK;
+    }
+    double base = h.noise + GP_JITTER, jit = 0, mean_diag = 0;
+    for (int t = 0; t <= GP_JITTER_TRIES; t++) {
+        build_K(g, &h, n, g->X, base + jit, g->L, ld);
+        if (t == 0) {
+            for (size_t i = 0; i < n; i++)
+                mean_diag += g->L[i + i * ld];
+            mean_diag /= (double)n;
+            if (!isfinite(mean_diag))
+                return ST_ENUMERIC;
+        }
+        lapack_int info =
+            LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', (lapack_int)n, g->L, (lapack_int)ld);
+        if (info == 0 && isfinite(g->L[(n - 1) * (ld + 1)])) {
+            g->jit = jit;
+            memcpy(g->alpha, g->y, n * sizeof(double));
+            info = LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'L', (lapack_int)n, 1, g->L,
+                                       (lapack_int)ld, g->alpha, (lapack_int)n);
+            if (info != 0)
+                return ST_ENUMERIC;
+            g->factored = 1;
+            return ST_OK;
+        }
+        jit = jit == 0 ? 1e-6 * mean_diag : jit * 10;
+    }
+    return ST_ENUMERIC;
+}
+
+st_status gp_predict(gp *g, size_t m, const double *Xs, double *mean, double *var)
+{
+    if (!g->factored)
+        return ST_ESTATE;
+    size_t n = g->n, d = g->d, mb = GP_PRED_BLOCK;
+    if (n > g->n_ks) {
+        double *Ks = realloc(g->Ks, n * mb * sizeof(double));
+        if (!Ks)
+            return ST_ENOMEM;
+        g->Ks = Ks;
+        g->n_ks = n;
+    }
+    hyp h;
+    hyp_from_theta(g, g->theta, g->il, &h);
+    for (size_t j0 = 0; j0 < m; j0 += mb) {
+        size_t bm = m - j0 < mb ? m - j0 : mb;
+        const double *xb = Xs + j0 * d;
+        if (n == 0) {
+            for (size_t j = 0; j < bm; j++) {
+                mean[j0 + j] = 0;
+                if (var)
+                    var[j0 + j] = kern(g, &h, xb + j * d, xb + j * d);
+            }
+            continue;
+        }
+        /* K* (n x bm, column-major): column j = k(X, x*_j) */
+        for (size_t j = 0; j < bm; j++) {
+            double *col = g->Ks + j * n;
+            for (size_t i = 0; i < n; i++)
+                col[i] = kern(g, &h, g->X + i * d, xb + j * d);
+        }
+        /* mean = K*^T alpha */
+        cblas_dgemv(CblasColMajor, CblasTrans, (int)n, (int)bm, 1.0, g->Ks, (int)n, g->alpha, 1,
+                    0.0, mean + j0, 1);
+        if (!var)
+            continue;
+        /* V = L^-1 K*; var_j = k(x*_j, x*_j) - |V_j|^2, clamped at 0 */
+        cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, (int)n,
+                    (int)bm, 1.0, g->L, (int)g->cap, g->Ks, (int)n);
+        for (size_t j = 0; j < bm; j++) {
+            const double *col = g->Ks + j * n;
+            double q = cblas_ddot((int)n, col, 1, col, 1);
+            double v = kern(g, &h, xb + j * d, xb + j * d) - q;
+            var[j0 + j] = v > 0 ? v : 0;
+        }
+    }
+    return ST_OK;
+}
+
+st_status gp_append(gp *g, const double *x, double y)
+{
+    size_t d = g->d;
+    for (size_t i = 0; i < d; i++)
+        if (!isfinite(x[i]))
+            return ST_EINVAL;
+    if (!isfinite(y))
+        return ST_EINVAL;
+    st_status s = grow(g, g->n + 1);
+    if (s != ST_OK)
+        return s;
+    size_t n = g->n, ld = g->cap;
+    if (!g->factored) {
+        memcpy(g->X + n * d, x, d * sizeof(double));
+        g->y[n] = y;
+        g->n = n + 1;
+        return gp_factor(g);
+    }
+    hyp h;
+    hyp_from_theta(g, g->theta, g->il, &h);
+    /* New row of L: l = L^-1 k(X, x), l_nn = sqrt(k(x,x) + noise + 1e-4 + jit - |l|^2). */
+    double *l = g->v;
+    for (size_t i = 0; i < n; i++)
+        l[i] = kern(g, &h, g->X + i * d, x);
+    if (n)
+        cblas_dtrsv(CblasColMajor, CblasLower, CblasNoTrans, CblasNonUnit, (int)n, g->L, (int)ld, l,
+                    1);
+    double q = n ? cblas_ddot((int)n, l, 1, l, 1) : 0;
+    double dd = kern(g, &h, x, x) + h.noise + GP_JITTER + g->jit - q;
+    if (!(dd > 0) || !isfinite(dd))
+        return ST_ENUMERIC;
+    for (size_t j = 0; j < n; j++)
+        g->L[n + j * ld] = l[j];
+    g->L[n + n * ld] = sqrt(dd);
+    memcpy(g->X + n * d, x, d * sizeof(double));
+    g->y[n] = y;
+    g->n = n + 1;
+    memcpy(g->alpha, g->y, (n + 1) * sizeof(double));
+    lapack_int info = LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'L', (lapack_int)(n + 1), 1, g->L,
+                                          (lapack_int)ld, g->alpha, (lapack_int)(n + 1));
+    if (info != 0) {
+        g->factored = 0;
+        return ST_ENUMERIC;
+    }
+    return ST_OK;
+}
+
+/* ---- objective ---------------------------------------------------------------------------- */
+
+/* -log Normal(x; mu, sd^2) and its derivative in x. */
+static double neg_log_normal(double x, double mu, double sd, double *dx)
+{
+    double z = (x - mu) / sd;
+    *dx = z / sd;
+    return 0.5 * z * z + log(sd) + 0.5 * GP_LOG2PI;
+}
+
+/* Negative log prior at theta (+= its gradient into grad if non-NULL).
+ * Noise (both modes), as pyro's loss: -log LogNormal(noise; ln 0.01, 0.5) evaluated at the
+ * noise variance itself, with no Jacobian for optimising its log:
+ *   log noise + log s + log(2 pi)/2 + (log noise - mu)^2 / (2 s^2);  d/d log noise = 1 + z/s.
+ * map = 1 adds the weak Normal priors on log variances and log lengthscales (see top). */
+static double neg_log_prior(const gp *g, const double *theta, double *grad, int map)
+{
+    size_t nt = g->n_theta;
+    double eta = theta[nt - 1], dz;
+    double f = eta + neg_log_normal(eta, GP_NOISE_MU, GP_NOISE_S, &dz);
+    if (grad)
+        grad[nt - 1] += 1 + dz;
+    if (!map)
+        return f;
+    size_t n_var = g->kernel == GP_KERNEL_LIN_MATERN32 ? 2 : 1;
+    for (size_t j = 0; j < nt - 1; j++) {
+        double dj;
+        if (j < n_var)
+            f += neg_log_normal(theta[j], 0.0, GP_PRIOR_VAR_SD, &dj);
+        else
+            f += neg_log_normal(theta[j], g->prior_ls, GP_PRIOR_LS_SD, &dj);
+        if (grad)
+            grad[j] += dj;
+    }
+    return f;
+}
+
+static st_status ensure_work(gp *g, size_t n)
+{
+    if (n <= g->n_w)
+        return ST_OK;
+    double *K = malloc(n * n * sizeof(double));
+    double *a = malloc(n * sizeof(double));
+    if (!K || !a) {
+        free(K);
+        free(a);
+        return ST_ENOMEM;
+    }
+    free(g->Kw);
+    free(g->aw);
+    g->Kw = K;
+    g->aw = a;
+    g->n_w = n;
+    return ST_OK;
+}
+
+/*
+ * NLML + prior on (X, y) (n points) at theta; gradient into grad (n_theta) if non-NULL.
+ *   NLML = 1/2 y^T K^-1 y + sum log L_ii + n/2 log 2 pi                  (R&W eq. 5.8)
+ *   dNLML/dtheta_j = 1/2 tr((K^-1 - alpha alpha^T) dK/dtheta_j)          (R&W eq. 5.9)
+ * with, per pair (a, b), u_i = (x_ai - x_bi)/l_i, r = sqrt(|u|^2 + 1e-12), e = exp(-sqrt3 r):
+ *   dk/dlog sl2 = sl2 lin,  dk/dlog sm2 = sm2 (1 + sqrt3 r) e,  dk/dlog l_i = 3 sm2 e u_i^2,
+ *   RBF: dk/dlog s2 = k,  dk/dlog l = k |u|^2;  dK/dlog noise = noise I.
+ * Returns +INFINITY when K is not positive definite, NAN on allocation failure.
+ */
+static double obj_eval(gp *g, size_t n, const double *X, const double *y, const double *theta,
+                       double *grad, int map)
+{
+    size_t nt = g->n_theta, d = g->d;
+    for (size_t j = 0; j < nt; j++)
+        if (!isfinite(theta[j]))
+            return INFINITY;
+    if (ensure_work(g, n) != ST_OK)
+        return NAN;
+    if (grad)
+        memset(grad, 0, nt * sizeof(double));
+    double f = neg_log_prior(g, theta, grad, map);
+    if (n == 0)
+        return f;
+    hyp h;
+    hyp_from_theta(g, theta, g->ilw, &h);
+    double *K = g->Kw, *al = g->aw;
+    build_K(g, &h, n, X, h.noise + GP_JITTER, K, n);
+    lapack_int info = LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', (lapack_int)n, K, (lapack_int)n);
+    if (info != 0)
+        return INFINITY;
+    double logdet = 0;
+    for (size_t i = 0; i < n; i++)
+        logdet += log(K[i + i * n]);
+    memcpy(al, y, n * sizeof(double));
+    LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'L', (lapack_int)n, 1, K, (lapack_int)n, al,
+                        (lapack_int)n);
+    f += 0.5 * cblas_ddot((int)n, y, 1, al, 1) + logdet + 0.5 * (double)n * GP_LOG2PI;
+    if (!isfinite(f))
+        return INFINITY;
+    if (!grad)
+        return f;
+    /* K^-1 (lower triangle) in place */
+    info = LAPACKE_dpotri_work(LAPACK_COL_MAJOR, 'L', (lapack_int)n, K, (lapack_int)n);
+    if (info != 0)
+        return INFINITY;
+    double g_sl = 0, g_sm = 0, g_noise = 0;
+    double *g_l = grad + (g->kernel == GP_KERNEL_LIN_MATERN32 ? 2 : 1);
+    /* accumulate 1/2 sum_ab W_ab dK_ab over the lower triangle: weight 1/2 on the diagonal,
+     * 1 off it (W = K^-1 - alpha alpha^T is symmetric) */
+    for (size_t b = 0; b < n; b++) {
+        const double *xb = X + b * d;
+        const double *col = K + b * n;
+        {
+            double w = 0.5 * (col[b] - al[b] * al[b]);
+            g_noise += w * h.noise;
+            if (g->kernel == GP_KERNEL_LIN_MATERN32) {
+                double lin = 0;
+                for (size_t i = 0; i < d; i++)
+                    lin += (xb[i] - g->c[i]) * (xb[i] - g->c[i]);
+                double sr = GP_SQRT3 * sqrt(GP_R_EPS);
+                g_sl += w * h.sl2 * lin;
+                g_sm += w * h.sm2 * (1 + sr) * exp(-sr);
+            } else {
+                g_sm += w * h.sm2;
+            }
+        }
+        for (size_t a = b + 1; a < n; a++) {
+            const double *xa = X + a * d;
+            double w = col[a] - al[a] * al[b];
+            if (g->kernel == GP_KERNEL_LIN_MATERN32) {
+                double lin = 0, r2 = GP_R_EPS;
+                for (size_t i = 0; i < d; i++) {
+                    double u = (xa[i] - xb[i]) * h.il[i];
+                    r2 += u * u;
+                    lin += (xa[i] - g->c[i]) * (xb[i] - g->c[i]);
+                }
+                double sr = GP_SQRT3 * sqrt(r2), e = exp(-sr);
+                g_sl += w * h.sl2 * lin;
+                g_sm += w * h.sm2 * (1 + sr) * e;
+                double we = 3 * w * h.sm2 * e;
+                for (size_t i = 0; i < d; i++) {
+                    double u = (xa[i] - xb[i]) * h.il[i];
+                    g_l[i] += we * u * u;
+                }
+            } else {
+                double r2 = 0;
+                for (size_t i = 0; i < d; i++) {
+                    double u = (xa[i] - xb[i]) * h.il[i];
+                    r2 += u * u;
+                }
+                double k = h.sm2 * exp(-0.5 * r2);
+                g_sm += w * k;
+                g_l[0] += w * k * r2;
+            }
+        }
+    }
+    if (g->kernel == GP_KERNEL_LIN_MATERN32) {
+        grad[0] += g_sl;
+        grad[1] += g_sm;
+    } else {
+        grad[0] += g_sm;
+    }
+    grad[nt - 1] += g_noise;
+    return f;
+}
+
+double gp_objective(gp *g, const double *theta, double *grad, int map)
+{
+    return obj_eval(g, g->n, g->X, g->y, theta, grad, map);
+}
+
+/* ---- fitting ------------------------------------------------------------------------------ */
+
+typedef struct fit_ctx {
+    gp *g;
+    size_t n;
+    const double *X, *y;
+    double best_f;
+    double *best; /* n_theta: best finite point seen by any start */
+} fit_ctx;
+
+static double nlopt_obj(unsigned nt, const double *x, double *grad, void *data)
+{
+    fit_ctx *c = data;
+    double f = obj_eval(c->g, c->n, c->X, c->y, x, grad, 1);
+    if (!isfinite(f)) {
+        if (grad)
+            memset(grad, 0, nt * sizeof(double));
+        return HUGE_VAL;
+    }
+    if (f < c->best_f) {
+        c->best_f = f;
+        memcpy(c->best, x, nt * sizeof(double));
+    }
+    return f;
+}
+
+static void theta_bounds(const gp *g, double *lo, double *hi)
+{
+    size_t nt = g->n_theta, n_var = g->kernel == GP_KERNEL_LIN_MATERN32 ? 2 : 1;
+    for (size_t j = 0; j < nt; j++) {
+        if (j < n_var) {
+            lo[j] = GP_LOG_VAR_LO;
+            hi[j] = GP_LOG_VAR_HI;
+        } else if (j < nt - 1) {
+            lo[j] = GP_LOG_LS_LO;
+            hi[j] = GP_LOG_LS_HI;
+        } else {
+            lo[j] = GP_LOG_NOISE_LO;
+            hi[j] = GP_LOG_NOISE_HI;
+        }
+    }
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Recommended mode: MAP by L-BFGS from the defaults and o->restarts perturbed starts. */
+static st_status fit_map(gp *g, const gp_fit_opts *o, st_rng *rng, const double *theta0)
+{
+    size_t nt = g->n_theta, d = g->d, n = g->n;
+    size_t nf = (o->max_fit_points > 0 && n > o->max_fit_points) ? o->max_fit_points : n;
+    st_status s = ST_ENOMEM;
+    double *buf = malloc((5 * nt) * sizeof(double));
+    double *Xf = NULL, *yf = NULL;
+    size_t *idx = NULL;
+    nlopt_opt opt = NULL;
+    if (!buf)
+        goto done;
+    double *lo = buf, *hi = buf + nt, *x = buf + 2 * nt, *best = buf + 3 * nt, *sd = buf + 4 * nt;
+    fit_ctx ctx = {.g = g, .n = n, .X = g->X, .y = g->y, .best_f = INFINITY, .best = best};
+    if (nf < n) {
+        /* seeded subset: partial Fisher-Yates, then sorted for a stable order */
+        idx = malloc(n * sizeof(size_t));
+        Xf = malloc(nf * d * sizeof(double));
+        yf = malloc(nf * sizeof(double));
+        if (!idx || !Xf || !yf)
+            goto done;
+        for (size_t i = 0; i < n; i++)
+            idx[i] = i;
+        for (size_t i = 0; i < nf; i++) {
+            size_t j = i + st_rng_uniform_int(rng, n - i), t = idx[i];
+            idx[i] = idx[j];
+            idx[j] = t;
+        }
+        qsort(idx, nf, sizeof(size_t), cmp_size);
+        for (size_t i = 0; i < nf; i++) {
+            memcpy(Xf + i * d, g->X + idx[i] * d, d * sizeof(double));
+            yf[i] = g->y[idx[i]];
+        }
+        ctx.n = nf;
+        ctx.X = Xf;
+        ctx.y = yf;
+    }
+    if (ensure_work(g, nf) != ST_OK)
+        goto done;
+    theta_bounds(g, lo, hi);
+    for (size_t j = 0; j < nt; j++)
+        sd[j] = j == nt - 1 ? GP_NOISE_S : 1.0;
+    opt = nlopt_create(NLOPT_LD_LBFGS, (unsigned)nt);
+    if (!opt)
+        goto done;
+    nlopt_set_lower_bounds(opt, lo);
+    nlopt_set_upper_bounds(opt, hi);
+    nlopt_set_min_objective(opt, nlopt_obj, &ctx);
+    nlopt_set_maxeval(opt, 100);
+    nlopt_set_ftol_rel(opt, 1e-6);
+    nlopt_set_xtol_rel(opt, 1e-6);
+    for (size_t r = 0; r <= o->restarts; r++) {
+        for (size_t j = 0; j < nt; j++) {
+            double v = theta0[j] + (r ? sd[j] * st_rng_gaussian(rng) : 0.0);
+            x[j] = v < lo[j] ? lo[j] : v > hi[j] ? hi[j] : v;
+        }
+        double f;
+        nlopt_optimize(opt, x, &f); /* any outcome: ctx keeps the best point seen */
+    }
+    if (isfinite(ctx.best_f))
+        memcpy(g->theta, best, nt * sizeof(double));
+    else
+        memcpy(g->theta, theta0, nt * sizeof(double));
+    s = ST_OK;
+done:
+    nlopt_destroy(opt);
+    free(buf);
+    free(Xf);
+    free(yf);
+    free(idx);
+    return s;
+}
+
+/* Faithful mode: CARBS/pyro's Adam (torch defaults), on all points, map = 0. */
+static st_status fit_adam(gp *g, const gp_fit_opts *o)
+{
+    size_t nt = g->n_theta;
+    double *buf = calloc(5 * nt, sizeof(double));
+    if (!buf)
+        return ST_ENOMEM;
+    double *th = buf, *gr = buf + nt, *m = buf + 2 * nt, *v = buf + 3 * nt, *last = buf + 4 * nt;
+    const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+    memcpy(th, g->theta, nt * sizeof(double));
+    double p1 = 1, p2 = 1;
+    const double *res = th;
+    for (size_t t = 0; t < o->adam_steps; t++) {
+        double f = obj_eval(g, g->n, g->X, g->y, th, gr, 0);
+        if (isnan(f)) {
+            free(buf);
+            return ST_ENOMEM;
+        }
+        if (!isfinite(f)) {
+            res = last; /* keep the last point whose objective was finite */
+            break;
+        }
+        memcpy(last, th, nt * sizeof(double));
+        p1 *= b1;
+        p2 *= b2;
+        for (size_t j = 0; j < nt; j++) {
+            m[j] = b1 * m[j] + (1 - b1) * gr[j];
+            v[j] = b2 * v[j] + (1 - b2) * gr[j] * gr[j];
+            double mh = m[j] / (1 - p1), vh = v[j] / (1 - p2);
+            th[j] -= o->adam_lr * mh / (sqrt(vh) + eps);
+        }
+    }
+    memcpy(g->theta, res, nt * sizeof(double));
+    free(buf);
+    return ST_OK;
+}
+
+st_status gp_fit(gp *g, const gp_fit_opts *o, st_rng *rng)
+{
+    if (g->n == 0)
+        return ST_EEMPTY;
+    if (!(o->init_lengthscale > 0) || !isfinite(o->init_lengthscale) || !(o->adam_lr >= 0))
+        return ST_EINVAL;
+    size_t nt = g->n_theta;
+    double *theta0 = malloc(nt * sizeof(double));
+    if (!theta0)
+        return ST_ENOMEM;
+    double lsi = g->kernel == GP_KERNEL_LIN_MATERN32 ? o->init_lengthscale : 1.0;
+    gp_default_theta(g, lsi, theta0);
+    if (g->kernel == GP_KERNEL_LIN_MATERN32)
+        g->prior_ls = log(o->init_lengthscale);
+    g->factored = 0;
+    st_status s;
+    if (o->faithful) {
+        theta0[nt - 1] = GP_NOISE_MU + GP_NOISE_S * st_rng_gaussian(rng);
+        memcpy(g->theta, theta0, nt * sizeof(double));
+        s = fit_adam(g, o);
+    } else {
+        s = fit_map(g, o, rng, theta0);
+    }
+    if (s == ST_OK) {
+        s = gp_factor(g);
+        if (s == ST_ENUMERIC) {
+            /* the fitted point does not factorise on all points: fall back to the start */
+            memcpy(g->theta, theta0, nt * sizeof(double));
+            s = gp_factor(g);
+        }
+    }
+    free(theta0);
+    return s;
+}
