@@ -94,8 +94,22 @@ bench-carbs: $(BUILD)/bench/bench_carbs
 # ---- report --------------------------------------------------------------------------------
 
 # ---- bench ---------------------------------------------------------------------------------
+# bench/sim.c is the simulated LLM-training world (docs/benchmarks.md); llmsim speaks the metrics
+# protocol with it, and the tests of other modules may launch it, so `make test` builds it.
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(STATIC)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BUILD)/bench/llmsim/llmsim: $(BUILD)/bench/llmsim/llmsim_main.o $(BUILD)/bench/sim.o \
+                       $(BUILD)/mod/libcommon.a
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+TEST_PROGRAMS += $(BUILD)/bench/llmsim/llmsim
+# tests/bench/ is not a library folder: its test links bench/sim.o and common/ explicitly (it is
+# already in TESTS through the tests/*/test_*.c wildcard, so `make test` runs it).
+$(BUILD)/tests/bench/test_bench_sim: $(BUILD)/tests/bench/test_bench_sim.o $(BUILD)/bench/sim.o \
+                                     $(BUILD)/mod/libcommon.a
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+test-bench: $(BUILD)/tests/bench/test_bench_sim $(BUILD)/bench/llmsim/llmsim
+	@tests/run-tests.sh $(BUILD)/tests/bench/test_bench_sim
+.PHONY: test-bench
 
 # --------------------------------------------------------------------------------------------
 programs: $(PROGRAMS)

@@ -1,0 +1,137 @@
+/*
+ * llmsim_main.c — `llmsim`, a stand-in for a training run that speaks the metrics protocol.
+ *
+ * Takes a run's settings as flags, prints JSON lines (step, eval, final or diverged) computed by
+ * bench/sim.c in microseconds, and exits 0 (finished), 3 (diverged) or 2 (bad flags). With
+ * --oracle C it prints the true optimum at compute C instead; with --true, the noise-free terms.
+ * It is not a trainer: nothing is learned; the loss comes from published scaling laws.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/sim.h"
+
+static void usage(FILE *f)
+{
+    fputs("usage: llmsim (--N P | --d-model W --n-layer L) --tokens D --lr LR --batch B\n"
+          "              [--warmup F] [--weight-decay WD] [--seed S] [--steps-to-report K]\n"
+          "              [--true]\n"
+          "       llmsim --oracle C\n"
+          "  --N P              non-embedding parameters (or 12 * n_layer * d_model^2)\n"
+          "  --tokens D         training tokens\n"
+          "  --lr LR            peak learning rate (AdamW)\n"
+          "  --batch B          tokens per optimizer step\n"
+          "  --warmup F         warmup as a fraction of the steps, in [0, 1) (default 0.02)\n"
+          "  --weight-decay WD  AdamW lambda (default 0.1)\n"
+          "  --seed S           noise seed (default 0)\n"
+          "  --steps-to-report K  number of step/eval reports (default 10)\n"
+          "  --true             print the noise-free loss and its terms as one JSON line\n"
+          "  --oracle C         print the true optimum at C FLOPs (C = 6 N D)\n"
+          "exit: 0 finished, 3 diverged, 2 bad arguments\n",
+          f);
+}
+
+static int parse_num(const char *flag, const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end != '\0' || !isfinite(v)) {
+        fprintf(stderr, "llmsim: %s: '%s' is not a number\n", flag, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    double N = NAN, dm = NAN, nl = NAN, D = NAN, lr = NAN, batch = NAN;
+    double warmup = 0.02, wd = 0.1, seed = 0, nrep = 10, oracle = NAN;
+    int show_true = 0;
+    struct {
+        const char *name;
+        double *dst;
+    } flags[] = {{"--N", &N},           {"--d-model", &dm},
+                 {"--n-layer", &nl},    {"--tokens", &D},
+                 {"--lr", &lr},         {"--batch", &batch},
+                 {"--warmup", &warmup}, {"--weight-decay", &wd},
+                 {"--seed", &seed},     {"--steps-to-report", &nrep},
+                 {"--oracle", &oracle}};
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(argv[i], "--true")) {
+            show_true = 1;
+            continue;
+        }
+        size_t k, nf = sizeof(flags) / sizeof(flags[0]);
+        for (k = 0; k < nf; k++)
+            if (!strcmp(argv[i], flags[k].name))
+                break;
+        if (k == nf || i + 1 >= argc) {
+            fprintf(stderr, "llmsim: unknown flag or missing value: %s\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+        if (parse_num(argv[i], argv[i + 1], flags[k].dst))
+            return 2;
+        i++;
+    }
+
+    sim_law law = sim_law_default();
+    if (!isnan(oracle)) {
+        sim_setting o;
+        double loss;
+        st_status st = sim_oracle(&law, oracle, &o, &loss);
+        if (st != ST_OK) {
+            fprintf(stderr, "llmsim: oracle at C = %g: %s\n", oracle, st_strerror(st));
+            return 2;
+        }
+        printf("{\"event\":\"oracle\",\"compute\":%.17g,\"params\":%.17g,\"tokens\":%.17g,"
+               "\"lr\":%.17g,\"batch\":%.17g,\"warmup\":%.17g,\"weight_decay\":%.17g,"
+               "\"val_loss\":%.17g}\n",
+               oracle, o.N, o.D, o.lr, o.batch, o.warmup, o.weight_decay, loss);
+        return 0;
+    }
+    if (isnan(N) && !isnan(dm) && !isnan(nl))
+        N = 12.0 * nl * dm * dm; /* non-embedding parameters of a GPT block stack (Kaplan) */
+    if (isnan(N) || isnan(D) || isnan(lr) || isnan(batch)) {
+        fputs("llmsim: need --N (or --d-model and --n-layer), --tokens, --lr and --batch\n",
+              stderr);
+        usage(stderr);
+        return 2;
+    }
+    if (seed < 0 || seed != floor(seed) || seed > 1.8e19) {
+        fprintf(stderr, "llmsim: --seed must be a non-negative integer\n");
+        return 2;
+    }
+    sim_setting s = {N, D, lr, batch, warmup, wd};
+    char err[ST_ERRMSG_MAX];
+    if (show_true) {
+        sim_terms t;
+        if (sim_eval(&law, &s, &t, err) != ST_OK) {
+            fprintf(stderr, "llmsim: %s\n", err);
+            return 2;
+        }
+        printf("{\"event\":\"true\",\"loss\":%.17g,\"diverged\":%d,\"loss_nd\":%.17g,"
+               "\"lr_opt\":%.17g,\"lr_max\":%.17g,\"batch_opt\":%.17g,\"warmup_opt\":%.17g,"
+               "\"tau\":%.17g,\"tau_opt\":%.17g,\"pen_lr_batch\":%.17g,\"pen_warmup\":%.17g,"
+               "\"pen_wd\":%.17g,\"flops\":%.17g}\n",
+               t.diverged ? -1.0 : t.loss, t.diverged, t.loss_nd, t.lr_opt, t.lr_max, t.batch_opt,
+               t.warmup_opt, isfinite(t.tau) ? t.tau : -1.0, t.tau_opt, t.pen_lr_bs, t.pen_warmup,
+               t.pen_wd, t.flops);
+        return 0;
+    }
+    int code;
+    if (sim_emit(&law, &s, (uint64_t)seed, (int)nrep, stdout, &code, err) != ST_OK) {
+        fprintf(stderr, "llmsim: %s\n", err);
+        return 2;
+    }
+    return code;
+}

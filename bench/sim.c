@@ -1,0 +1,352 @@
+/*
+ * sim.c — the simulated LLM-training world of bench/ and its oracle (see sim.h for the API).
+ *
+ * The loss of a run is L(N, D) (1 + P), P the sum of relative penalties for learning rate and
+ * batch (a quadratic bowl in log space with a ridge), warmup and weight decay (saturating bowls),
+ * and the run diverges when the learning rate passes a boundary that moves with N. Not a model of
+ * any one trainer: a smooth, documented world with known optima for judging optimizers.
+ * Depends on common/ (st_rng) and GSL (Brent minimiser). Constants: docs/benchmarks.md.
+ */
+#include "bench/sim.h"
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_min.h>
+#include <math.h>
+#include <string.h>
+
+sim_law sim_law_default(void)
+{
+    sim_law w;
+    memset(&w, 0, sizeof(w));
+    /* Epoch's Huber-likelihood MLE on the Chinchilla points, unrounded (specs 6, row [2]). */
+    w.E = 1.81686;
+    w.A = 482.006;
+    w.B = 2085.43;
+    w.alpha = 0.347813;
+    w.beta = 0.365854;
+    /* StepLaw (arXiv:2503.04715): eta_opt = 1.79 N^-0.713 D^0.307, B_opt = 0.58 D^0.571. */
+    w.c_lr = 1.79;
+    w.lr_pN = -0.713;
+    w.lr_pD = 0.307;
+    w.c_bs = 0.58;
+    w.bs_pD = 0.571;
+    /* Ours: lr 2x off costs 0.72%, batch 2x off 0.29%; rho > 0: larger batches want larger lr. */
+    w.k_lr = 0.015;
+    w.k_bs = 0.006;
+    w.rho = 0.5;
+    /* Ours: diverge above 6x the lr optimum of a Chinchilla-sized (20 tokens/param) run. */
+    w.div_kappa = 6.0;
+    w.div_tpp = 20.0;
+    /* Ours: about 200 warmup steps are best, as a fraction within [0.5%, 25%]. */
+    w.wu_steps = 200.0;
+    w.wu_min = 0.005;
+    w.wu_max = 0.25;
+    w.wu_eps = 0.002;
+    w.wu_kappa = 0.02;
+    w.wu_width = 1.0;
+    /* Form of Bergsma et al. 2025 (tau_opt a power law in tokens per parameter); constants ours:
+     * tau_opt = 0.25 at 20 tokens/param, which puts lambda_opt near 0.1 at the StepLaw optima. */
+    w.wd_c = 0.25;
+    w.wd_p = -0.3;
+    w.wd_tpp = 20.0;
+    w.wd_kappa = 0.015;
+    w.wd_width = 1.0;
+    w.noise_sd = 0.002;
+    return w;
+}
+
+/* Chinchilla eq. 2 with Epoch's constants: nats per token. */
+double sim_loss_nd(const sim_law *law, double N, double D)
+{
+    return law->E + law->A * pow(N, -law->alpha) + law->B * pow(D, -law->beta);
+}
+
+/* StepLaw eq. for eta_opt(N, D). */
+double sim_lr_opt(const sim_law *law, double N, double D)
+{
+    return law->c_lr * pow(N, law->lr_pN) * pow(D, law->lr_pD);
+}
+
+/* StepLaw eq. for B_opt(D), tokens. */
+double sim_batch_opt(const sim_law *law, double D)
+{
+    return law->c_bs * pow(D, law->bs_pD);
+}
+
+double sim_lr_max(const sim_law *law, double N, double warmup, double warmup_opt)
+{
+    double base = law->div_kappa * sim_lr_opt(law, N, law->div_tpp * N);
+    double frac = warmup_opt > 0 ? warmup / warmup_opt : 1.0;
+    return base * (0.5 + 0.5 * fmin(1.0, frac));
+}
+
+double sim_warmup_opt(const sim_law *law, double D, double batch)
+{
+    double steps = D / batch;
+    return fmin(law->wu_max, fmax(law->wu_min, law->wu_steps / steps));
+}
+
+double sim_tau_opt(const sim_law *law, double N, double D)
+{
+    return law->wd_c * pow(D / (N * law->wd_tpp), law->wd_p);
+}
+
+static int bad(double x)
+{
+    return !isfinite(x);
+}
+
+st_status sim_eval(const sim_law *law, const sim_setting *s, sim_terms *t, char *errmsg)
+{
+    char scratch[ST_ERRMSG_MAX];
+    if (!errmsg)
+        errmsg = scratch;
+    errmsg[0] = '\0';
+    memset(t, 0, sizeof(*t));
+    if (bad(s->N) || s->N <= 0)
+        return st_errf(errmsg, ST_EINVAL, "N = %g: must be finite and > 0", s->N);
+    if (bad(s->D) || s->D <= 0)
+        return st_errf(errmsg, ST_EINVAL, "tokens = %g: must be finite and > 0", s->D);
+    if (bad(s->lr) || s->lr <= 0)
+        return st_errf(errmsg, ST_EINVAL, "lr = %g: must be finite and > 0", s->lr);
+    if (bad(s->batch) || s->batch < 1 || s->batch > s->D)
+        return st_errf(errmsg, ST_EINVAL, "batch = %g tokens: must lie in [1, tokens = %g]",
+                       s->batch, s->D);
+    if (bad(s->warmup) || s->warmup < 0 || s->warmup >= 1)
+        return st_errf(errmsg, ST_EINVAL, "warmup = %g: must be a fraction in [0, 1)", s->warmup);
+    if (bad(s->weight_decay) || s->weight_decay < 0)
+        return st_errf(errmsg, ST_EINVAL, "weight decay = %g: must be finite and >= 0",
+                       s->weight_decay);
+
+    t->loss_nd = sim_loss_nd(law, s->N, s->D);
+    t->lr_opt = sim_lr_opt(law, s->N, s->D);
+    t->batch_opt = sim_batch_opt(law, s->D);
+    t->warmup_opt = sim_warmup_opt(law, s->D, s->batch);
+    t->lr_max = sim_lr_max(law, s->N, s->warmup, t->warmup_opt);
+    t->tau_opt = sim_tau_opt(law, s->N, s->D);
+    t->flops = 6.0 * s->N * s->D;
+    t->steps = s->D / s->batch;
+
+    /* lr and batch: quadratic form in u = ln(lr/lr_opt), v = ln(B/B_opt), positive definite for
+     * |rho| < 1 (StepLaw: loss convex in (log lr, log B) around the optimum). */
+    double u = log(s->lr / t->lr_opt), v = log(s->batch / t->batch_opt);
+    t->pen_lr_bs = law->k_lr * u * u + law->k_bs * v * v -
+                   2.0 * law->rho * sqrt(law->k_lr * law->k_bs) * u * v;
+
+    /* warmup: a saturating bowl in log warmup; q = 0 at the optimum. */
+    double q = log((s->warmup + law->wu_eps) / (t->warmup_opt + law->wu_eps));
+    t->pen_warmup = law->wu_kappa * (1.0 - exp(-q * q / (2.0 * law->wu_width * law->wu_width)));
+
+    /* weight decay: AdamW timescale tau = B / (lr lambda D) (Bergsma et al.: 1/(lr lambda) steps
+     * over D/B steps); lambda = 0 means tau = inf, the full penalty. */
+    if (s->weight_decay > 0) {
+        t->tau = s->batch / (s->lr * s->weight_decay * s->D);
+        double r = log(t->tau / t->tau_opt);
+        t->pen_wd = law->wd_kappa * (1.0 - exp(-r * r / (2.0 * law->wd_width * law->wd_width)));
+    } else {
+        t->tau = INFINITY;
+        t->pen_wd = law->wd_kappa;
+    }
+
+    t->diverged = s->lr > t->lr_max;
+    t->loss =
+        t->diverged ? INFINITY : t->loss_nd * (1.0 + t->pen_lr_bs + t->pen_warmup + t->pen_wd);
+    return ST_OK;
+}
+
+st_status sim_best_hypers(const sim_law *law, double N, double D, sim_setting *s, double *loss)
+{
+    if (bad(N) || bad(D) || N <= 0 || D <= 0)
+        return ST_EINVAL;
+    double lr_opt = sim_lr_opt(law, N, D);
+    double lr_max = sim_lr_max(law, N, 1.0, 1.0); /* at warmup = warmup_opt */
+
+    /* Past the boundary, lr sits on it and the batch moves along the ridge of the quadratic
+     * form: argmin_v = rho sqrt(k_lr/k_bs) u, leaving k_lr (1 - rho^2) u^2. */
+    double lr = fmin(lr_opt, lr_max);
+    double u = log(lr / lr_opt);
+    double v = law->rho * sqrt(law->k_lr / law->k_bs) * u;
+    s->N = N;
+    s->D = D;
+    s->lr = lr;
+    s->batch = fmin(D, fmax(1.0, sim_batch_opt(law, D) * exp(v)));
+    s->warmup = sim_warmup_opt(law, D, s->batch);
+    s->weight_decay = s->batch / (s->lr * sim_tau_opt(law, N, D) * D);
+
+    sim_terms t;
+    st_status st = sim_eval(law, s, &t, NULL);
+    if (st != ST_OK)
+        return st;
+    *loss = t.loss;
+    return ST_OK;
+}
+
+typedef struct oracle_ctx {
+    const sim_law *law;
+    double C;
+} oracle_ctx;
+
+/* The inner problem as a function of x = ln N for the Brent minimiser. */
+static double oracle_f(double x, void *p)
+{
+    const oracle_ctx *o = p;
+    double N = exp(x), D = o->C / (6.0 * N);
+    sim_setting s;
+    double loss;
+    if (sim_best_hypers(o->law, N, D, &s, &loss) != ST_OK)
+        return INFINITY;
+    return loss;
+}
+
+void sim_chinchilla_alloc(const sim_law *law, double C, double *N, double *D)
+{
+    double ab = law->alpha + law->beta;
+    double a = law->beta / ab, b = law->alpha / ab;
+    double G = pow(law->alpha * law->A / (law->beta * law->B), 1.0 / ab);
+    *N = G * pow(C / 6.0, a);
+    *D = pow(C / 6.0, b) / G;
+}
+
+st_status sim_oracle(const sim_law *law, double C, sim_setting *opt, double *loss)
+{
+    if (bad(C) || C <= 0)
+        return ST_EINVAL;
+    oracle_ctx ctx = {law, C};
+    gsl_function F = {oracle_f, &ctx};
+
+    /* Bracket around Chinchilla's closed form (exact when lr_opt is below the boundary); walk
+     * outwards until the centre is lower than both ends, which the boundary can require. */
+    double N0, D0;
+    sim_chinchilla_alloc(law, C, &N0, &D0);
+    double x0 = log(N0), lo = x0 - 1.0, hi = x0 + 1.0;
+    double f0 = oracle_f(x0, &ctx);
+    for (int i = 0; i < 60; i++) {
+        double flo = oracle_f(lo, &ctx), fhi = oracle_f(hi, &ctx);
+        if (flo > f0 && fhi > f0)
+            break;
+        if (flo <= f0) {
+            hi = x0;
+            x0 = lo;
+            f0 = flo;
+            lo -= 1.0;
+        } else {
+            lo = x0;
+            x0 = hi;
+            f0 = fhi;
+            hi += 1.0;
+        }
+    }
+    if (!(oracle_f(lo, &ctx) > f0 && oracle_f(hi, &ctx) > f0))
+        return ST_ENUMERIC;
+
+    gsl_min_fminimizer *m = gsl_min_fminimizer_alloc(gsl_min_fminimizer_brent);
+    if (!m)
+        return ST_ENOMEM;
+    int rc = gsl_min_fminimizer_set(m, &F, x0, lo, hi);
+    for (int it = 0; rc == GSL_SUCCESS && it < 200; it++) {
+        rc = gsl_min_fminimizer_iterate(m);
+        if (rc != GSL_SUCCESS)
+            break;
+        double a = gsl_min_fminimizer_x_lower(m), b = gsl_min_fminimizer_x_upper(m);
+        if (gsl_min_test_interval(a, b, 1e-10, 0.0) == GSL_SUCCESS)
+            break;
+    }
+    double xm = gsl_min_fminimizer_x_minimum(m);
+    gsl_min_fminimizer_free(m);
+    if (rc != GSL_SUCCESS)
+        return ST_ENUMERIC;
+    double N = exp(xm);
+    return sim_best_hypers(law, N, C / (6.0 * N), opt, loss);
+}
+
+/* Steps at which the linear warmup first pushes the learning rate past the boundary. */
+static double divergence_step(const sim_setting *s, const sim_terms *t)
+{
+    double W = s->warmup * t->steps;
+    if (W < 1.0)
+        return 1.0;
+    return floor(W * t->lr_max / s->lr) + 1.0;
+}
+
+st_status sim_run(const sim_law *law, const sim_setting *s, uint64_t seed, double *observed,
+                  int *diverged, double *div_step, char *errmsg)
+{
+    sim_terms t;
+    st_status st = sim_eval(law, s, &t, errmsg);
+    if (st != ST_OK)
+        return st;
+    st_rng *r;
+    if (st_rng_create(seed, &r) != ST_OK)
+        return ST_ENOMEM;
+    double z = st_rng_gaussian(r);
+    st_rng_destroy(r);
+    *diverged = t.diverged;
+    *div_step = t.diverged ? divergence_step(s, &t) : NAN;
+    *observed = t.diverged ? NAN : t.loss * (1.0 + law->noise_sd * z);
+    return ST_OK;
+}
+
+/* Scheduled lr at step k of S: linear warmup, then cosine decay to 10% (a common schedule). */
+static double schedule_lr(const sim_setting *s, double k, double S)
+{
+    double W = s->warmup * S;
+    if (k < W)
+        return s->lr * k / W;
+    double p = S > W ? (k - W) / (S - W) : 1.0;
+    return s->lr * (0.1 + 0.45 * (1.0 + cos(M_PI * fmin(1.0, p))));
+}
+
+st_status sim_emit(const sim_law *law, const sim_setting *s, uint64_t seed, int n_report, FILE *out,
+                   int *exit_code, char *errmsg)
+{
+    sim_terms t;
+    st_status st = sim_eval(law, s, &t, errmsg);
+    if (st != ST_OK)
+        return st;
+    if (n_report < 1)
+        n_report = 1;
+    st_rng *r;
+    if (st_rng_create(seed, &r) != ST_OK)
+        return ST_ENOMEM;
+    double z_final = st_rng_gaussian(r); /* the first draw, as in sim_run */
+    double S = fmax(1.0, floor(t.steps));
+    double stop = t.diverged ? divergence_step(s, &t) : INFINITY;
+    double pen = 1.0 + t.pen_lr_bs + t.pen_warmup + t.pen_wd;
+
+    /* Report points k S / n_report; the noise of a partial run grows as 1/sqrt(fraction done). */
+    for (int k = 1; k <= n_report; k++) {
+        double step = fmax(1.0, round((double)k * S / n_report));
+        if (step >= stop)
+            break;
+        double seen = fmin(s->D, step * s->batch);
+        double curve = sim_loss_nd(law, s->N, seen) * pen;
+        double sd = law->noise_sd * sqrt(S / step);
+        double train = curve * (1.0 + sd * st_rng_gaussian(r));
+        double val = curve * (1.0 + sd * st_rng_gaussian(r));
+        if (k == n_report)
+            val = t.loss * (1.0 + law->noise_sd * z_final);
+        fprintf(out,
+                "{\"event\":\"step\",\"step\":%.0f,\"tokens\":%.17g,\"train_loss\":%.17g,"
+                "\"lr\":%.17g}\n",
+                step, seen, train, schedule_lr(s, step, S));
+        fprintf(out, "{\"event\":\"eval\",\"step\":%.0f,\"val_loss\":%.17g}\n", step, val);
+    }
+    st_rng_destroy(r);
+
+    if (t.diverged) {
+        fprintf(out,
+                "{\"event\":\"diverged\",\"step\":%.0f,\"reason\":\"loss is NaN: lr %.6g passed "
+                "the stability boundary %.6g\"}\n",
+                stop, s->lr * fmin(1.0, s->warmup * S > 0 ? stop / (s->warmup * S) : 1.0),
+                t.lr_max);
+        *exit_code = 3;
+    } else {
+        fprintf(out,
+                "{\"event\":\"final\",\"val_loss\":%.17g,\"flops\":%.17g,\"params\":%.17g,"
+                "\"tokens\":%.17g}\n",
+                t.loss * (1.0 + law->noise_sd * z_final), t.flops, s->N, s->D);
+        *exit_code = 0;
+    }
+    fflush(out);
+    return ST_OK;
+}
