@@ -226,6 +226,14 @@ st_status carbs_observe(carbs *c, uint64_t id, const double *x, double output, d
 st_status carbs_forget(carbs *c, uint64_t id);
 
 /*
+ * Registers a run that is in flight under a known id with parameters x (D values), as if
+ * carbs_suggest had returned it: for a controller that rebuilds the optimizer from its store
+ * after a restart. Later ids handed out are larger than `id`.
+ * Returns ST_OK, ST_EINVAL (id 0 or already outstanding, invalid x), ST_ENOMEM.
+ */
+st_status carbs_add_outstanding(carbs *c, uint64_t id, const double *x);
+
+/*
  * Adds many observations (rows of X, n*D) and then moves the search centre to the best
  * successful one (CARBS' initialize_from_observations). `failed` may be NULL (all successes).
  * Returns as carbs_observe; on error, observations before the bad row are kept and the message
@@ -299,7 +307,8 @@ st_status carbs_minimize(carbs *c, carbs_objective f, void *data, size_t max_eva
 
 /*
  * Serialises the whole state (options, parameters, search centre, observations, outstanding
- * suggestions, counters and the RNG state) into a new buffer, "CARBSST1" magic + version.
+ * suggestions and counters; the RNG is reseeded from the seed and the counters at each
+ * suggestion) into a new buffer, "CARBSST1" magic + version.
  * Free *buf with st_free(). A loaded handle gives the same next suggestion as the saved one.
  * Returns ST_OK or ST_ENOMEM.
  */

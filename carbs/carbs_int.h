@@ -98,6 +98,8 @@ typedef struct qt {
     size_t m;      /* number of quantiles */
     double *q;     /* quantiles (m), non-decreasing */
     double *rho;   /* references k/(m-1) (m) */
+    double *nq;    /* -q reversed (m), for the descending interpolation */
+    double *nr;    /* -rho reversed (m) */
 } qt;
 st_status qt_fit(qt *t, size_t n, const double *y);
 double qt_forward(const qt *t, double y);
@@ -129,7 +131,7 @@ typedef struct pgroup {
  * in *groups / *n_groups (free with pareto_free). */
 st_status pareto_groups(size_t n, size_t d, const double *X, const double *value,
                         const double *cost, double min_cost_fraction, int conservative,
-                        pgroup **groups, size_t *n_groups, size_t **sel, size_t *n_sel);
+                        pgroup **groups, size_t **sel, size_t *n_groups, size_t *n_sel);
 void pareto_free(pgroup *groups, size_t n_groups, size_t *sel);
 /* numpy.quantile with linear interpolation, q in [0,1]; sorts a copy. */
 double quantile_linear(size_t n, const double *v, double q);
@@ -140,5 +142,41 @@ double quantile_linear(size_t n, const double *v, double q);
 double acq_ei(double mu, double sigma, double v, double xi);
 /* CARBS' locality weight: max over origins of phi_r(|x - o|), 1-D normal pdf at the distance. */
 double acq_locality(size_t d, const double *x, size_t n_origins, const double *origins, double r);
+
+/* ---- the handle (carbs.c, suggest.c, options.c, state.c) ------------------------------- */
+
+struct carbs {
+    size_t d;               /* number of parameters D */
+    carbs_param *params;    /* D, names owned */
+    carbs_options o;
+    double *center_b;       /* D: search centre, basic */
+    double *lo_b, *hi_b;    /* D: exclusive basic bounds */
+
+    /* observations, in the order observed */
+    size_t n_obs, cap_obs, n_succ, n_fail;
+    double *obs_x;          /* n_obs*D parameter units, as given */
+    double *obs_b;          /* n_obs*D basic */
+    double *obs_y;          /* n_obs objective (any value for failures) */
+    double *obs_c;          /* n_obs cost (NaN for failures) */
+    int *obs_fail;          /* n_obs */
+
+    /* outstanding suggestions, oldest first */
+    size_t n_out, cap_out;
+    uint64_t *out_id;
+    double *out_x;          /* n_out*D parameter units, as suggested (rounded) */
+    double *out_b;          /* n_out*D basic of out_x */
+    size_t *out_born;       /* n_obs when suggested (expiry) */
+
+    uint64_t next_id;       /* ids handed out are 1, 2, ... */
+    uint64_t n_suggest;     /* suggestions made (seeds the RNG of the next one) */
+    size_t resample_count;  /* CARBS' resample counter */
+    size_t n_design;        /* random-phase points drawn so far (index into the QMC sequence) */
+    st_rng *rng;            /* reseeded from (seed, next_id) at each suggestion: a suggestion
+                               is a function of the state, whoever rebuilt it */
+    carbs_suggestion_info info;
+    char errmsg[ST_ERRMSG_MAX];
+};
+
+st_status carbs_priv_reserve_outstanding(carbs *c, size_t need);
 
 #endif

@@ -31,6 +31,20 @@ st_status st_rng_create(uint64_t seed, st_rng **out)
     return ST_OK;
 }
 
+void st_rng_reseed(st_rng *r, uint64_t seed)
+{
+    gsl_rng_set(r->g, (unsigned long)(seed ^ (seed >> 32)));
+}
+
+/* Steele, Lea and Flood, "Fast splittable pseudorandom number generators" (2014). */
+uint64_t st_mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
 void st_rng_destroy(st_rng *r)
 {
     if (!r)

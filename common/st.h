@@ -70,6 +70,10 @@ typedef struct st_rng st_rng;
 /* Creates an RNG seeded with `seed`. Returns ST_OK or ST_ENOMEM. */
 st_status st_rng_create(uint64_t seed, st_rng **out);
 void st_rng_destroy(st_rng *r);
+/* Restarts the generator from `seed`, as st_rng_create would. */
+void st_rng_reseed(st_rng *r, uint64_t seed);
+/* SplitMix64 finaliser: a well-mixed 64-bit hash, for deriving seeds from counters. */
+uint64_t st_mix64(uint64_t x);
 /* Uniform in [0, 1). */
 double st_rng_uniform(st_rng *r);
 /* Uniform in (0, 1): never exactly 0, safe for log(). */

@@ -1,0 +1,395 @@
+/*
+ * state.c — carbs_export/carbs_import: the whole optimizer state as bytes ("CARBSST1" magic,
+ * a format version, a byte-order mark, then options, parameters, search centre, counters,
+ * observations and outstanding suggestions), and the same through a file written atomically.
+ * The RNG is not stored: it is reseeded from the seed and the suggestion counter each time.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "carbs/carbs_int.h"
+
+#define MAGIC   "CARBSST1"
+#define VERSION 1u
+#define BOM     0x01020304u
+
+typedef struct wbuf {
+    unsigned char *p;
+    size_t n, cap;
+    int oom;
+} wbuf;
+
+static void put(wbuf *w, const void *src, size_t len)
+{
+    if (w->oom)
+        return;
+    if (w->n + len > w->cap) {
+        size_t cap = w->cap ? w->cap : 1024;
+        while (cap < w->n + len)
+            cap *= 2;
+        unsigned char *q = realloc(w->p, cap);
+        if (!q) {
+            w->oom = 1;
+            return;
+        }
+        w->p = q;
+        w->cap = cap;
+    }
+    memcpy(w->p + w->n, src, len);
+    w->n += len;
+}
+
+static void put_u64(wbuf *w, uint64_t v)
+{
+    put(w, &v, sizeof(v));
+}
+
+static void put_f64(wbuf *w, double v)
+{
+    put(w, &v, sizeof(v));
+}
+
+static void put_opts(wbuf *w, const carbs_options *o)
+{
+    put_u64(w, (uint64_t)o->mode);
+    put_u64(w, (uint64_t)o->maximize);
+    put_u64(w, o->seed);
+    put_u64(w, o->num_random_samples);
+    put_u64(w, (uint64_t)(int64_t)o->failures_count_as_random);
+    put_u64(w, (uint64_t)o->design);
+    put_f64(w, o->search_radius);
+    put_f64(w, o->exploration_bias);
+    put_u64(w, o->candidates_per_dim);
+    put_u64(w, o->resample_frequency);
+    put_f64(w, o->max_suggestion_cost);
+    put_f64(w, o->min_pareto_cost_fraction);
+    put_u64(w, (uint64_t)o->pareto_conservative);
+    put_u64(w, (uint64_t)o->ei_clamp);
+    put_u64(w, (uint64_t)o->ei_always_max);
+    put_u64(w, (uint64_t)o->fantasy);
+    put_u64(w, o->max_outstanding_age);
+    put_u64(w, o->gp_restarts);
+    put_u64(w, o->gp_max_fit_points);
+}
+
+st_status carbs_export(const carbs *c, void **buf, size_t *len)
+{
+    wbuf w = {0};
+    uint32_t v = VERSION, bom = BOM;
+    put(&w, MAGIC, 8);
+    put(&w, &v, 4);
+    put(&w, &bom, 4);
+    put_opts(&w, &c->o);
+    put_u64(&w, c->d);
+    for (size_t i = 0; i < c->d; i++) {
+        const carbs_param *p = &c->params[i];
+        uint64_t nl = strlen(p->name);
+        put_u64(&w, nl);
+        put(&w, p->name, nl);
+        put_u64(&w, (uint64_t)p->space);
+        put_f64(&w, p->min);
+        put_f64(&w, p->max);
+        put_f64(&w, p->center);
+        put_f64(&w, p->scale);
+        put_f64(&w, p->base);
+        put_u64(&w, (uint64_t)p->is_integer);
+        put_f64(&w, p->rounding);
+    }
+    put(&w, c->center_b, c->d * sizeof(double));
+    put_u64(&w, c->next_id);
+    put_u64(&w, c->n_suggest);
+    put_u64(&w, c->resample_count);
+    put_u64(&w, c->n_design);
+    put_u64(&w, c->n_obs);
+    for (size_t r = 0; r < c->n_obs; r++) {
+        put(&w, c->obs_x + r * c->d, c->d * sizeof(double));
+        put_f64(&w, c->obs_y[r]);
+        put_f64(&w, c->obs_c[r]);
+        put_u64(&w, (uint64_t)c->obs_fail[r]);
+    }
+    put_u64(&w, c->n_out);
+    for (size_t k = 0; k < c->n_out; k++) {
+        put_u64(&w, c->out_id[k]);
+        put(&w, c->out_x + k * c->d, c->d * sizeof(double));
+        put_u64(&w, c->out_born[k]);
+    }
+    if (w.oom) {
+        free(w.p);
+        return ST_ENOMEM;
+    }
+    *buf = w.p;
+    *len = w.n;
+    return ST_OK;
+}
+
+typedef struct rbuf {
+    const unsigned char *p;
+    size_t n, at;
+    int bad;
+} rbuf;
+
+static void get(rbuf *r, void *dst, size_t len)
+{
+    if (r->bad || len > r->n - r->at) {
+        r->bad = 1;
+        memset(dst, 0, len);
+        return;
+    }
+    memcpy(dst, r->p + r->at, len);
+    r->at += len;
+}
+
+static uint64_t get_u64(rbuf *r)
+{
+    uint64_t v;
+    get(r, &v, sizeof(v));
+    return v;
+}
+
+static double get_f64(rbuf *r)
+{
+    double v;
+    get(r, &v, sizeof(v));
+    return v;
+}
+
+static void get_opts(rbuf *r, carbs_options *o)
+{
+    o->mode = (carbs_mode)get_u64(r);
+    o->maximize = (int)get_u64(r);
+    o->seed = get_u64(r);
+    o->num_random_samples = get_u64(r);
+    o->failures_count_as_random = (int)(int64_t)get_u64(r);
+    o->design = (carbs_design)get_u64(r);
+    o->search_radius = get_f64(r);
+    o->exploration_bias = get_f64(r);
+    o->candidates_per_dim = get_u64(r);
+    o->resample_frequency = get_u64(r);
+    o->max_suggestion_cost = get_f64(r);
+    o->min_pareto_cost_fraction = get_f64(r);
+    o->pareto_conservative = (int)get_u64(r);
+    o->ei_clamp = (int)get_u64(r);
+    o->ei_always_max = (int)get_u64(r);
+    o->fantasy = (carbs_fantasy)get_u64(r);
+    o->max_outstanding_age = get_u64(r);
+    o->gp_restarts = get_u64(r);
+    o->gp_max_fit_points = get_u64(r);
+}
+
+st_status carbs_import(const void *buf, size_t len, carbs **out, char *errmsg)
+{
+    char scratch[ST_ERRMSG_MAX];
+    char *msg = errmsg ? errmsg : scratch;
+    msg[0] = 0;
+    *out = NULL;
+    rbuf r = {buf, len, 0, 0};
+    char magic[8];
+    uint32_t v, bom;
+    get(&r, magic, 8);
+    get(&r, &v, 4);
+    get(&r, &bom, 4);
+    if (r.bad || memcmp(magic, MAGIC, 8))
+        return st_errf(msg, ST_EFORMAT, "not a scaletune optimizer state (bad magic)");
+    if (bom != BOM)
+        return st_errf(msg, ST_EFORMAT, "optimizer state was written on a machine of the other "
+                       "byte order");
+    if (v != VERSION)
+        return st_errf(msg, ST_EFORMAT, "optimizer state version %u; this build reads version %u",
+                       v, VERSION);
+    carbs_options o;
+    get_opts(&r, &o);
+    uint64_t d = get_u64(&r);
+    if (r.bad || d == 0 || d > (len - r.at) / 16)
+        return st_errf(msg, ST_EFORMAT, "optimizer state is truncated or corrupt (dimension)");
+    carbs_param *params = calloc(d, sizeof(*params));
+    char **names = calloc(d, sizeof(*names));
+    carbs *c = NULL;
+    double *x = NULL;
+    st_status s = ST_OK;
+    if (!params || !names) {
+        s = st_errf(msg, ST_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < d && !r.bad; i++) {
+        uint64_t nl = get_u64(&r);
+        if (nl > len - r.at || nl > 4096) {
+            r.bad = 1;
+            break;
+        }
+        names[i] = calloc(nl + 1, 1);
+        if (!names[i]) {
+            s = st_errf(msg, ST_ENOMEM, "out of memory");
+            goto done;
+        }
+        get(&r, names[i], nl);
+        params[i].name = names[i];
+        params[i].space = (carbs_space_kind)get_u64(&r);
+        params[i].min = get_f64(&r);
+        params[i].max = get_f64(&r);
+        params[i].center = get_f64(&r);
+        params[i].scale = get_f64(&r);
+        params[i].base = get_f64(&r);
+        params[i].is_integer = (int)get_u64(&r);
+        params[i].rounding = get_f64(&r);
+    }
+    if (r.bad) {
+        s = st_errf(msg, ST_EFORMAT, "optimizer state is truncated or corrupt (parameters)");
+        goto done;
+    }
+    s = carbs_create(params, d, &o, &c, msg);
+    if (s != ST_OK) {
+        if (s == ST_EINVAL)
+            s = ST_EFORMAT;
+        goto done;
+    }
+    get(&r, c->center_b, d * sizeof(double));
+    c->next_id = get_u64(&r);
+    c->n_suggest = get_u64(&r);
+    c->resample_count = get_u64(&r);
+    c->n_design = get_u64(&r);
+    uint64_t n_obs = get_u64(&r);
+    x = malloc(d * sizeof(double));
+    if (!x) {
+        s = st_errf(msg, ST_ENOMEM, "out of memory");
+        goto done;
+    }
+    if (r.bad || n_obs > (len - r.at) / (8 * (d + 3))) {
+        s = st_errf(msg, ST_EFORMAT, "optimizer state is truncated or corrupt (observations)");
+        goto done;
+    }
+    for (uint64_t k = 0; k < n_obs; k++) {
+        get(&r, x, d * sizeof(double));
+        double y = get_f64(&r), cost = get_f64(&r);
+        int failed = (int)get_u64(&r);
+        if (r.bad)
+            break;
+        s = carbs_observe(c, 0, x, y, cost, failed);
+        if (s != ST_OK) {
+            s = st_errf(msg, ST_EFORMAT, "optimizer state: observation %llu: %s",
+                        (unsigned long long)k, carbs_errmsg(c));
+            goto done;
+        }
+    }
+    uint64_t n_out = get_u64(&r);
+    if (r.bad || n_out > (len - r.at) / (8 * (d + 2))) {
+        s = st_errf(msg, ST_EFORMAT, "optimizer state is truncated or corrupt (suggestions)");
+        goto done;
+    }
+    uint64_t next_id = c->next_id;
+    for (uint64_t k = 0; k < n_out; k++) {
+        uint64_t id = get_u64(&r);
+        get(&r, x, d * sizeof(double));
+        uint64_t born = get_u64(&r);
+        if (r.bad)
+            break;
+        s = carbs_add_outstanding(c, id, x);
+        if (s != ST_OK) {
+            s = st_errf(msg, ST_EFORMAT, "optimizer state: suggestion %llu: %s",
+                        (unsigned long long)id, carbs_errmsg(c));
+            goto done;
+        }
+        c->out_born[c->n_out - 1] = (size_t)born;
+    }
+    if (r.bad || r.at != len) {
+        s = st_errf(msg, ST_EFORMAT, "optimizer state is truncated or has trailing bytes");
+        goto done;
+    }
+    c->next_id = next_id > c->next_id ? next_id : c->next_id;
+done:
+    for (size_t i = 0; names && i < d; i++)
+        free(names[i]);
+    free(names);
+    free(params);
+    free(x);
+    if (s != ST_OK) {
+        carbs_destroy(c);
+        return s;
+    }
+    *out = c;
+    return ST_OK;
+}
+
+st_status carbs_save_file(const carbs *c, const char *path, char *errmsg)
+{
+    char scratch[ST_ERRMSG_MAX];
+    char *msg = errmsg ? errmsg : scratch;
+    msg[0] = 0;
+    void *buf;
+    size_t len;
+    if (carbs_export(c, &buf, &len) != ST_OK)
+        return st_errf(msg, ST_ENOMEM, "out of memory");
+    size_t pl = strlen(path);
+    char *tmp = malloc(pl + 5);
+    if (!tmp) {
+        free(buf);
+        return st_errf(msg, ST_ENOMEM, "out of memory");
+    }
+    memcpy(tmp, path, pl);
+    memcpy(tmp + pl, ".tmp", 5);
+    st_status s = ST_OK;
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        s = st_errf(msg, errno == ENOSPC ? ST_ENOSPC : ST_EIO, "%s: %s", tmp, strerror(errno));
+    } else {
+        size_t wr = fwrite(buf, 1, len, f);
+        int e1 = wr != len ? errno : 0;
+        int e2 = fflush(f) ? errno : 0;
+        if (fclose(f) && !e1 && !e2)
+            e2 = errno;
+        if (wr != len || e1 || e2) {
+            int e = e1 ? e1 : e2;
+            s = st_errf(msg, e == ENOSPC ? ST_ENOSPC : ST_EIO, "%s: %s", tmp,
+                        strerror(e ? e : EIO));
+            remove(tmp);
+        } else if (rename(tmp, path)) {
+            s = st_errf(msg, ST_EIO, "%s: %s", path, strerror(errno));
+            remove(tmp);
+        }
+    }
+    free(tmp);
+    free(buf);
+    return s;
+}
+
+st_status carbs_load_file(const char *path, carbs **out, char *errmsg)
+{
+    char scratch[ST_ERRMSG_MAX];
+    char *msg = errmsg ? errmsg : scratch;
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return st_errf(msg, ST_EIO, "%s: %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    unsigned char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n < cap)
+            break;
+        unsigned char *q = realloc(buf, cap * 2);
+        if (!q) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = q;
+        cap *= 2;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (!buf)
+        return st_errf(msg, ST_ENOMEM, "out of memory");
+    if (err) {
+        free(buf);
+        return st_errf(msg, ST_EIO, "%s: read error", path);
+    }
+    char inner[ST_ERRMSG_MAX];
+    st_status s = carbs_import(buf, n, out, inner);
+    free(buf);
+    if (s != ST_OK)
+        st_errf(msg, s, "%s: %s", path, inner);
+    return s;
+}

@@ -1,0 +1,885 @@
+/*
+ * suggest.c — one suggestion (shared specs/carbs.md §5.4–5.7, §6): the random phase (a
+ * quasi-random or Gaussian design around the search centre), the resample phase (re-run the
+ * least-sampled Pareto group), and the Bayesian step: GP models of output, cost, failure and the
+ * Pareto front, candidates drawn around Pareto origins from per-dimension truncated normals
+ * (no rejection, no 2^D over-generation), scored by expected improvement over the front at the
+ * candidate's predicted cost x locality x P(success) x cost cap. Batches place fantasies at the
+ * picks of one fitted model. Never fails for want of a model: a fallback draws near the front.
+ */
+#include <gsl/gsl_cdf.h>
+#include <gsl/gsl_qrng.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "carbs/carbs_int.h"
+
+/* ---- small helpers ----------------------------------------------------------------------- */
+
+static int faithful(const carbs *c)
+{
+    return c->o.mode == CARBS_MODE_FAITHFUL;
+}
+
+static double sign_of(const carbs *c)
+{
+    return c->o.maximize ? 1.0 : -1.0; /* CARBS' better_direction_sign */
+}
+
+static int inside(const carbs *c, const double *b)
+{
+    for (size_t i = 0; i < c->d; i++)
+        if (!(b[i] > c->lo_b[i] && b[i] < c->hi_b[i]))
+            return 0;
+    return 1;
+}
+
+/* One coordinate from N(o, r^2) truncated to (lo, hi), by the inverse CDF at u in (0, 1).
+ * The origin is first moved inside the bounds so the interval always has mass. */
+static double trunc_normal(double o, double r, double lo, double hi, double u)
+{
+    if (isfinite(lo) && o <= lo)
+        o = isfinite(hi) ? lo + 1e-3 * (hi - lo) : lo + 1e-3 * r;
+    if (isfinite(hi) && o >= hi)
+        o = isfinite(lo) ? hi - 1e-3 * (hi - lo) : hi - 1e-3 * r;
+    double pa = isfinite(lo) ? gsl_cdf_ugaussian_P((lo - o) / r) : 0.0;
+    double pb = isfinite(hi) ? gsl_cdf_ugaussian_P((hi - o) / r) : 1.0;
+    double p = pa + u * (pb - pa);
+    double x = o + r * gsl_cdf_ugaussian_Pinv(p);
+    if (!(x > lo))
+        x = isfinite(hi) ? lo + 1e-9 * (hi - lo) : lo + 1e-9;
+    if (!(x < hi))
+        x = isfinite(lo) ? hi - 1e-9 * (hi - lo) : hi - 1e-9;
+    return x;
+}
+
+/* Rounds integer dimensions in place; 0 if the rounded point left the bounds. */
+static int round_point(const carbs *c, double *b)
+{
+    for (size_t i = 0; i < c->d; i++)
+        b[i] = space_round_basic(&c->params[i], b[i]);
+    return inside(c, b);
+}
+
+/* Parameter values of a basic point (integers rounded). */
+static void to_params(const carbs *c, const double *b, double *x)
+{
+    for (size_t i = 0; i < c->d; i++)
+        x[i] = space_param_value(&c->params[i], b[i]);
+}
+
+/* A point near one of the origins (n_origins rows of D), rounded and inside the bounds. */
+static void draw_near(carbs *c, size_t n_origins, const double *origins, double *b)
+{
+    for (int attempt = 0; attempt < 64; attempt++) {
+        const double *o = origins + st_rng_uniform_int(c->rng, n_origins) * c->d;
+        for (size_t i = 0; i < c->d; i++)
+            b[i] = trunc_normal(o[i], c->o.search_radius, c->lo_b[i], c->hi_b[i],
+                                st_rng_uniform_pos(c->rng));
+        if (round_point(c, b))
+            return;
+    }
+    /* Rounding kept throwing the point out (an integer range narrower than its rounding): fall
+     * back to the centre, which was validated at creation. */
+    memcpy(b, c->center_b, c->d * sizeof(double));
+    round_point(c, b);
+}
+
+/* ---- random phase ------------------------------------------------------------------------ */
+
+static int use_random_phase(const carbs *c)
+{
+    int count_fail = c->o.failures_count_as_random < 0 ? !faithful(c)
+                                                       : c->o.failures_count_as_random;
+    size_t n = c->n_succ + (count_fail ? c->n_fail : 0);
+    if (n < c->o.num_random_samples)
+        return 1;
+    /* a model needs data: CARBS needs >= 1 success; we ask for 2 in recommended mode */
+    return c->n_succ < (faithful(c) ? 1u : 2u);
+}
+
+/* Design point n_design: a scrambled low-discrepancy point u in (0,1)^D (GSL's reverse-Halton
+ * digit permutation, or Sobol, with a Cranley-Patterson random shift drawn from the seed),
+ * mapped through the normal inverse CDF truncated to the bounds around the centre; or, in
+ * faithful mode, i.i.d. Gaussian draws around the centre as CARBS does. */
+static void random_point(carbs *c, double *b)
+{
+    carbs_design dsg = c->o.design;
+    if (dsg == CARBS_DESIGN_AUTO)
+        dsg = faithful(c) ? CARBS_DESIGN_GAUSSIAN : CARBS_DESIGN_HALTON;
+    if (dsg == CARBS_DESIGN_SOBOL && c->d > 40) /* GSL's Sobol stops at 40 dimensions */
+        dsg = CARBS_DESIGN_HALTON;
+    if (dsg == CARBS_DESIGN_HALTON && c->d > 1229)
+        dsg = CARBS_DESIGN_GAUSSIAN;
+    if (dsg == CARBS_DESIGN_GAUSSIAN) {
+        draw_near(c, 1, c->center_b, b);
+        return;
+    }
+
+    size_t d = c->d, k = c->n_design;
+    double *u = b; /* the unit point is built in place */
+    gsl_qrng *q = gsl_qrng_alloc(dsg == CARBS_DESIGN_SOBOL ? gsl_qrng_sobol
+                                                           : gsl_qrng_reversehalton,
+                                 (unsigned)d);
+    if (!q) {
+        draw_near(c, 1, c->center_b, b);
+        return;
+    }
+    for (size_t j = 0; j <= k; j++)
+        gsl_qrng_get(q, u);
+    gsl_qrng_free(q);
+
+    /* the shift depends on the seed only, so every design point shares it */
+    st_rng *shift_rng;
+    if (st_rng_create(st_mix64(c->o.seed ^ 0x5ca1e7u), &shift_rng) != ST_OK) {
+        draw_near(c, 1, c->center_b, b);
+        return;
+    }
+    for (size_t i = 0; i < d; i++) {
+        double v = u[i] + st_rng_uniform(shift_rng);
+        v -= floor(v);
+        if (v <= 0.0)
+            v = 0x1p-33;
+        b[i] = trunc_normal(c->center_b[i], c->o.search_radius, c->lo_b[i], c->hi_b[i], v);
+    }
+    st_rng_destroy(shift_rng);
+    if (!round_point(c, b))
+        draw_near(c, 1, c->center_b, b);
+}
+
+/* ---- the models -------------------------------------------------------------------------- */
+
+typedef struct models {
+    size_t ns;            /* successes */
+    double *Xs;           /* ns*D basic inputs of the successes */
+    double *ys;           /* ns surrogate outputs: sign * QT(y), bigger is better */
+    double *ls;           /* ns scaled log costs l' */
+    double *cs;           /* ns costs */
+    qt qt;
+    logcost lc;
+    gp *out, *cost, *succ, *par;
+    pgroup *groups;
+    size_t *sel, n_groups, n_sel;
+    double *origins;      /* n_sel*D */
+    double par_lmin, par_lmax;
+} models;
+
+static void models_clear(models *m)
+{
+    free(m->Xs);
+    free(m->ys);
+    free(m->ls);
+    free(m->cs);
+    qt_clear(&m->qt);
+    gp_destroy(m->out);
+    gp_destroy(m->cost);
+    gp_destroy(m->succ);
+    gp_destroy(m->par);
+    pareto_free(m->groups, m->n_groups, m->sel);
+    free(m->origins);
+    memset(m, 0, sizeof(*m));
+}
+
+static gp_fit_opts fit_opts(const carbs *c)
+{
+    gp_fit_opts f = gp_fit_opts_default();
+    f.faithful = faithful(c);
+    f.init_lengthscale = c->o.search_radius;
+    f.restarts = c->o.gp_restarts;
+    f.max_fit_points = c->o.gp_max_fit_points;
+    return f;
+}
+
+/* A Linear+Matern GP on (X, y), fitted. */
+static st_status fit_gp(carbs *c, size_t n, const double *X, const double *y, gp **out)
+{
+    gp_fit_opts f = fit_opts(c);
+    st_status s = gp_create(GP_KERNEL_LIN_MATERN32, c->d, out);
+    if (s != ST_OK)
+        return s;
+    if (!faithful(c)) /* centre the linear kernel at the search centre (spec §2, note) */
+        gp_set_linear_center(*out, c->center_b);
+    s = gp_set_data(*out, n, X, y);
+    if (s == ST_OK)
+        s = gp_fit(*out, &f, c->rng);
+    return s;
+}
+
+/* Groups and the Pareto front of the successes, origins = first member of each front group. */
+static st_status fit_pareto(carbs *c, models *m, int conservative)
+{
+    double sg = sign_of(c);
+    double *value = malloc(m->ns * sizeof(double));
+    if (!value)
+        return ST_ENOMEM;
+    size_t k = 0; /* successes in observation order, as m->Xs and m->cs */
+    for (size_t i = 0; i < c->n_obs; i++)
+        if (!c->obs_fail[i])
+            value[k++] = sg * c->obs_y[i];
+    st_status s = pareto_groups(m->ns, c->d, m->Xs, value, m->cs, c->o.min_pareto_cost_fraction,
+                                conservative, &m->groups, &m->sel, &m->n_groups, &m->n_sel);
+    free(value);
+    if (s != ST_OK)
+        return s;
+    m->origins = malloc(m->n_sel * c->d * sizeof(double));
+    if (!m->origins)
+        return ST_ENOMEM;
+    for (size_t g = 0; g < m->n_sel; g++)
+        memcpy(m->origins + g * c->d, m->Xs + m->groups[m->sel[g]].members[0] * c->d,
+               c->d * sizeof(double));
+    return ST_OK;
+}
+
+/* The successes in surrogate space and the output, cost and success models (and, with
+ * `pareto`, the Pareto groups and the 1-D Pareto model). */
+static st_status models_fit(carbs *c, models *m, int pareto)
+{
+    memset(m, 0, sizeof(*m));
+    size_t d = c->d, ns = c->n_succ;
+    m->ns = ns;
+    m->Xs = malloc(ns * d * sizeof(double));
+    m->ys = malloc(ns * sizeof(double));
+    m->ls = malloc(ns * sizeof(double));
+    m->cs = malloc(ns * sizeof(double));
+    double *yraw = malloc(ns * sizeof(double));
+    if (!m->Xs || !m->ys || !m->ls || !m->cs || !yraw) {
+        free(yraw);
+        return ST_ENOMEM;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < c->n_obs; i++) {
+        if (c->obs_fail[i])
+            continue;
+        memcpy(m->Xs + k * d, c->obs_b + i * d, d * sizeof(double));
+        yraw[k] = c->obs_y[i];
+        m->cs[k] = c->obs_c[i];
+        k++;
+    }
+    st_status s = qt_fit(&m->qt, ns, yraw);
+    if (s == ST_OK) {
+        for (size_t i = 0; i < ns; i++)
+            m->ys[i] = sign_of(c) * qt_forward(&m->qt, yraw[i]);
+        logcost_fit(&m->lc, ns, m->cs);
+        for (size_t i = 0; i < ns; i++)
+            m->ls[i] = logcost_forward(&m->lc, m->cs[i]);
+    }
+    free(yraw);
+    if (s == ST_OK)
+        s = fit_gp(c, ns, m->Xs, m->ys, &m->out);
+    if (s == ST_OK)
+        s = fit_gp(c, ns, m->Xs, m->ls, &m->cost);
+
+    /* success model: regression on -1 (success) / +1 (failure) labels over all observations */
+    if (s == ST_OK && c->n_fail > 0) {
+        double *lab = malloc(c->n_obs * sizeof(double));
+        if (!lab)
+            return ST_ENOMEM;
+        for (size_t i = 0; i < c->n_obs; i++)
+            lab[i] = c->obs_fail[i] ? 1.0 : -1.0;
+        s = fit_gp(c, c->n_obs, c->obs_b, lab, &m->succ);
+        free(lab);
+    }
+    if (s != ST_OK || !pareto)
+        return s;
+
+    s = fit_pareto(c, m, c->o.pareto_conservative);
+    if (s != ST_OK)
+        return s;
+    /* Pareto model: 1-D RBF GP over l' of every member of the front groups */
+    size_t np = 0;
+    for (size_t g = 0; g < m->n_sel; g++)
+        np += m->groups[m->sel[g]].n;
+    double *px = malloc(np * sizeof(double)), *py = malloc(np * sizeof(double));
+    if (!px || !py) {
+        free(px);
+        free(py);
+        return ST_ENOMEM;
+    }
+    np = 0;
+    m->par_lmin = INFINITY;
+    m->par_lmax = -INFINITY;
+    for (size_t g = 0; g < m->n_sel; g++) {
+        const pgroup *G = &m->groups[m->sel[g]];
+        for (size_t j = 0; j < G->n; j++) {
+            px[np] = m->ls[G->members[j]];
+            py[np] = m->ys[G->members[j]];
+            if (px[np] < m->par_lmin)
+                m->par_lmin = px[np];
+            if (px[np] > m->par_lmax)
+                m->par_lmax = px[np];
+            np++;
+        }
+    }
+    gp_fit_opts f = fit_opts(c);
+    s = gp_create(GP_KERNEL_RBF, 1, &m->par);
+    if (s == ST_OK)
+        s = gp_set_data(m->par, np, px, py);
+    if (s == ST_OK)
+        s = gp_fit(m->par, &f, c->rng);
+    free(px);
+    free(py);
+    return s;
+}
+
+/* A fantasy output at x from the current output model (Thompson draw or posterior mean). */
+static st_status fantasy_value(carbs *c, gp *g, const double *x, double *f)
+{
+    double mu, var;
+    st_status s = gp_predict(g, 1, x, &mu, &var);
+    if (s != ST_OK)
+        return s;
+    *f = c->o.fantasy == CARBS_FANTASY_MEAN ? mu : mu + sqrt(var) * st_rng_gaussian(c->rng);
+    return ST_OK;
+}
+
+/* Outstanding suggestions enter the output model with fantasy outputs, one at a time. In
+ * faithful mode a fresh model is then refitted on the union, as CARBS does; in recommended mode
+ * the fitted hyperparameters are kept and only the factorisation grows. */
+static st_status add_fantasies(carbs *c, models *m)
+{
+    if (c->n_out == 0)
+        return ST_OK;
+    size_t d = c->d, n = m->ns + c->n_out;
+    double *X = NULL, *y = NULL;
+    if (faithful(c)) {
+        X = malloc(n * d * sizeof(double));
+        y = malloc(n * sizeof(double));
+        if (!X || !y) {
+            free(X);
+            free(y);
+            return ST_ENOMEM;
+        }
+        memcpy(X, m->Xs, m->ns * d * sizeof(double));
+        memcpy(y, m->ys, m->ns * sizeof(double));
+    }
+    st_status s = ST_OK;
+    for (size_t k = 0; k < c->n_out && s == ST_OK; k++) {
+        double f;
+        s = fantasy_value(c, m->out, c->out_b + k * d, &f);
+        if (s == ST_OK)
+            s = gp_append(m->out, c->out_b + k * d, f);
+        if (s == ST_ENUMERIC) /* a duplicate point: conditioning on it adds nothing */
+            s = ST_OK;
+        if (X) {
+            memcpy(X + (m->ns + k) * d, c->out_b + k * d, d * sizeof(double));
+            y[m->ns + k] = f;
+        }
+    }
+    if (s == ST_OK && X) {
+        gp *g2 = NULL;
+        s = fit_gp(c, n, X, y, &g2);
+        if (s == ST_OK) {
+            gp_destroy(m->out);
+            m->out = g2;
+        } else {
+            gp_destroy(g2);
+        }
+    }
+    free(X);
+    free(y);
+    return s;
+}
+
+/* P(success) from the success model: Phi(-mu / sd) (recommended) or CARBS' Phi(-mu / var). */
+static double p_success(const carbs *c, double mu, double var)
+{
+    double scale = faithful(c) ? var : sqrt(var);
+    if (!(scale > 1e-12))
+        scale = 1e-12;
+    return gsl_cdf_ugaussian_P(-mu / scale);
+}
+
+/* ---- candidates and scores --------------------------------------------------------------- */
+
+typedef struct cands {
+    size_t n;
+    double *X;     /* n*D basic, rounded */
+    double *w;     /* locality */
+    double *ps;    /* P(success) */
+    double *v;     /* Pareto value to beat (surrogate units) */
+    double *chat;  /* predicted cost */
+    int *ok;       /* under the cost cap and not yet picked */
+    double *mu, *var;
+    double *score;
+} cands;
+
+static void cands_clear(cands *k)
+{
+    free(k->X);
+    free(k->w);
+    free(k->ps);
+    free(k->v);
+    free(k->chat);
+    free(k->ok);
+    free(k->mu);
+    free(k->var);
+    free(k->score);
+    memset(k, 0, sizeof(*k));
+}
+
+/* log EI, finite even where EI underflows: EI ~ sigma phi(z) / z^2 as z -> -inf. */
+static double log_ei(double mu, double sigma, double v, double xi)
+{
+    double ei = acq_ei(mu, sigma, v, xi);
+    if (ei > 1e-300)
+        return log(ei);
+    if (!(sigma > 0))
+        return -INFINITY;
+    double z = (mu - v - xi) / sigma;
+    if (z >= 0)
+        return -INFINITY; /* unreachable: EI > 0 there */
+    return log(sigma) - 0.5 * z * z - 0.5 * log(2 * M_PI) - 2 * log(-z);
+}
+
+static st_status score_cands(carbs *c, const models *m, cands *k)
+{
+    st_status s = gp_predict(m->out, k->n, k->X, k->mu, k->var);
+    if (s != ST_OK)
+        return s;
+    (void)m;
+    for (size_t j = 0; j < k->n; j++) {
+        double sd = sqrt(k->var[j] > 0 ? k->var[j] : 0);
+        if (!k->ok[j]) {
+            k->score[j] = -INFINITY;
+        } else if (faithful(c)) {
+            k->score[j] = acq_ei(k->mu[j], sd, k->v[j], c->o.exploration_bias) * k->w[j] *
+                          k->ps[j];
+        } else {
+            k->score[j] = log_ei(k->mu[j], sd, k->v[j], c->o.exploration_bias) + log(k->w[j]) +
+                          log(k->ps[j] > 1e-300 ? k->ps[j] : 1e-300);
+        }
+    }
+    return ST_OK;
+}
+
+static ptrdiff_t argmax(const cands *k)
+{
+    ptrdiff_t best = -1;
+    for (size_t j = 0; j < k->n; j++)
+        if (k->ok[j] && (best < 0 || k->score[j] > k->score[best]))
+            best = (ptrdiff_t)j;
+    return best;
+}
+
+/* Draws the candidates around the Pareto origins and computes everything that does not change
+ * when fantasies are added: locality, P(success), predicted cost, the Pareto value, the mask. */
+static st_status make_cands(carbs *c, models *m, cands *k)
+{
+    size_t d = c->d, N = c->o.candidates_per_dim * d;
+    memset(k, 0, sizeof(*k));
+    k->X = malloc(N * d * sizeof(double));
+    k->w = malloc(N * sizeof(double));
+    k->ps = malloc(N * sizeof(double));
+    k->v = malloc(N * sizeof(double));
+    k->chat = malloc(N * sizeof(double));
+    k->ok = malloc(N * sizeof(int));
+    k->mu = malloc(N * sizeof(double));
+    k->var = malloc(N * sizeof(double));
+    k->score = malloc(N * sizeof(double));
+    double *tmp = malloc(2 * N * sizeof(double));
+    if (!k->X || !k->w || !k->ps || !k->v || !k->chat || !k->ok || !k->mu || !k->var ||
+        !k->score || !tmp) {
+        free(tmp);
+        return ST_ENOMEM;
+    }
+
+    /* 1. samples: origin uniform, each coordinate N(o_i, r^2) truncated to the bounds; the
+     *    locality weight is taken before rounding (CARBS); rounded points must stay inside */
+    size_t n = 0;
+    for (size_t tries = 0; n < N && tries < 4 * N; tries++) {
+        double *b = k->X + n * d;
+        const double *o = m->origins + st_rng_uniform_int(c->rng, m->n_sel) * d;
+        for (size_t i = 0; i < d; i++)
+            b[i] = trunc_normal(o[i], c->o.search_radius, c->lo_b[i], c->hi_b[i],
+                                st_rng_uniform_pos(c->rng));
+        k->w[n] = acq_locality(d, b, m->n_sel, m->origins, c->o.search_radius);
+        if (round_point(c, b))
+            n++;
+    }
+    k->n = n;
+    if (n == 0) {
+        free(tmp);
+        return ST_EEMPTY;
+    }
+
+    /* 2. cost, Pareto value and success at each candidate */
+    double *muc = tmp, *vs = tmp + N;
+    st_status s = gp_predict(m->cost, n, k->X, muc, NULL);
+    if (s != ST_OK) {
+        free(tmp);
+        return s;
+    }
+    for (size_t j = 0; j < n; j++) {
+        k->chat[j] = logcost_inverse(&m->lc, muc[j]);
+        double l = muc[j] < m->par_lmin ? m->par_lmin : muc[j] > m->par_lmax ? m->par_lmax : muc[j];
+        muc[j] = l; /* the clamped query */
+        k->ok[j] = !(k->chat[j] >= c->o.max_suggestion_cost);
+    }
+    s = gp_predict(m->par, n, muc, k->v, NULL);
+    if (s == ST_OK && m->succ)
+        s = gp_predict(m->succ, n, k->X, muc, vs);
+    if (s != ST_OK) {
+        free(tmp);
+        return s;
+    }
+    for (size_t j = 0; j < n; j++)
+        k->ps[j] = m->succ ? p_success(c, muc[j], vs[j]) : 1.0;
+    free(tmp);
+
+    /* 3. the value to beat: the front at the candidate's cost, clamped from below by the front
+     *    at a random cost between the cheapest and the dearest front group (spec §5.6) */
+    const pgroup *first = &m->groups[m->sel[0]], *last = &m->groups[m->sel[m->n_sel - 1]];
+    if (c->o.ei_always_max) {
+        double mean_out = sign_of(c) * last->value;
+        double vmax = sign_of(c) * qt_forward(&m->qt, mean_out);
+        for (size_t j = 0; j < n; j++)
+            k->v[j] = vmax;
+    } else if (c->o.ei_clamp) {
+        double clo = first->cost, chi = last->cost;
+        if (chi > c->o.max_suggestion_cost)
+            chi = c->o.max_suggestion_cost;
+        double cstar = exp(log(clo) + st_rng_uniform(c->rng) * (log(chi) - log(clo)));
+        double l = logcost_forward(&m->lc, cstar), vstar;
+        l = l < m->par_lmin ? m->par_lmin : l > m->par_lmax ? m->par_lmax : l;
+        s = gp_predict(m->par, 1, &l, &vstar, NULL);
+        if (s != ST_OK)
+            return s;
+        for (size_t j = 0; j < n; j++)
+            if (k->v[j] < vstar)
+                k->v[j] = vstar;
+    }
+    return ST_OK;
+}
+
+/* Fills the info of a Bayesian pick j. */
+static void bayes_info(carbs *c, const models *m, const cands *k, size_t j)
+{
+    double sg = sign_of(c), sd = sqrt(k->var[j] > 0 ? k->var[j] : 0);
+    c->info.phase = CARBS_PHASE_BAYES;
+    c->info.predicted_output = qt_inverse(&m->qt, sg * k->mu[j]);
+    c->info.predicted_output_sd = 0.5 * fabs(qt_inverse(&m->qt, sg * (k->mu[j] + sd)) -
+                                             qt_inverse(&m->qt, sg * (k->mu[j] - sd)));
+    c->info.predicted_cost = k->chat[j];
+    c->info.pareto_value = qt_inverse(&m->qt, sg * k->v[j]);
+    c->info.expected_improvement = acq_ei(k->mu[j], sd, k->v[j], c->o.exploration_bias);
+    c->info.p_success = k->ps[j];
+    c->info.locality = k->w[j];
+}
+
+/* ---- the phases -------------------------------------------------------------------------- */
+
+static void info_none(carbs *c, carbs_phase ph)
+{
+    c->info = (carbs_suggestion_info){ph, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+}
+
+/* Resample: the cheapest plain Pareto group with the fewest runs (members + outstanding). */
+static int try_resample(carbs *c, double *x)
+{
+    if (c->o.resample_frequency == 0 ||
+        !(c->n_succ > (c->resample_count + 1) * c->o.resample_frequency))
+        return 0;
+    models m;
+    memset(&m, 0, sizeof(m));
+    m.ns = c->n_succ;
+    m.Xs = malloc(m.ns * c->d * sizeof(double));
+    m.cs = malloc(m.ns * sizeof(double));
+    size_t *obs_index = malloc(m.ns * sizeof(size_t));
+    int done = 0;
+    if (m.Xs && m.cs && obs_index) {
+        size_t k = 0;
+        for (size_t i = 0; i < c->n_obs; i++)
+            if (!c->obs_fail[i]) {
+                memcpy(m.Xs + k * c->d, c->obs_b + i * c->d, c->d * sizeof(double));
+                m.cs[k] = c->obs_c[i];
+                obs_index[k++] = i;
+            }
+        if (fit_pareto(c, &m, 0) == ST_OK && m.n_sel > 0) {
+            size_t best = 0, best_count = SIZE_MAX;
+            for (size_t g = 0; g < m.n_sel; g++) {
+                const pgroup *G = &m.groups[m.sel[g]];
+                size_t count = G->n;
+                const double *ref = m.Xs + G->members[0] * c->d;
+                for (size_t o = 0; o < c->n_out; o++) {
+                    int close = 1;
+                    for (size_t i = 0; i < c->d && close; i++)
+                        close = fabs(c->out_b[o * c->d + i] - ref[i]) <= 1e-8 + 1e-5 * fabs(ref[i]);
+                    count += close;
+                }
+                if (count < best_count) {
+                    best_count = count;
+                    best = g;
+                }
+            }
+            size_t i = obs_index[m.groups[m.sel[best]].members[0]];
+            memcpy(x, c->obs_x + i * c->d, c->d * sizeof(double));
+            c->resample_count++;
+            done = 1;
+        }
+    }
+    free(obs_index);
+    models_clear(&m);
+    return done;
+}
+
+/* Fallback: a point near the (conservative) Pareto origins, or the centre without successes. */
+static void fallback(carbs *c, double *b)
+{
+    models m;
+    memset(&m, 0, sizeof(m));
+    m.ns = c->n_succ;
+    m.Xs = malloc((m.ns ? m.ns : 1) * c->d * sizeof(double));
+    m.cs = malloc((m.ns ? m.ns : 1) * sizeof(double));
+    if (m.ns && m.Xs && m.cs) {
+        size_t k = 0;
+        for (size_t i = 0; i < c->n_obs; i++)
+            if (!c->obs_fail[i]) {
+                memcpy(m.Xs + k * c->d, c->obs_b + i * c->d, c->d * sizeof(double));
+                m.cs[k++] = c->obs_c[i];
+            }
+    }
+    if (m.ns && m.Xs && m.cs && fit_pareto(c, &m, c->o.pareto_conservative) == ST_OK &&
+        m.n_sel > 0)
+        draw_near(c, m.n_sel, m.origins, b);
+    else
+        draw_near(c, 1, c->center_b, b);
+    models_clear(&m);
+    info_none(c, CARBS_PHASE_FALLBACK);
+}
+
+/* Registers x (parameter units) as an outstanding suggestion with a new id. */
+static st_status remember(carbs *c, const double *x, uint64_t *id)
+{
+    if (!id)
+        return ST_OK;
+    if (carbs_priv_reserve_outstanding(c, c->n_out + 1) != ST_OK)
+        return st_errf(c->errmsg, ST_ENOMEM, "out of memory");
+    size_t k = c->n_out++, d = c->d;
+    c->out_id[k] = c->next_id;
+    c->out_born[k] = c->n_obs;
+    memcpy(c->out_x + k * d, x, d * sizeof(double));
+    for (size_t i = 0; i < d; i++)
+        c->out_b[k * d + i] = space_to_basic(&c->params[i], x[i]);
+    *id = c->next_id++;
+    return ST_OK;
+}
+
+/* Bayesian step for q picks (q >= 1). Returns the number of picks written (0: use fallback). */
+static size_t bayes(carbs *c, size_t q, double *x_out, uint64_t *ids, st_status *err)
+{
+    models m;
+    cands k;
+    memset(&k, 0, sizeof(k));
+    size_t picked = 0;
+    *err = ST_OK;
+    st_status s = models_fit(c, &m, 1);
+    if (s == ST_OK)
+        s = add_fantasies(c, &m);
+    if (s == ST_OK)
+        s = make_cands(c, &m, &k);
+    while (s == ST_OK && picked < q) {
+        s = score_cands(c, &m, &k);
+        if (s != ST_OK)
+            break;
+        ptrdiff_t j = argmax(&k);
+        if (j < 0 || (faithful(c) && !(k.score[j] > 0) && picked > 0))
+            break;
+        bayes_info(c, &m, &k, (size_t)j);
+        double *x = x_out + picked * c->d;
+        to_params(c, k.X + (size_t)j * c->d, x);
+        s = remember(c, x, ids ? ids + picked : NULL);
+        if (s != ST_OK) {
+            *err = s;
+            break;
+        }
+        picked++;
+        /* exclude this point (and identical rounded ones), then fantasise an output there */
+        for (size_t t = 0; t < k.n; t++)
+            if (!memcmp(k.X + t * c->d, k.X + (size_t)j * c->d, c->d * sizeof(double)))
+                k.ok[t] = 0;
+        if (picked < q) {
+            double f;
+            s = fantasy_value(c, m.out, k.X + (size_t)j * c->d, &f);
+            if (s == ST_OK)
+                s = gp_append(m.out, k.X + (size_t)j * c->d, f);
+            if (s == ST_ENUMERIC)
+                s = ST_OK;
+        }
+    }
+    if (s == ST_ENOMEM)
+        *err = s;
+    cands_clear(&k);
+    models_clear(&m);
+    return picked;
+}
+
+static void reseed(carbs *c)
+{
+    st_rng_reseed(c->rng, st_mix64(c->o.seed ^ st_mix64(c->n_suggest + 0x51ed)));
+    c->n_suggest++;
+}
+
+/* One non-batch suggestion: random, resample, Bayes or fallback. */
+static st_status suggest_one(carbs *c, double *x, uint64_t *id)
+{
+    size_t d = c->d;
+    double *b = malloc(d * sizeof(double));
+    if (!b)
+        return st_errf(c->errmsg, ST_ENOMEM, "out of memory");
+    reseed(c);
+    st_status s = ST_OK;
+    if (use_random_phase(c)) {
+        random_point(c, b);
+        c->n_design++;
+        to_params(c, b, x);
+        info_none(c, CARBS_PHASE_RANDOM);
+    } else if (try_resample(c, x)) {
+        info_none(c, CARBS_PHASE_RESAMPLE);
+    } else {
+        size_t got = bayes(c, 1, x, id, &s);
+        if (got == 1) {
+            free(b);
+            return ST_OK; /* bayes() registered it */
+        }
+        if (s != ST_OK) {
+            free(b);
+            return st_errf(c->errmsg, s, "suggest: %s", st_strerror(s));
+        }
+        fallback(c, b);
+        to_params(c, b, x);
+    }
+    free(b);
+    return remember(c, x, id);
+}
+
+st_status carbs_suggest(carbs *c, double *x_out, uint64_t *id)
+{
+    c->errmsg[0] = 0;
+    return suggest_one(c, x_out, id);
+}
+
+st_status carbs_suggest_batch(carbs *c, size_t q, double *x_out, uint64_t *ids)
+{
+    c->errmsg[0] = 0;
+    if (q == 0)
+        return st_errf(c->errmsg, ST_EINVAL, "a batch needs at least one suggestion");
+    size_t done = 0;
+    st_status s = ST_OK;
+    while (done < q && s == ST_OK) {
+        if (use_random_phase(c) ||
+            (c->o.resample_frequency > 0 &&
+             c->n_succ > (c->resample_count + 1) * c->o.resample_frequency)) {
+            s = suggest_one(c, x_out + done * c->d, ids ? ids + done : NULL);
+            done += s == ST_OK;
+            continue;
+        }
+        reseed(c);
+        size_t got = bayes(c, q - done, x_out + done * c->d, ids ? ids + done : NULL, &s);
+        done += got;
+        if (s != ST_OK)
+            return st_errf(c->errmsg, s, "suggest: %s", st_strerror(s));
+        if (got == 0) /* no admissible candidate: one fallback, then try again */
+            s = suggest_one(c, x_out + done * c->d, ids ? ids + done : NULL), done += s == ST_OK;
+    }
+    return s;
+}
+
+st_status carbs_predict(carbs *c, size_t m_pts, const double *X, double *mean, double *sd,
+                        double *cost, double *p_succ)
+{
+    c->errmsg[0] = 0;
+    if (c->n_succ < 2)
+        return st_errf(c->errmsg, ST_EEMPTY, "predictions need at least 2 successful runs (have "
+                       "%zu)", c->n_succ);
+    size_t d = c->d;
+    double *B = malloc(m_pts * d * sizeof(double)), *mu = malloc(m_pts * sizeof(double)),
+           *var = malloc(m_pts * sizeof(double));
+    models m;
+    memset(&m, 0, sizeof(m));
+    st_status s = (!B || !mu || !var) ? ST_ENOMEM : ST_OK;
+    for (size_t j = 0; s == ST_OK && j < m_pts; j++)
+        for (size_t i = 0; i < d; i++) {
+            B[j * d + i] = space_to_basic(&c->params[i], X[j * d + i]);
+            if (!isfinite(B[j * d + i]))
+                s = st_errf(c->errmsg, ST_EINVAL, "point %zu: parameter '%s' value %g is not "
+                            "valid", j, c->params[i].name, X[j * d + i]);
+        }
+    st_rng_reseed(c->rng, st_mix64(c->o.seed ^ 0x9e3779b9u));
+    if (s == ST_OK)
+        s = models_fit(c, &m, 0);
+    if (s == ST_OK)
+        s = gp_predict(m.out, m_pts, B, mu, var);
+    double sg = sign_of(c);
+    for (size_t j = 0; s == ST_OK && j < m_pts; j++) {
+        double sdv = sqrt(var[j] > 0 ? var[j] : 0);
+        if (mean)
+            mean[j] = qt_inverse(&m.qt, sg * mu[j]);
+        if (sd)
+            sd[j] = 0.5 * fabs(qt_inverse(&m.qt, sg * (mu[j] + sdv)) -
+                               qt_inverse(&m.qt, sg * (mu[j] - sdv)));
+    }
+    if (s == ST_OK && cost) {
+        s = gp_predict(m.cost, m_pts, B, mu, NULL);
+        for (size_t j = 0; s == ST_OK && j < m_pts; j++)
+            cost[j] = logcost_inverse(&m.lc, mu[j]);
+    }
+    if (s == ST_OK && p_succ) {
+        if (m.succ)
+            s = gp_predict(m.succ, m_pts, B, mu, var);
+        for (size_t j = 0; s == ST_OK && j < m_pts; j++)
+            p_succ[j] = m.succ ? p_success(c, mu[j], var[j]) : 1.0;
+    }
+    if (s != ST_OK && !c->errmsg[0])
+        st_errf(c->errmsg, s, "predict: %s", st_strerror(s));
+    models_clear(&m);
+    free(B);
+    free(mu);
+    free(var);
+    return s;
+}
+
+st_status carbs_pareto(carbs *c, int conservative, size_t cap, size_t *n, double *cost,
+                       double *output, size_t *count, double *x)
+{
+    c->errmsg[0] = 0;
+    *n = 0;
+    if (c->n_succ == 0)
+        return ST_OK;
+    models m;
+    memset(&m, 0, sizeof(m));
+    m.ns = c->n_succ;
+    m.Xs = malloc(m.ns * c->d * sizeof(double));
+    m.cs = malloc(m.ns * sizeof(double));
+    size_t *idx = malloc(m.ns * sizeof(size_t));
+    st_status s = (!m.Xs || !m.cs || !idx) ? ST_ENOMEM : ST_OK;
+    if (s == ST_OK) {
+        size_t k = 0;
+        for (size_t i = 0; i < c->n_obs; i++)
+            if (!c->obs_fail[i]) {
+                memcpy(m.Xs + k * c->d, c->obs_b + i * c->d, c->d * sizeof(double));
+                m.cs[k] = c->obs_c[i];
+                idx[k++] = i;
+            }
+        s = fit_pareto(c, &m, conservative);
+    }
+    if (s == ST_OK) {
+        *n = m.n_sel;
+        for (size_t g = 0; g < m.n_sel && g < cap; g++) {
+            const pgroup *G = &m.groups[m.sel[g]];
+            if (cost)
+                cost[g] = G->cost;
+            if (output)
+                output[g] = sign_of(c) * G->value;
+            if (count)
+                count[g] = G->n;
+            if (x)
+                memcpy(x + g * c->d, c->obs_x + idx[G->members[0]] * c->d, c->d * sizeof(double));
+        }
+    } else {
+        st_errf(c->errmsg, s, "pareto: %s", st_strerror(s));
+    }
+    free(idx);
+    models_clear(&m);
+    return s;
+}
