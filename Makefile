@@ -86,10 +86,33 @@ bench-carbs: $(BUILD)/bench/bench_carbs
 	$(BUILD)/bench/bench_carbs
 
 # ---- fit -----------------------------------------------------------------------------------
+bench-fit: $(BUILD)/bench/bench_fit
+	$(BUILD)/bench/bench_fit
 
 # ---- trainer -------------------------------------------------------------------------------
 
 # ---- runner --------------------------------------------------------------------------------
+# tests/runner/fake_trainer: a trainer told by its arguments how to behave (tests only)
+TEST_PROGRAMS += $(BUILD)/tests/runner/fake_trainer
+$(BUILD)/tests/runner/fake_trainer: $(BUILD)/tests/runner/fake_trainer.o
+	$(CC) $(LDFLAGS) $^ -lm -o $@
+bench-runner: $(BUILD)/bench/bench_runner $(BUILD)/tests/runner/fake_trainer
+	$(BUILD)/bench/bench_runner $(BUILD)/tests/runner/fake_trainer
+# libFuzzer targets (clang), each run briefly: make fuzz [FUZZ_SECONDS=10]
+FUZZ_SECONDS ?= 10
+FUZZ_BUILD   := build/fuzz
+FUZZ_CFLAGS  := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS)
+FUZZ_LIBSRC  := $(filter-out %_main.c,$(wildcard runner/*.c carbs/*.c common/*.c))
+$(FUZZ_BUILD)/%: fuzz/%.c $(FUZZ_LIBSRC) runner/runner.h runner/runner_int.h
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) $< $(FUZZ_LIBSRC) $(LDLIBS) -o $@
+fuzz: $(FUZZ_BUILD)/fuzz_metrics $(FUZZ_BUILD)/fuzz_config
+	@mkdir -p $(FUZZ_BUILD)/corpus_metrics $(FUZZ_BUILD)/corpus_config
+	$(FUZZ_BUILD)/fuzz_metrics -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+	  $(FUZZ_BUILD)/corpus_metrics fuzz/corpus/metrics
+	$(FUZZ_BUILD)/fuzz_config -max_total_time=$(FUZZ_SECONDS) -max_len=8192 \
+	  $(FUZZ_BUILD)/corpus_config fuzz/corpus/config
+.PHONY: fuzz
 
 # ---- report --------------------------------------------------------------------------------
 

@@ -1,0 +1,195 @@
+/*
+ * metrics.c — the metrics protocol, one JSON line at a time (docs/metrics-protocol.md).
+ * runner_metrics_parse() turns a line into an event with its numeric fields; anything that is
+ * not a protocol line is reported as ST_EFORMAT and counted by the caller, never fatal.
+ * Python's json module writes NaN/Infinity/-Infinity, which JSON (and jansson) rejects, so those
+ * bare tokens are quoted before parsing; the strings "NaN", "Infinity" and "-Infinity" are then
+ * read as those numbers (as they would be from a trainer that quotes them). Depends on jansson.
+ */
+#include "runner/runner_int.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SENT_NAN  "NaN"
+#define SENT_PINF "Infinity"
+#define SENT_NINF "-Infinity"
+
+/* Copies `line` into `dst` (cap bytes) with the non-JSON number tokens of Python's json module
+ * quoted. Returns the new length, or 0 if it does not fit. */
+static size_t rewrite_nonfinite(const char *line, size_t len, char *dst, size_t cap)
+{
+    size_t o = 0;
+    int in_str = 0;
+    for (size_t i = 0; i < len; i++) {
+        const char *rep = NULL;
+        size_t skip = 0;
+        char ch = line[i];
+        if (in_str) {
+            if (ch == '\\' && i + 1 < len) {
+                if (o + 2 >= cap)
+                    return 0;
+                dst[o++] = ch;
+                dst[o++] = line[++i];
+                continue;
+            }
+            if (ch == '"')
+                in_str = 0;
+        } else if (ch == '"') {
+            in_str = 1;
+        } else if (ch == 'N' && len - i >= 3 && !memcmp(line + i, "NaN", 3)) {
+            rep = "\"" SENT_NAN "\"", skip = 3;
+        } else if (ch == 'I' && len - i >= 8 && !memcmp(line + i, "Infinity", 8)) {
+            rep = "\"" SENT_PINF "\"", skip = 8;
+        } else if (ch == '-' && len - i >= 9 && !memcmp(line + i, "-Infinity", 9)) {
+            rep = "\"" SENT_NINF "\"", skip = 9;
+        }
+        if (rep) {
+            size_t rl = strlen(rep);
+            if (o + rl >= cap)
+                return 0;
+            memcpy(dst + o, rep, rl);
+            o += rl;
+            i += skip - 1;
+            continue;
+        }
+        if (o + 1 >= cap)
+            return 0;
+        dst[o++] = ch;
+    }
+    dst[o] = '\0';
+    return o;
+}
+
+/* A JSON value as a double: numbers, the non-finite sentinels, null as NaN. 0 if not numeric. */
+static int json_as_double(const json_t *v, double *out)
+{
+    if (json_is_number(v)) {
+        *out = json_number_value(v);
+        return 1;
+    }
+    if (json_is_null(v)) {
+        *out = NAN;
+        return 1;
+    }
+    if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        if (!strcmp(s, SENT_NAN))
+            *out = NAN;
+        else if (!strcmp(s, SENT_PINF))
+            *out = INFINITY;
+        else if (!strcmp(s, SENT_NINF))
+            *out = -INFINITY;
+        else
+            return 0;
+        return 1;
+    }
+    return 0;
+}
+
+static runner_event event_kind(const char *s)
+{
+    if (!strcmp(s, "step"))
+        return RUNNER_EVENT_STEP;
+    if (!strcmp(s, "eval"))
+        return RUNNER_EVENT_EVAL;
+    if (!strcmp(s, "final"))
+        return RUNNER_EVENT_FINAL;
+    if (!strcmp(s, "diverged"))
+        return RUNNER_EVENT_DIVERGED;
+    return RUNNER_EVENT_OTHER;
+}
+
+st_status runner_metrics_parse(const char *line, size_t len, runner_metrics_line *out)
+{
+    char stackbuf[1024];
+    char *buf = stackbuf;
+    st_status rc = ST_EFORMAT;
+
+    memset(out, 0, sizeof(*out));
+    out->event = RUNNER_EVENT_NONE;
+    out->step = -1;
+    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        len--;
+    /* cheap rejection of the common non-protocol line (a log message) */
+    size_t b = 0;
+    while (b < len && (line[b] == ' ' || line[b] == '\t'))
+        b++;
+    if (b == len || line[b] != '{' || len > RUNNER_METRICS_LINE_MAX)
+        return ST_EFORMAT;
+
+    /* a 3-byte NaN becomes the 5-byte "NaN", the worst growth: less than 2x, plus the NUL */
+    size_t cap = len * 2 + 16;
+    if (cap > sizeof(stackbuf)) {
+        buf = malloc(cap);
+        if (!buf)
+            return ST_ENOMEM;
+    }
+    size_t n = rewrite_nonfinite(line, len, buf, cap);
+    if (n == 0)
+        goto done;
+
+    json_error_t jerr;
+    json_t *root = json_loadb(buf, n, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        goto done;
+    if (!json_is_object(root))
+        goto free_root;
+    json_t *ev = json_object_get(root, "event");
+    if (!json_is_string(ev))
+        goto free_root;
+    out->event = event_kind(json_string_value(ev));
+
+    const char *key;
+    json_t *val;
+    json_object_foreach(root, key, val)
+    {
+        double d;
+        if (!strcmp(key, "event"))
+            continue;
+        if (!strcmp(key, "step")) {
+            if (json_is_integer(val) && json_integer_value(val) >= 0)
+                out->step = (int64_t)json_integer_value(val);
+            else if (json_is_real(val) && json_real_value(val) >= 0 &&
+                     json_real_value(val) < 9e18 &&
+                     floor(json_real_value(val)) == json_real_value(val))
+                out->step = (int64_t)json_real_value(val);
+            continue;
+        }
+        if (!strcmp(key, "reason") && json_is_string(val)) {
+            snprintf(out->reason, sizeof(out->reason), "%s", json_string_value(val));
+            continue;
+        }
+        if (!json_as_double(val, &d))
+            continue; /* strings, arrays and objects are allowed and ignored */
+        if (out->n_metrics == RUNNER_METRICS_MAX || strlen(key) >= RUNNER_METRIC_NAME_MAX) {
+            out->n_dropped++;
+            continue;
+        }
+        runner_metric *m = &out->metrics[out->n_metrics++];
+        memcpy(m->name, key, strlen(key) + 1);
+        m->value = d;
+    }
+    rc = ST_OK;
+free_root:
+    json_decref(root);
+done:
+    if (buf != stackbuf)
+        free(buf);
+    if (rc != ST_OK)
+        out->event = RUNNER_EVENT_NONE;
+    return rc;
+}
+
+int runner_metrics_get(const runner_metrics_line *l, const char *name, double *value)
+{
+    for (size_t i = 0; i < l->n_metrics; i++)
+        if (!strcmp(l->metrics[i].name, name)) {
+            if (value)
+                *value = l->metrics[i].value;
+            return 1;
+        }
+    return 0;
+}

@@ -1,0 +1,322 @@
+/*
+ * runner.h — scaletune's sweep controller, the manual.
+ *
+ * A sweep file (YAML, docs/config.md) says what to run and how to search; the controller asks
+ * carbs/ for runs, launches them through a backend (the local process pool here; Slurm later
+ * behind the same function-pointer struct), reads the metrics protocol (JSON lines,
+ * docs/metrics-protocol.md) and records every state change in a SQLite store, the single
+ * source of truth: a controller killed at any moment is resumed from the store without losing
+ * or duplicating an observation.
+ *
+ * Conventions (as carbs.h):
+ *  - Functions that can fail return st_status; handles keep a message (runner_errmsg,
+ *    runner_store_errmsg); functions without a handle take `errmsg` (ST_ERRMSG_MAX bytes, may
+ *    be NULL). Every call clears the handle's message.
+ *  - The library copies what it keeps; returned pointers are borrowed until the next call on
+ *    the same handle, except *_export results, freed with st_free().
+ *  - The library never prints or exits. The local backend forks a small supervisor per attempt;
+ *    that child process leaves with _exit() (never returning into the caller's code).
+ *  - Thread-safety: a handle is used by one thread at a time. Different store handles on the
+ *    same file are safe, also from different processes (SQLite WAL + busy timeout).
+ */
+#ifndef RUNNER_H
+#define RUNNER_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "carbs/carbs.h"
+#include "common/st.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- metrics protocol ------------------------------------------------------------------- */
+
+typedef enum runner_event {
+    RUNNER_EVENT_NONE = 0,     /* not a protocol line (garbage); ignored and counted */
+    RUNNER_EVENT_STEP = 1,     /* {"event":"step","step":S,"loss":L,...} */
+    RUNNER_EVENT_EVAL = 2,     /* {"event":"eval","step":S,"val_loss":V,...} */
+    RUNNER_EVENT_FINAL = 3,    /* {"event":"final","val_loss":V,"flops":C,...} */
+    RUNNER_EVENT_DIVERGED = 4, /* {"event":"diverged","step":S,"reason":"..."} */
+    RUNNER_EVENT_OTHER = 5,    /* a JSON object with an unknown "event": kept, not acted on */
+} runner_event;
+
+#define RUNNER_METRICS_MAX      32    /* numeric fields kept per line; more are counted */
+#define RUNNER_METRIC_NAME_MAX  64    /* longer names are counted as dropped */
+#define RUNNER_METRICS_LINE_MAX 65536 /* longer lines are garbage */
+
+typedef struct runner_metric {
+    char name[RUNNER_METRIC_NAME_MAX];
+    double value; /* NaN/±inf when the trainer wrote NaN, Infinity, -Infinity or null */
+} runner_metric;
+
+typedef struct runner_metrics_line {
+    runner_event event;
+    int64_t step;     /* -1 when absent or not a non-negative integer */
+    size_t n_metrics; /* numeric fields other than "event" and "step", in line order */
+    runner_metric metrics[RUNNER_METRICS_MAX];
+    size_t n_dropped; /* numeric fields beyond RUNNER_METRICS_MAX or with too long names */
+    char reason[128]; /* "reason" of a diverged record (truncated), else "" */
+} runner_metrics_line;
+
+/*
+ * Parses one line (with or without its newline; need not be NUL-terminated) into *out.
+ * Non-numeric fields other than "reason" are ignored. Returns ST_OK for a JSON object with a
+ * string "event", ST_EFORMAT for anything else (out->event is then RUNNER_EVENT_NONE), or
+ * ST_ENOMEM. Never reads past line[len-1]. Thread-safe.
+ */
+st_status runner_metrics_parse(const char *line, size_t len, runner_metrics_line *out);
+
+/* 1 and *value (may be NULL) if the line has the numeric field `name`, else 0. */
+int runner_metrics_get(const runner_metrics_line *l, const char *name, double *value);
+
+/* ---- sweep files ------------------------------------------------------------------------- */
+
+/* One parameter: searched (a carbs_param) or fixed (`{value: X}`). */
+typedef struct runner_param_spec {
+    carbs_param p;      /* p.name is owned by the config; unused fields when fixed */
+    int is_fixed;       /* 1: `value:` given; not shown to the optimizer */
+    char *fixed_text;   /* the scalar as written, substituted as is */
+    double fixed_value; /* its numeric value, NaN if not a number */
+} runner_param_spec;
+
+/*
+ * A loaded sweep file. Fields are read-only for callers; defaults are those of docs/config.md.
+ * Strings and arrays are owned by the config.
+ */
+typedef struct runner_config {
+    char *name;
+    char **argv; /* command template, argc items; placeholders {param}, {_run}, {_attempt},
+                    {_dir}; "{{" and "}}" are literal braces */
+    size_t argc;
+    char **env; /* "KEY=VALUE" templates, n_env items */
+    size_t n_env;
+    char *workdir;     /* NULL: the controller's working directory */
+    char *objective;   /* metric of the final record */
+    int maximize;      /* goal: maximize */
+    char *cost_metric; /* metric the trainer reports, or "wall_seconds" (measured) */
+    char *cost_expr;   /* NULL or an arithmetic expression over {param} */
+    runner_param_spec *params;
+    size_t n_params;         /* all parameters; searched ones keep their order for carbs */
+    size_t budget_runs;      /* 0: no limit on runs */
+    double budget_cost;      /* +inf: no limit */
+    double max_cost_per_run; /* +inf: no cap */
+    size_t slots;            /* parallel runs, default 1 */
+    int *gpus;               /* n_gpus ids handed out through CUDA_VISIBLE_DEVICES */
+    size_t n_gpus;
+    unsigned retries;           /* infrastructure retries per run, default 3 */
+    double backoff_seconds;     /* first retry delay, doubled each retry, default 5 */
+    double backoff_max_seconds; /* default 300 */
+    double wall_seconds;        /* per attempt, +inf: none */
+    double no_metrics_seconds;  /* +inf: none */
+    double straggler_factor;    /* kill when cost > factor * predicted; default 10, 0 off */
+    double kill_grace_seconds;  /* SIGTERM, then SIGKILL after this; default 5 */
+    uint64_t seed;
+    char **opt_names; /* optimizer options, validated with carbs_options_set */
+    char **opt_values;
+    size_t n_opts;
+    char *text; /* the file's text, stored with the sweep so resume needs no file */
+} runner_config;
+
+/*
+ * Loads and validates a sweep file. On failure *out is NULL and errmsg says
+ * "file:line:col: field: problem". Unknown keys are errors. Returns ST_OK, ST_EIO (cannot
+ * read), ST_EFORMAT (YAML syntax), ST_EINVAL (a bad or missing field), ST_ENOMEM.
+ */
+st_status runner_config_load_file(const char *path, runner_config **out, char *errmsg);
+/* The same from memory; `label` names the source in messages (copied). */
+st_status runner_config_load_string(const char *text, size_t len, const char *label,
+                                    runner_config **out, char *errmsg);
+/* NULL is a no-op. */
+void runner_config_destroy(runner_config *c);
+
+/* Number of searched (non-fixed) parameters, the optimizer's D. */
+size_t runner_config_dim(const runner_config *c);
+
+/*
+ * Evaluates an arithmetic expression: numbers (1e6), + - * / ^ (right-associative power),
+ * unary minus, parentheses and {name} placeholders looked up in names[0..n-1] (values in the
+ * same order). No functions, no variables other than the placeholders, depth-limited.
+ * Returns ST_OK, ST_EINVAL (syntax, unknown name; errmsg says where), ST_ERANGE (result not
+ * finite). Thread-safe.
+ */
+st_status runner_expr_eval(const char *expr, size_t n, const char *const *names,
+                           const double *values, double *out, char *errmsg);
+
+/* ---- failure kinds and run statuses ------------------------------------------------------ */
+
+typedef enum runner_run_status {
+    RUNNER_RUN_PENDING = 0,      /* waiting for a slot (new, retry after backoff, resumed) */
+    RUNNER_RUN_RUNNING = 1,      /* an attempt is launched */
+    RUNNER_RUN_SUCCEEDED = 2,    /* final record with the objective; observed */
+    RUNNER_RUN_FAILED = 3,       /* hyperparameter failure; observed as a failure */
+    RUNNER_RUN_INFRA_FAILED = 4, /* infrastructure failures exhausted the retries; not observed */
+    RUNNER_RUN_STOPPED = 5,      /* stopped by the user; relaunched by resume */
+} runner_run_status;
+
+/* "pending", "running", ... (static). */
+const char *runner_run_status_name(runner_run_status s);
+
+typedef enum runner_failure {
+    RUNNER_FAIL_NONE = 0,
+    /* hyperparameter failures: observed as failures */
+    RUNNER_FAIL_DIVERGED = 1,     /* exit 3 or a diverged record, or a non-finite objective */
+    RUNNER_FAIL_OOM = 2,          /* exit 4 */
+    RUNNER_FAIL_OVER_BUDGET = 3,  /* predicted (cost expr) or reported cost above the cap */
+    RUNNER_FAIL_WALL_TIMEOUT = 4, /* ran past timeouts.wall_seconds while making progress */
+    RUNNER_FAIL_STRAGGLER = 5,    /* reported cost far above the optimizer's prediction */
+    /* infrastructure failures: retried, never observed */
+    RUNNER_FAIL_EXIT = 6,     /* another non-zero exit status */
+    RUNNER_FAIL_SIGNAL = 7,   /* killed by a signal nobody in the runner sent */
+    RUNNER_FAIL_HANG = 8,     /* no metrics line for timeouts.no_metrics_seconds */
+    RUNNER_FAIL_NO_FINAL = 9, /* exit 0 without a final record with the objective */
+    RUNNER_FAIL_LOST = 10,    /* the supervisor vanished without writing an exit status */
+    RUNNER_FAIL_LAUNCH = 11,  /* the backend could not launch it (fork, directory, exec) */
+    RUNNER_FAIL_STOPPED = 12, /* stopped by the user (run status `stopped`) */
+} runner_failure;
+
+/* "diverged", "oom", ... (static). */
+const char *runner_failure_name(runner_failure f);
+/* 1 for the hyperparameter kinds (observed as failures), 0 otherwise. */
+int runner_failure_is_hyperparameter(runner_failure f);
+
+/* ---- the store (read-side and ask/tell; no lease needed) --------------------------------- */
+
+typedef struct runner_store runner_store;
+
+/*
+ * Opens (creating and migrating if needed) the SQLite store at `path`: WAL, busy timeout 10 s,
+ * foreign keys. Returns ST_OK, ST_EDB (not a store, newer schema, locked), ST_ENOSPC,
+ * ST_ENOMEM. *out is NULL on failure; errmsg says why.
+ */
+st_status runner_store_open(const char *path, runner_store **out, char *errmsg);
+/* NULL is a no-op. */
+void runner_store_close(runner_store *s);
+const char *runner_store_errmsg(const runner_store *s);
+
+/* Sweep names, oldest first, as one "\n"-separated list (borrowed). ST_OK or ST_EDB. */
+st_status runner_store_list(runner_store *s, const char **names);
+
+typedef struct runner_status {
+    char name[128];
+    size_t n_runs;         /* suggestions made */
+    size_t n_by_status[6]; /* indexed by runner_run_status */
+    size_t n_attempts;
+    size_t n_retried; /* attempts beyond the first of each run */
+    size_t n_garbage; /* non-protocol lines over all attempts */
+    int maximize;
+    int has_best;
+    uint64_t best_run; /* suggestion id of the best succeeded run */
+    double best_objective, best_cost;
+    double spent_cost; /* sum of the recorded cost of finished runs */
+    size_t budget_runs;
+    double budget_cost, max_cost_per_run;
+    int controller_alive; /* a lease younger than its expiry */
+    char controller[128]; /* lease owner "host:pid" or "" */
+    int stop_requested;
+} runner_status;
+
+/* Status of sweep `sweep` (NULL: the only one). ST_OK, ST_ENOTFOUND, ST_EINVAL (several sweeps
+ * and no name), ST_EDB. */
+st_status runner_store_status(runner_store *s, const char *sweep, runner_status *st);
+
+/*
+ * Pareto front of succeeded runs (cost low and objective good): increasing cost, strictly
+ * improving objective. Call with cap 0 to learn *n. run_ids/cost/objective may be NULL.
+ */
+st_status runner_store_pareto(runner_store *s, const char *sweep, size_t cap, size_t *n,
+                              uint64_t *run_ids, double *cost, double *objective);
+
+/*
+ * Exports a sweep as JSON (an object: "sweep", "objective", "cost_metric", and "runs": per run
+ * "suggestion_id", "status", "params", "objective", "cost", "failure", "final" metrics and
+ * "attempts") or CSV (one row per run: suggestion_id, status, failure, objective, cost,
+ * attempts, then one column per parameter). *out is NUL-terminated; free with st_free().
+ */
+st_status runner_store_export_json(runner_store *s, const char *sweep, char **out);
+st_status runner_store_export_csv(runner_store *s, const char *sweep, char **out);
+
+/* Asks the controller that owns the sweep to stop gracefully (it polls the store). */
+st_status runner_store_request_stop(runner_store *s, const char *sweep);
+
+/*
+ * Ask/tell for shell scripts: asks the optimizer (rebuilt from the store) for one run, records
+ * it as running with no backend, and returns its suggestion id and all parameter values
+ * (n_params of the config, fixed ones included, in file order) in x (cap values).
+ * ST_EBUSY if a controller holds the sweep, ST_ERANGE if the budget is spent.
+ */
+st_status runner_store_ask(runner_store *s, const char *sweep, uint64_t *id, double *x, size_t cap);
+/* Records the outcome of an asked run: objective and cost (> 0 for a success), or failed. */
+st_status runner_store_tell(runner_store *s, const char *sweep, uint64_t id, double objective,
+                            double cost, int failed);
+
+/* ---- the controller ---------------------------------------------------------------------- */
+
+typedef struct runner runner;
+
+typedef struct runner_progress {
+    size_t n_runs, n_running, n_pending, n_done, n_failed, n_infra_failed, n_retried;
+    size_t budget_runs;
+    double spent_cost, budget_cost;
+    int has_best;
+    double best_objective;
+    const char *event; /* what just happened ("launched run 4 attempt 1", ...) or NULL */
+} runner_progress;
+
+typedef struct runner_options {
+    const char *db_path;  /* required */
+    const char *log_dir;  /* NULL: "<db_path>.runs"; attempt logs go below it */
+    double poll_seconds;  /* 0.02 */
+    double lease_seconds; /* 15: a heartbeat older than this lets another take over */
+    /* Set to non-zero (e.g. from a SIGINT/SIGTERM handler) to stop gracefully: no new
+     * launches, running attempts are stopped and their runs marked `stopped`. */
+    volatile sig_atomic_t *stop_flag;
+    /* Called after every state change (from the controller's thread); may be NULL. */
+    void (*progress)(const runner_progress *p, void *data);
+    void *progress_data;
+} runner_options;
+
+runner_options runner_options_default(void);
+
+/*
+ * Starts a new sweep: records the config in the store (its name must be new there), takes the
+ * lease and rebuilds nothing. Returns ST_OK, ST_EINVAL (bad optimizer option, no db_path),
+ * ST_ESTATE (a sweep with that name exists: use resume), ST_EDB, ST_ENOSPC, ST_ENOMEM.
+ */
+st_status runner_launch(const runner_config *cfg, const runner_options *opts, runner **out,
+                        char *errmsg);
+
+/*
+ * Resumes sweep `sweep` (NULL: the only one): takes the lease (ST_EBUSY while another live
+ * controller holds it), rebuilds the optimizer from the recorded observations in order
+ * (carbs_create + carbs_observe; runs still running cannot be re-registered as outstanding, so
+ * they are observed later with id 0 and their explicit parameters), settles or re-attaches the
+ * attempts that were running, and requeues `stopped` runs.
+ */
+st_status runner_resume(const char *sweep, const runner_options *opts, runner **out, char *errmsg);
+
+/*
+ * Runs the loop until the budget is spent and every run is finished (ST_OK,
+ * runner_finished() = 1), or a stop was asked (ST_OK, runner_finished() = 0). Errors: ST_EDB,
+ * ST_ENOSPC (the store could not be written; nothing recorded is lost), ST_EBUSY (lease lost),
+ * ST_EBACKEND, ST_ENOMEM.
+ */
+st_status runner_run(runner *r);
+/* One iteration of the loop (settle, launch, heartbeat); *done is set when finished. */
+st_status runner_step(runner *r, int *done);
+int runner_finished(const runner *r);
+/* Releases the lease. Attempts still running keep running (resume re-attaches). NULL no-op. */
+void runner_destroy(runner *r);
+const char *runner_errmsg(const runner *r);
+
+/* Per-run controller overhead samples in ms (launch + record + parse + observe; suggest
+ * excluded), one per finished attempt, borrowed. */
+const double *runner_overhead_ms(const runner *r, size_t *n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RUNNER_H */

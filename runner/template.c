@@ -1,0 +1,127 @@
+/*
+ * template.c — argv and env templates: "{name}" is replaced by a parameter's value, "{_run}",
+ * "{_attempt}" and "{_dir}" by the run id, the attempt number and the attempt's directory;
+ * "{{" and "}}" are literal braces. A template expands to exactly one string: values are never
+ * split or passed through a shell.
+ */
+#include "runner/runner_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const builtins[] = {"_run", "_attempt", "_dir"};
+
+static int param_index(const runner_config *cfg, const char *name, size_t len)
+{
+    for (size_t i = 0; i < cfg->n_params; i++)
+        if (strlen(cfg->params[i].p.name) == len && !memcmp(cfg->params[i].p.name, name, len))
+            return (int)i;
+    return -1;
+}
+
+static int builtin_index(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++)
+        if (strlen(builtins[i]) == len && !memcmp(builtins[i], name, len))
+            return (int)i;
+    return -1;
+}
+
+st_status runner_template_check(const runner_config *cfg, const char *t, char *errmsg)
+{
+    for (const char *p = t; *p; p++) {
+        if (p[0] == '{' && p[1] == '{') {
+            p++;
+            continue;
+        }
+        if (p[0] == '}' && p[1] == '}') {
+            p++;
+            continue;
+        }
+        if (*p == '}')
+            return st_errf(errmsg, ST_EINVAL, "'%s': lone '}' (write '}}')", t);
+        if (*p != '{')
+            continue;
+        const char *e = strchr(p, '}');
+        if (!e)
+            return st_errf(errmsg, ST_EINVAL, "'%s': '{' without '}' (write '{{')", t);
+        size_t len = (size_t)(e - p - 1);
+        if (param_index(cfg, p + 1, len) < 0 && builtin_index(p + 1, len) < 0)
+            return st_errf(errmsg, ST_EINVAL, "'%s': unknown placeholder {%.*s}", t, (int)len,
+                           p + 1);
+        p = e;
+    }
+    return ST_OK;
+}
+
+void runner_format_value(const runner_param_spec *ps, double v, char *buf, size_t cap)
+{
+    if (ps->is_fixed) {
+        snprintf(buf, cap, "%s", ps->fixed_text);
+    } else if (ps->p.is_integer && fabs(v) < 9e15) {
+        snprintf(buf, cap, "%.0f", v);
+    } else {
+        /* shortest of %.15g/%.17g that reads back to the same double */
+        snprintf(buf, cap, "%.15g", v);
+        if (strtod(buf, NULL) != v)
+            snprintf(buf, cap, "%.17g", v);
+    }
+}
+
+st_status runner_template_expand(const runner_config *cfg, const char *t, const double *values,
+                                 uint64_t run, unsigned attempt, const char *dir, char **out)
+{
+    size_t cap = strlen(t) + 64, n = 0;
+    char *o = malloc(cap);
+    if (!o)
+        return ST_ENOMEM;
+    for (const char *p = t; *p; p++) {
+        char val[64];
+        const char *piece = val;
+        size_t plen;
+        if ((p[0] == '{' && p[1] == '{') || (p[0] == '}' && p[1] == '}')) {
+            val[0] = *p++;
+            plen = 1;
+        } else if (*p == '{' && strchr(p, '}')) {
+            const char *e = strchr(p, '}');
+            size_t len = (size_t)(e - p - 1);
+            int pi = param_index(cfg, p + 1, len);
+            int bi = builtin_index(p + 1, len);
+            if (pi >= 0)
+                runner_format_value(&cfg->params[pi], values[pi], val, sizeof(val));
+            else if (bi == 0)
+                snprintf(val, sizeof(val), "%llu", (unsigned long long)run);
+            else if (bi == 1)
+                snprintf(val, sizeof(val), "%u", attempt);
+            else if (bi == 2)
+                piece = dir ? dir : "";
+            else {
+                free(o);
+                return ST_EINVAL;
+            }
+            if (pi >= 0 && cfg->params[pi].is_fixed)
+                piece = cfg->params[pi].fixed_text;
+            plen = strlen(piece);
+            p = e;
+        } else {
+            val[0] = *p;
+            plen = 1;
+        }
+        if (n + plen + 1 > cap) {
+            cap = (n + plen + 1) * 2;
+            char *no = realloc(o, cap);
+            if (!no) {
+                free(o);
+                return ST_ENOMEM;
+            }
+            o = no;
+        }
+        memcpy(o + n, piece, plen);
+        n += plen;
+    }
+    o[n] = '\0';
+    *out = o;
+    return ST_OK;
+}

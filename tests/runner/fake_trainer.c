@@ -1,0 +1,172 @@
+/*
+ * fake_trainer.c — a stand-in trainer for the runner's tests, told by its arguments how to end:
+ * succeed with a given loss and cost, crash, hang, diverge, run out of memory, print garbage,
+ * stop half-way, run slowly, or pick one of those at random (chaos mode). It speaks the metrics
+ * protocol on stdout or in $SCALETUNE_METRICS_FILE. Test helper, not library code: it prints.
+ *
+ *   fake_trainer [--mode M] [--loss L | --x V ...] [--cost C] [--steps N] [--sleep-ms MS]
+ *                [--metrics-file] [--child] [--chaos crash,hang,diverge --chaos-key KEY]
+ *   M: ok crash signal hang diverge divergeexit oom garbage nofinal halfway exit:N
+ *   --x V (repeatable): loss = 1 + sum (V - 0.5)^2 ; cost defaults to 1 + steps
+ *   --child: also forks a grandchild that sleeps (its pid in $FAKE_CHILD_PIDS, appended)
+ *   $FAKE_LAUNCH_LOG: "run attempt pid" appended at start (O_APPEND)
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static FILE *out;
+
+static void msleep(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+static void append_line(const char *path, const char *line)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd < 0)
+        return;
+    if (write(fd, line, strlen(line)) < 0)
+        perror("write");
+    close(fd);
+}
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = "ok";
+    double loss = NAN, cost = NAN, xsum = 0;
+    int steps = 3, have_x = 0, child = 0, use_file = 0;
+    long sleep_ms = 0;
+    double p_crash = 0, p_hang = 0, p_div = 0;
+    const char *chaos_key = NULL;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--mode") && v)
+            mode = v, i++;
+        else if (!strcmp(a, "--loss") && v)
+            loss = atof(v), i++;
+        else if (!strcmp(a, "--x") && v)
+            xsum += (atof(v) - 0.5) * (atof(v) - 0.5), have_x = 1, i++;
+        else if (!strcmp(a, "--cost") && v)
+            cost = atof(v), i++;
+        else if (!strcmp(a, "--steps") && v)
+            steps = atoi(v), i++;
+        else if (!strcmp(a, "--sleep-ms") && v)
+            sleep_ms = atol(v), i++;
+        else if (!strcmp(a, "--metrics-file"))
+            use_file = 1;
+        else if (!strcmp(a, "--child"))
+            child = 1;
+        else if (!strcmp(a, "--chaos") && v) {
+            if (sscanf(v, "%lf,%lf,%lf", &p_crash, &p_hang, &p_div) != 3)
+                return 2;
+            i++;
+        } else if (!strcmp(a, "--chaos-key") && v)
+            chaos_key = v, i++;
+        else {
+            fprintf(stderr, "fake_trainer: bad argument '%s'\n", a);
+            return 2;
+        }
+    }
+    if (isnan(loss))
+        loss = have_x ? 1 + xsum : 2.0;
+    if (isnan(cost))
+        cost = 1 + steps;
+
+    const char *log = getenv("FAKE_LAUNCH_LOG");
+    if (log) {
+        char line[128];
+        snprintf(line, sizeof(line), "%s %s %ld\n", getenv("SCALETUNE_RUN_ID") ?: "?",
+                 getenv("SCALETUNE_ATTEMPT") ?: "?", (long)getpid());
+        append_line(log, line);
+    }
+    if (chaos_key) {
+        double u = (double)(fnv1a(chaos_key) >> 11) / 9007199254740992.0;
+        if (u < p_crash)
+            mode = "crash";
+        else if (u < p_crash + p_hang)
+            mode = "hang";
+        else if (u < p_crash + p_hang + p_div)
+            mode = "diverge";
+    }
+    out = stdout;
+    if (use_file) {
+        const char *mf = getenv("SCALETUNE_METRICS_FILE");
+        out = mf ? fopen(mf, "a") : NULL;
+        if (!out)
+            return 2;
+        printf("metrics go to %s\n", mf);
+    }
+    setvbuf(out, NULL, _IOLBF, 0);
+    if (child) {
+        pid_t p = fork();
+        if (p == 0) {
+            for (;;)
+                pause();
+        }
+        const char *cp = getenv("FAKE_CHILD_PIDS");
+        if (cp) {
+            char line[32];
+            snprintf(line, sizeof(line), "%ld\n", (long)p);
+            append_line(cp, line);
+        }
+    }
+
+    if (!strcmp(mode, "oom"))
+        return 4;
+    if (!strncmp(mode, "exit:", 5))
+        return atoi(mode + 5);
+    int last = steps;
+    if (!strcmp(mode, "halfway") || !strcmp(mode, "crash") || !strcmp(mode, "signal"))
+        last = steps / 2;
+    for (int s = 1; s <= last; s++) {
+        if (!strcmp(mode, "garbage"))
+            fprintf(out, "epoch %d: loss looks fine {not json\n", s);
+        fprintf(out, "{\"event\": \"step\", \"step\": %d, \"loss\": %.6f, \"flops\": %.6g}\n", s,
+                loss + 1.0 / s, cost * s / steps);
+        if (!strcmp(mode, "hang")) {
+            for (;;)
+                pause();
+        }
+        if (sleep_ms)
+            msleep(sleep_ms);
+    }
+    if (!strcmp(mode, "crash"))
+        return 1;
+    if (!strcmp(mode, "signal"))
+        abort();
+    if (!strcmp(mode, "halfway"))
+        raise(SIGKILL);
+    if (!strcmp(mode, "diverge") || !strcmp(mode, "divergeexit")) {
+        fprintf(out, "{\"event\": \"diverged\", \"step\": %d, \"reason\": \"loss is NaN\"}\n",
+                last);
+        return !strcmp(mode, "divergeexit") ? 3 : 0;
+    }
+    if (!strcmp(mode, "nofinal"))
+        return 0;
+    fprintf(out, "{\"event\": \"eval\", \"step\": %d, \"val_loss\": %.17g}\n", last, loss);
+    fprintf(out,
+            "{\"event\": \"final\", \"val_loss\": %.17g, \"flops\": %.17g, \"params\": 1000, "
+            "\"tokens\": 20000}\n",
+            loss, cost);
+    return 0;
+}
