@@ -1,0 +1,162 @@
+/*
+ * test_runner_config.c — the sweep-file loader: the issue's example loads with the values
+ * written in it, defaults are those of docs/config.md, and every kind of mistake is refused
+ * with file, line, column and field in the message. Also argv template expansion.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runner/runner.h"
+#include "runner/runner_int.h"
+#include "tests/check.h"
+
+static runner_config *load(const char *text, st_status want, const char *want_msg)
+{
+    char em[ST_ERRMSG_MAX] = "";
+    runner_config *c = NULL;
+    st_status rc = runner_config_load_string(text, strlen(text), "t.yaml", &c, em);
+    CHECK_ST(rc, want);
+    if (want_msg && !strstr(em, want_msg)) {
+        fprintf(stderr, "  message '%s' lacks '%s'\n", em, want_msg);
+        CHECK(0);
+    }
+    if (rc == ST_OK)
+        CHECK(c != NULL);
+    else
+        CHECK(c == NULL);
+    return c;
+}
+
+#define BASE                                                                                       \
+    "name: s\ncommand: [prog, '{x}']\nobjective: {metric: loss}\n"                                 \
+    "parameters:\n  x: {space: linear, min: 0, max: 1, center: 0.5}\nbudget: {runs: 3}\n"
+
+static void test_example(void)
+{
+    char em[ST_ERRMSG_MAX];
+    runner_config *c = NULL;
+    CHECK_ST(runner_config_load_file("examples/tiny-gpt.yaml", &c, em), ST_OK);
+    if (!c) {
+        fprintf(stderr, "%s\n", em);
+        return;
+    }
+    CHECK(!strcmp(c->name, "tiny-gpt"));
+    CHECK(c->argc == 13 && !strcmp(c->argv[0], "scaletune-train") &&
+          !strcmp(c->argv[4], "{tokens}") == 0);
+    CHECK(!strcmp(c->objective, "val_loss") && !c->maximize);
+    CHECK(!strcmp(c->cost_metric, "flops") && c->cost_expr);
+    CHECK(c->n_params == 6 && runner_config_dim(c) == 5);
+    CHECK(!strcmp(c->params[1].p.name, "d_model") && c->params[1].p.space == CARBS_SPACE_LOG);
+    CHECK(c->params[1].p.is_integer && c->params[1].p.rounding == 16);
+    CHECK(c->params[2].p.scale == 4 && c->params[2].p.space == CARBS_SPACE_LINEAR);
+    CHECK(c->params[4].p.space == CARBS_SPACE_LOGIT && c->params[4].p.center == 0.05);
+    CHECK(c->params[5].is_fixed && !strcmp(c->params[5].fixed_text, "256"));
+    CHECK(c->params[5].fixed_value == 256);
+    CHECK(c->budget_runs == 200 && c->budget_cost == 1e16 && c->max_cost_per_run == 1e14);
+    CHECK(c->slots == 2 && c->n_gpus == 0 && c->retries == 3);
+    CHECK(c->wall_seconds == 3600 && c->no_metrics_seconds == 300 && c->seed == 0);
+
+    /* template expansion: whole values, integers without decimals, fixed text as written */
+    double v[6] = {3e-3, 128, 4, 1e6, 0.05, 0};
+    char *s = NULL;
+    CHECK_ST(runner_template_expand(c, "{d_model}", v, 7, 2, "/d", &s), ST_OK);
+    CHECK(s && !strcmp(s, "128"));
+    free(s);
+    CHECK_ST(runner_template_expand(c, "--lr={lr} {{x}} {seq_len} {_run}/{_attempt} {_dir}", v, 7,
+                                    2, "/d", &s),
+             ST_OK);
+    CHECK(s && !strcmp(s, "--lr=0.003 {x} 256 7/2 /d"));
+    free(s);
+    char em2[ST_ERRMSG_MAX];
+    CHECK_ST(runner_template_check(c, "{nope}", em2), ST_EINVAL);
+    CHECK_ST(runner_template_check(c, "a}b", em2), ST_EINVAL);
+    runner_config_destroy(c);
+    CHECK_ST(runner_config_load_file("examples/fake-trainer.yaml", &c, em), ST_OK);
+    runner_config_destroy(c);
+}
+
+static void test_defaults(void)
+{
+    runner_config *c = load(BASE, ST_OK, NULL);
+    if (!c)
+        return;
+    CHECK(!strcmp(c->cost_metric, "wall_seconds") && !c->cost_expr);
+    CHECK(c->slots == 1 && c->retries == 3 && c->backoff_seconds == 5);
+    CHECK(isinf(c->wall_seconds) && isinf(c->no_metrics_seconds) && isinf(c->budget_cost));
+    CHECK(c->straggler_factor == 10 && c->kill_grace_seconds == 5 && !c->workdir);
+    runner_config_destroy(c);
+    c = load(BASE "parallel: {slots: 2, gpus: [0, 1, 2, 3]}\nretries: 0\n"
+                  "env: {A: '1', B: '{x}'}\noptimizer: {num_random_samples: 8, mode: faithful}\n",
+             ST_OK, NULL);
+    if (!c)
+        return;
+    CHECK(c->slots == 2 && c->n_gpus == 4 && c->gpus[3] == 3 && c->retries == 0);
+    CHECK(c->n_env == 2 && !strcmp(c->env[1], "B={x}"));
+    CHECK(c->n_opts == 2 && !strcmp(c->opt_values[1], "faithful"));
+    runner_config_destroy(c);
+}
+
+static void test_errors(void)
+{
+    load("name: [", ST_EFORMAT, "t.yaml:2:1: YAML syntax");
+    load("", ST_EINVAL, "empty");
+    load(BASE "bogus: 1\n", ST_EINVAL, "t.yaml:7:1: bogus: unknown key");
+    load(BASE "name: t\n", ST_EINVAL, "given twice");
+    load("name: s\ncommand: prog {x}\nobjective: {metric: loss}\n"
+         "parameters:\n  x: {space: linear, min: 0, max: 1, center: 0.5}\nbudget: {runs: 3}\n",
+         ST_EINVAL, "t.yaml:2:10: command: expected a list");
+    load("name: s\ncommand: [prog, '{y}']\nobjective: {metric: loss}\n"
+         "parameters:\n  x: {space: linear, min: 0, max: 1, center: 0.5}\nbudget: {runs: 3}\n",
+         ST_EINVAL, "unknown placeholder {y}");
+    load("name: s\ncommand: [prog]\nobjective: {metric: loss}\n"
+         "parameters:\n  x: {space: linear, min: 0, max: one, center: 0.5}\nbudget: {runs: 3}\n",
+         ST_EINVAL, "t.yaml:5:35: parameters.x.max: expected a number, got 'one'");
+    load("name: s\ncommand: [prog]\nobjective: {metric: loss}\n"
+         "parameters:\n  x: {space: linear, min: 0, max: 1, center: 2}\nbudget: {runs: 3}\n",
+         ST_EINVAL, "parameters.x: center 2 is not inside");
+    load("name: s\ncommand: [prog]\nobjective: {metric: loss}\n"
+         "parameters:\n  x: {space: cubic, min: 0, max: 1, center: 0.5}\nbudget: {runs: 3}\n",
+         ST_EINVAL, "parameters.x.space: expected linear, log or logit");
+    load("name: s\ncommand: [prog]\nobjective: {metric: loss}\n"
+         "parameters:\n  x: {space: linear, min: 0, max: 1, centre: 0.5, step: 2}\n"
+         "budget: {runs: 3}\n",
+         ST_EINVAL, "unknown key 'step'");
+    load("name: s\ncommand: [prog]\nobjective: {metric: loss}\n"
+         "parameters:\n  x: {value: 3}\nbudget: {runs: 3}\n",
+         ST_EINVAL, "at least one parameter must be searched");
+    load("name: s\ncommand: [prog]\nobjective: {metric: loss}\n"
+         "parameters:\n  x: {space: linear, min: 0, max: 1, center: 0.5}\nbudget: "
+         "{max_cost_per_run: 3}\n",
+         ST_EINVAL, "budget: needs 'runs' or 'cost'");
+    load(BASE "objective2: 1\n", ST_EINVAL, "unknown key");
+    load(BASE "cost: {metric: flops, expr: '6*{x}*{z}'}\nbudget2: 1\n", ST_EINVAL, NULL);
+    load(BASE "cost: {metric: flops, expr: '6*{x}*{z}'}\n", ST_EINVAL, "is used to refuse");
+    load("name: s\ncommand: [prog]\nobjective: {metric: loss}\ncost: {metric: flops, expr: "
+         "'6*{x}*{z}'}\nparameters:\n  x: {space: linear, min: 0, max: 1, center: 0.5}\n"
+         "budget: {runs: 3, max_cost_per_run: 10}\n",
+         ST_EINVAL, "t.yaml:4:7: cost.expr: '6*{x}*{z}' at column 7: unknown parameter");
+    load(BASE "parallel: {slots: 4, gpus: [0, 1]}\n", ST_EINVAL, "4 slots need");
+    load(BASE "parallel: 0\n", ST_EINVAL, "parallel: expected an integer");
+    load(BASE "timeouts: {wall_seconds: -1}\n", ST_EINVAL, "timeouts.wall_seconds: must be >= 0");
+    load(BASE "timeouts: {wall: 3}\n", ST_EINVAL, "unknown key 'wall'");
+    load(BASE "optimizer: {no_such_option: 3}\n", ST_EINVAL, "optimizer.no_such_option");
+    load(BASE "optimizer: {seed: 3}\n", ST_EINVAL, "top-level 'seed'");
+    load(BASE "objective: {metric: loss, goal: lowest}\n", ST_EINVAL, "given twice");
+    load("name: s\ncommand: [prog]\nobjective: {metric: loss, goal: lowest}\n"
+         "parameters:\n  x: {space: linear, min: 0, max: 1, center: 0.5}\nbudget: {runs: 3}\n",
+         ST_EINVAL, "t.yaml:3:33: objective.goal: expected minimize or maximize");
+    load("- a\n- b\n", ST_EINVAL, "expected a mapping");
+    char em[ST_ERRMSG_MAX];
+    runner_config *c = NULL;
+    CHECK_ST(runner_config_load_file("/nonexistent/x.yaml", &c, em), ST_EIO);
+    CHECK(c == NULL && strstr(em, "/nonexistent/x.yaml"));
+}
+
+int main(void)
+{
+    test_example();
+    test_defaults();
+    test_errors();
+    return check_summary("runner.config");
+}
