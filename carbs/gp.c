@@ -57,13 +57,15 @@ struct gp {
     double *alpha; /* cap: K^-1 y */
     double *il;    /* d: inverse lengthscales at theta */
     /* workspaces, grown on demand and kept */
-    double *Kw;  /* objective: n_w x n_w */
-    double *aw;  /* objective: n_w */
-    double *ilw; /* objective: d inverse lengthscales */
-    size_t n_w;  /* capacity of Kw (points) */
-    double *Ks;  /* predict: n x GP_PRED_BLOCK */
-    size_t n_ks; /* capacity of Ks (points) */
-    double *v;   /* append: cap */
+    double *ws;           /* objective: one block holding the following (see ensure_work) */
+    double *Kw, *Ew, *Mw; /* n_w x n_w: K then W then M; exponential factors; Matern part */
+    double *Xt, *Xc, *Pw; /* d x n_w: scaled inputs, centred inputs, products with W or M */
+    double *aw, *qw, *sw; /* n_w: alpha, |xt_a|^2, rowsums of M */
+    double *ilw;          /* d inverse lengthscales */
+    size_t n_w;           /* capacity of the objective workspace (points) */
+    double *pw;           /* predict: one block (see gp_predict) */
+    size_t n_ks;          /* capacity of pw (training points) */
+    double *v;            /* append: cap */
 };
 
 /* Natural hyperparameters for kernel evaluation. */
@@ -177,10 +179,9 @@ void gp_destroy(gp *g)
     free(g->L);
     free(g->alpha);
     free(g->il);
-    free(g->Kw);
-    free(g->aw);
+    free(g->ws);
     free(g->ilw);
-    free(g->Ks);
+    free(g->pw);
     free(g->v);
     free(g);
 }
@@ -324,22 +325,48 @@ st_status gp_factor(gp *g)
     return ST_ENUMERIC;
 }
 
+/* Scaled (x / l) and centred (x - c) copies of m points (row-major m x d = column-major d x m)
+ * and the squared norms of the scaled ones. */
+static void scale_points(const gp *g, const hyp *h, size_t m, const double *X, double *Xt,
+                         double *Xc, double *q)
+{
+    size_t d = g->d;
+    for (size_t a = 0; a < m; a++) {
+        double qa = 0;
+        for (size_t i = 0; i < d; i++) {
+            double u = X[a * d + i] * h->il[i];
+            Xt[a * d + i] = u;
+            Xc[a * d + i] = X[a * d + i] - g->c[i];
+            qa += u * u;
+        }
+        q[a] = qa;
+    }
+}
+
 st_status gp_predict(gp *g, size_t m, const double *Xs, double *mean, double *var)
 {
     if (!g->factored)
         return ST_ESTATE;
     size_t n = g->n, d = g->d, mb = GP_PRED_BLOCK;
-    if (n > g->n_ks) {
-        double *Ks = realloc(g->Ks, n * mb * sizeof(double));
-        if (!Ks)
+    int mat = g->kernel == GP_KERNEL_LIN_MATERN32;
+    if (n > g->n_ks || !g->pw) {
+        size_t nn = n > g->n_ks ? n : g->n_ks;
+        double *w = malloc((2 * nn * mb + 2 * nn * d + nn + 2 * d * mb + mb) * sizeof(double));
+        if (!w)
             return ST_ENOMEM;
-        g->Ks = Ks;
-        g->n_ks = n;
+        free(g->pw);
+        g->pw = w;
+        g->n_ks = nn;
     }
+    double *Ks = g->pw, *Ls = Ks + n * mb, *Xt = Ls + n * mb, *Xc = Xt + n * d, *qx = Xc + n * d;
+    double *Zt = qx + n, *Zc = Zt + d * mb, *qz = Zc + d * mb;
+    int ni = (int)n, di = (int)d;
     hyp h;
     hyp_from_theta(g, g->theta, g->il, &h);
+    scale_points(g, &h, n, g->X, Xt, Xc, qx);
     for (size_t j0 = 0; j0 < m; j0 += mb) {
         size_t bm = m - j0 < mb ? m - j0 : mb;
+        int bi = (int)bm;
         const double *xb = Xs + j0 * d;
         if (n == 0) {
             for (size_t j = 0; j < bm; j++) {
@@ -349,23 +376,38 @@ st_status gp_predict(gp *g, size_t m, const double *Xs, double *mean, double *va
             }
             continue;
         }
-        /* K* (n x bm, column-major): column j = k(X, x*_j) */
+        /* K* (n x bm, column-major), column j = k(X, x*_j), from
+         * r^2 = |xt_i|^2 + |zt_j|^2 - 2 xt_i.zt_j and lin = xc_i.zc_j (two dgemm) */
+        scale_points(g, &h, bm, xb, Zt, Zc, qz);
+        cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, ni, bi, di, 1.0, Xt, di, Zt, di, 0.0,
+                    Ks, ni);
+        if (mat)
+            cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, ni, bi, di, 1.0, Xc, di, Zc, di,
+                        0.0, Ls, ni);
         for (size_t j = 0; j < bm; j++) {
-            double *col = g->Ks + j * n;
-            for (size_t i = 0; i < n; i++)
-                col[i] = kern(g, &h, g->X + i * d, xb + j * d);
+            double *col = Ks + j * n;
+            const double *lcol = Ls + j * n;
+            for (size_t i = 0; i < n; i++) {
+                double r2 = qx[i] + qz[j] - 2 * col[i];
+                r2 = r2 > 0 ? r2 : 0;
+                if (mat) {
+                    double sr = GP_SQRT3 * sqrt(r2 + GP_R_EPS);
+                    col[i] = h.sl2 * lcol[i] + h.sm2 * (1 + sr) * exp(-sr);
+                } else {
+                    col[i] = h.sm2 * exp(-0.5 * r2);
+                }
+            }
         }
         /* mean = K*^T alpha */
-        cblas_dgemv(CblasColMajor, CblasTrans, (int)n, (int)bm, 1.0, g->Ks, (int)n, g->alpha, 1,
-                    0.0, mean + j0, 1);
+        cblas_dgemv(CblasColMajor, CblasTrans, ni, bi, 1.0, Ks, ni, g->alpha, 1, 0.0, mean + j0, 1);
         if (!var)
             continue;
         /* V = L^-1 K*; var_j = k(x*_j, x*_j) - |V_j|^2, clamped at 0 */
-        cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, (int)n,
-                    (int)bm, 1.0, g->L, (int)g->cap, g->Ks, (int)n);
+        cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, ni, bi, 1.0,
+                    g->L, (int)g->cap, Ks, ni);
         for (size_t j = 0; j < bm; j++) {
-            const double *col = g->Ks + j * n;
-            double q = cblas_ddot((int)n, col, 1, col, 1);
+            const double *col = Ks + j * n;
+            double q = cblas_ddot(ni, col, 1, col, 1);
             double v = kern(g, &h, xb + j * d, xb + j * d) - q;
             var[j0 + j] = v > 0 ? v : 0;
         }
@@ -457,21 +499,27 @@ static double neg_log_prior(const gp *g, const double *theta, double *grad, int 
     return f;
 }
 
+/* Objective workspace for n points: three n x n matrices, three d x n, three n-vectors, one
+ * block, kept between calls. */
 static st_status ensure_work(gp *g, size_t n)
 {
     if (n <= g->n_w)
         return ST_OK;
-    double *K = malloc(n * n * sizeof(double));
-    double *a = malloc(n * sizeof(double));
-    if (!K || !a) {
-        free(K);
-        free(a);
+    size_t d = g->d;
+    double *w = malloc((3 * n * n + 3 * n * d + 3 * n) * sizeof(double));
+    if (!w)
         return ST_ENOMEM;
-    }
-    free(g->Kw);
-    free(g->aw);
-    g->Kw = K;
-    g->aw = a;
+    free(g->ws);
+    g->ws = w;
+    g->Kw = w;
+    g->Ew = w + n * n;
+    g->Mw = w + 2 * n * n;
+    g->Xt = w + 3 * n * n;
+    g->Xc = g->Xt + n * d;
+    g->Pw = g->Xc + n * d;
+    g->aw = g->Pw + n * d;
+    g->qw = g->aw + n;
+    g->sw = g->qw + n;
     g->n_w = n;
     return ST_OK;
 }
@@ -479,16 +527,21 @@ static st_status ensure_work(gp *g, size_t n)
 /*
  * NLML + prior on (X, y) (n points) at theta; gradient into grad (n_theta) if non-NULL.
  *   NLML = 1/2 y^T K^-1 y + sum log L_ii + n/2 log 2 pi                  (R&W eq. 5.8)
- *   dNLML/dtheta_j = 1/2 tr((K^-1 - alpha alpha^T) dK/dtheta_j)          (R&W eq. 5.9)
- * with, per pair (a, b), u_i = (x_ai - x_bi)/l_i, r = sqrt(|u|^2 + 1e-12), e = exp(-sqrt3 r):
- *   dk/dlog sl2 = sl2 lin,  dk/dlog sm2 = sm2 (1 + sqrt3 r) e,  dk/dlog l_i = 3 sm2 e u_i^2,
- *   RBF: dk/dlog s2 = k,  dk/dlog l = k |u|^2;  dK/dlog noise = noise I.
+ *   dNLML/dtheta_j = 1/2 sum_ab W_ab dK_ab/dtheta_j, W = K^-1 - alpha alpha^T  (R&W eq. 5.9)
+ * With scaled inputs xt_a = x_a / l (d x n) and centred inputs xc_a = x_a - c:
+ *   r_ab^2 = |xt_a|^2 + |xt_b|^2 - 2 xt_a.xt_b  (dsyrk; clamped >= 0, + 1e-12 for Matern),
+ *   lin_ab = xc_a.xc_b (dsyrk), e = exp(-sqrt3 r), m = (1 + sqrt3 r) e,
+ *   dk/dlog sl2 = sl2 lin,  dk/dlog sm2 = sm2 m,  dk/dlog l_i = 3 sm2 e u_i^2  (u = xt_a - xt_b);
+ *   RBF: e = exp(-r^2/2), dk/dlog s2 = s2 e, dk/dlog l = s2 e r^2;  dK/dlog noise = noise I.
+ * The lengthscale sums use M = c W o E (c = 3 sm2, RBF: s2), rowsums s = M 1 and P = xt M:
+ *   1/2 sum_ab M_ab (xt_ai - xt_bi)^2 = sum_a xt_ai^2 s_a - sum_a xt_ai P_ia.
  * Returns +INFINITY when K is not positive definite, NAN on allocation failure.
  */
 static double obj_eval(gp *g, size_t n, const double *X, const double *y, const double *theta,
                        double *grad, int map)
 {
     size_t nt = g->n_theta, d = g->d;
+    int mat = g->kernel == GP_KERNEL_LIN_MATERN32;
     for (size_t j = 0; j < nt; j++)
         if (!isfinite(theta[j]))
             return INFINITY;
@@ -501,8 +554,50 @@ static double obj_eval(gp *g, size_t n, const double *X, const double *y, const 
         return f;
     hyp h;
     hyp_from_theta(g, theta, g->ilw, &h);
-    double *K = g->Kw, *al = g->aw;
-    build_K(g, &h, n, X, h.noise + GP_JITTER, K, n);
+    double *K = g->Kw, *E = g->Ew, *Mt = g->Mw, *al = g->aw, *q = g->qw, *s = g->sw;
+    double *Xt = g->Xt, *Xc = g->Xc, *P = g->Pw;
+    int ni = (int)n, di = (int)d;
+    for (size_t a = 0; a < n; a++) {
+        double qa = 0;
+        for (size_t i = 0; i < d; i++) {
+            double u = X[a * d + i] * h.il[i];
+            Xt[a * d + i] = u;
+            Xc[a * d + i] = X[a * d + i] - g->c[i];
+            qa += u * u;
+        }
+        q[a] = qa;
+    }
+    /* K <- xt^T xt (lower), Mt <- xc^T xc (Matern's linear part) */
+    cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, ni, di, 1.0, Xt, di, 0.0, K, ni);
+    if (mat)
+        cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, ni, di, 1.0, Xc, di, 0.0, Mt, ni);
+    /* lower triangle of K = k(X,X) + (noise + 1e-4) I; E = e, Mt = m (Matern) per pair */
+    const double sr0 = GP_SQRT3 * sqrt(GP_R_EPS), m0 = (1 + sr0) * exp(-sr0);
+    for (size_t b = 0; b < n; b++) {
+        double *Kb = K + b * n, *Eb = E + b * n, *Mb = Mt + b * n;
+        if (mat) {
+            Kb[b] = h.sl2 * Mb[b] + h.sm2 * m0 + h.noise + GP_JITTER;
+            Eb[b] = exp(-sr0);
+            Mb[b] = m0;
+        } else {
+            Kb[b] = h.sm2 + h.noise + GP_JITTER;
+            Eb[b] = 1;
+        }
+        for (size_t a = b + 1; a < n; a++) {
+            double r2 = q[a] + q[b] - 2 * Kb[a];
+            r2 = r2 > 0 ? r2 : 0;
+            if (mat) {
+                double sr = GP_SQRT3 * sqrt(r2 + GP_R_EPS), e = exp(-sr), m = (1 + sr) * e;
+                Kb[a] = h.sl2 * Mb[a] + h.sm2 * m;
+                Eb[a] = e;
+                Mb[a] = m;
+            } else {
+                double e = exp(-0.5 * r2);
+                Kb[a] = h.sm2 * e;
+                Eb[a] = e;
+            }
+        }
+    }
     lapack_int info = LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', (lapack_int)n, K, (lapack_int)n);
     if (info != 0)
         return INFINITY;
@@ -512,73 +607,56 @@ static double obj_eval(gp *g, size_t n, const double *X, const double *y, const 
     memcpy(al, y, n * sizeof(double));
     LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'L', (lapack_int)n, 1, K, (lapack_int)n, al,
                         (lapack_int)n);
-    f += 0.5 * cblas_ddot((int)n, y, 1, al, 1) + logdet + 0.5 * (double)n * GP_LOG2PI;
+    f += 0.5 * cblas_ddot(ni, y, 1, al, 1) + logdet + 0.5 * (double)n * GP_LOG2PI;
     if (!isfinite(f))
         return INFINITY;
     if (!grad)
         return f;
-    /* K^-1 (lower triangle) in place */
+    /* W = K^-1 - alpha alpha^T (lower triangle, in place) */
     info = LAPACKE_dpotri_work(LAPACK_COL_MAJOR, 'L', (lapack_int)n, K, (lapack_int)n);
     if (info != 0)
         return INFINITY;
-    double g_sl = 0, g_sm = 0, g_noise = 0;
-    double *g_l = grad + (g->kernel == GP_KERNEL_LIN_MATERN32 ? 2 : 1);
-    /* accumulate 1/2 sum_ab W_ab dK_ab over the lower triangle: weight 1/2 on the diagonal,
-     * 1 off it (W = K^-1 - alpha alpha^T is symmetric) */
-    for (size_t b = 0; b < n; b++) {
-        const double *xb = X + b * d;
-        const double *col = K + b * n;
-        {
-            double w = 0.5 * (col[b] - al[b] * al[b]);
-            g_noise += w * h.noise;
-            if (g->kernel == GP_KERNEL_LIN_MATERN32) {
-                double lin = 0;
-                for (size_t i = 0; i < d; i++)
-                    lin += (xb[i] - g->c[i]) * (xb[i] - g->c[i]);
-                double sr = GP_SQRT3 * sqrt(GP_R_EPS);
-                g_sl += w * h.sl2 * lin;
-                g_sm += w * h.sm2 * (1 + sr) * exp(-sr);
-            } else {
-                g_sm += w * h.sm2;
-            }
-        }
-        for (size_t a = b + 1; a < n; a++) {
-            const double *xa = X + a * d;
-            double w = col[a] - al[a] * al[b];
-            if (g->kernel == GP_KERNEL_LIN_MATERN32) {
-                double lin = 0, r2 = GP_R_EPS;
-                for (size_t i = 0; i < d; i++) {
-                    double u = (xa[i] - xb[i]) * h.il[i];
-                    r2 += u * u;
-                    lin += (xa[i] - g->c[i]) * (xb[i] - g->c[i]);
-                }
-                double sr = GP_SQRT3 * sqrt(r2), e = exp(-sr);
-                g_sl += w * h.sl2 * lin;
-                g_sm += w * h.sm2 * (1 + sr) * e;
-                double we = 3 * w * h.sm2 * e;
-                for (size_t i = 0; i < d; i++) {
-                    double u = (xa[i] - xb[i]) * h.il[i];
-                    g_l[i] += we * u * u;
-                }
-            } else {
-                double r2 = 0;
-                for (size_t i = 0; i < d; i++) {
-                    double u = (xa[i] - xb[i]) * h.il[i];
-                    r2 += u * u;
-                }
-                double k = h.sm2 * exp(-0.5 * r2);
-                g_sm += w * k;
-                g_l[0] += w * k * r2;
-            }
-        }
-    }
-    if (g->kernel == GP_KERNEL_LIN_MATERN32) {
-        grad[0] += g_sl;
-        grad[1] += g_sm;
-    } else {
-        grad[0] += g_sm;
-    }
+    for (size_t b = 0; b < n; b++)
+        for (size_t a = b; a < n; a++)
+            K[a + b * n] -= al[a] * al[b];
+    double g_noise = 0;
+    for (size_t a = 0; a < n; a++)
+        g_noise += 0.5 * K[a + a * n] * h.noise;
     grad[nt - 1] += g_noise;
+    double *g_l = grad + (mat ? 2 : 1);
+    if (mat) {
+        /* 1/2 sum_ab W_ab sl2 lin_ab = 1/2 sl2 sum_a xc_a . (xc W)_a */
+        cblas_dsymm(CblasColMajor, CblasRight, CblasLower, di, ni, 1.0, K, ni, Xc, di, 0.0, P, di);
+        grad[0] += 0.5 * h.sl2 * cblas_ddot(ni * di, Xc, 1, P, 1);
+    }
+    /* variance term; then K <- M = c W o E (zero diagonal), s = M 1 */
+    double cm = mat ? 3 * h.sm2 : h.sm2, g_s = 0;
+    const double *Vm = mat ? Mt : E; /* dk/dlog variance = variance * Vm */
+    memset(s, 0, n * sizeof(double));
+    for (size_t b = 0; b < n; b++) {
+        double *Kb = K + b * n;
+        const double *Eb = E + b * n, *Vb = Vm + b * n;
+        g_s += 0.5 * Kb[b] * Vb[b];
+        Kb[b] = 0;
+        double sb = 0;
+        for (size_t a = b + 1; a < n; a++) {
+            double w = Kb[a];
+            g_s += w * Vb[a];
+            double mab = cm * w * Eb[a];
+            Kb[a] = mab;
+            sb += mab;
+            s[a] += mab;
+        }
+        s[b] += sb;
+    }
+    grad[mat ? 1 : 0] += h.sm2 * g_s;
+    /* lengthscales: P = xt M (d x n) */
+    cblas_dsymm(CblasColMajor, CblasRight, CblasLower, di, ni, 1.0, K, ni, Xt, di, 0.0, P, di);
+    for (size_t a = 0; a < n; a++)
+        for (size_t i = 0; i < d; i++) {
+            double xt = Xt[a * d + i], gi = xt * xt * s[a] - xt * P[a * d + i];
+            g_l[mat ? i : 0] += gi;
+        }
     return f;
 }
 
