@@ -47,8 +47,8 @@ static st_status validate_options(const carbs_options *o, char *msg)
     if (!(o->search_radius > 0) || !isfinite(o->search_radius))
         return st_errf(msg, ST_EINVAL, "option search_radius must be positive (got %g)",
                        o->search_radius);
-    if (!isfinite(o->exploration_bias))
-        return st_errf(msg, ST_EINVAL, "option exploration_bias must be finite");
+    if (isinf(o->exploration_bias))
+        return st_errf(msg, ST_EINVAL, "option exploration_bias must be finite (NaN: auto)");
     if (o->candidates_per_dim == 0)
         return st_errf(msg, ST_EINVAL, "option candidates_per_dim must be at least 1");
     if (!(o->max_suggestion_cost > 0))

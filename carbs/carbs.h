@@ -107,7 +107,8 @@ typedef struct carbs_options {
                                         mode, no in faithful mode (CARBS counts successes) */
     carbs_design design;             /* [design] auto */
     double search_radius;            /* [search_radius] 0.3 (basic units) */
-    double exploration_bias;         /* [exploration_bias] 1.0: xi of EI, in normal quantiles */
+    double exploration_bias;         /* [exploration_bias] NaN = auto: xi of EI in normal
+                                        quantiles; 0 in recommended mode, 1 (CARBS) faithful */
     size_t candidates_per_dim;       /* [candidates_per_dim] 100 */
     size_t resample_frequency;       /* [resample_frequency] 5; 0 disables resampling */
     double max_suggestion_cost;      /* [max_suggestion_cost] +inf: no cap */

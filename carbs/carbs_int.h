@@ -100,8 +100,14 @@ typedef struct qt {
     double *rho;   /* references k/(m-1) (m) */
     double *nq;    /* -q reversed (m), for the descending interpolation */
     double *nr;    /* -rho reversed (m) */
+    int rank;      /* 1: qt_fit_rank's map; rho then holds the z of each knot */
 } qt;
 st_status qt_fit(qt *t, size_t n, const double *y);
+/* Recommended mode: a rank-Gaussian map that keeps the tails. Knots at the distinct observed
+ * values, z_k = Phi^-1((mid-rank_k - 0.5) / n) (Hazen plotting positions, ties averaged), linear
+ * in between and linear beyond the data with the overall slope, so the best run sits near
+ * Phi^-1(1 - 1/(2n)) instead of being pinned at 5.2, and predictions may leave the range. */
+st_status qt_fit_rank(qt *t, size_t n, const double *y);
 double qt_forward(const qt *t, double y);
 double qt_inverse(const qt *t, double z);
 void qt_clear(qt *t);

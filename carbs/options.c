@@ -22,7 +22,7 @@ carbs_options carbs_options_default(void)
     o.failures_count_as_random = -1;
     o.design = CARBS_DESIGN_AUTO;
     o.search_radius = 0.3;
-    o.exploration_bias = 1.0;
+    o.exploration_bias = NAN; /* auto: 0 in recommended mode, 1 (CARBS) in faithful */
     o.candidates_per_dim = 100;
     o.resample_frequency = 5;
     o.max_suggestion_cost = INFINITY;
@@ -54,7 +54,8 @@ static const struct {
       "failed runs count toward the initial design (auto: yes in recommended mode)"),
     O(design, T_DESIGN, "initial design: auto, halton, sobol or gaussian"),
     O(search_radius, T_DOUBLE, "sd of the perturbations around Pareto points, basic units"),
-    O(exploration_bias, T_DOUBLE, "xi of expected improvement, in normal quantiles"),
+    O(exploration_bias, T_DOUBLE,
+      "xi of expected improvement, in normal quantiles (auto: 0 recommended, 1 faithful)"),
     O(candidates_per_dim, T_SIZE, "candidates scored per suggestion, per dimension"),
     O(resample_frequency, T_SIZE, "re-run a Pareto point every this many suggestions (0: never)"),
     O(max_suggestion_cost, T_DOUBLE, "exclude candidates whose predicted cost reaches this"),
@@ -172,6 +173,10 @@ st_status carbs_options_set(carbs_options *o, const char *name, const char *valu
         return ST_OK;
     }
     case T_DOUBLE: {
+        if (!strcasecmp(value, "auto") && !strcmp(name, "exploration_bias")) {
+            *(double *)p = NAN;
+            return ST_OK;
+        }
         double v = strtod(value, &end);
         if (errno || *end || isnan(v))
             break;

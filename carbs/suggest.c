@@ -22,6 +22,16 @@ static int faithful(const carbs *c)
     return c->o.mode == CARBS_MODE_FAITHFUL;
 }
 
+/* xi of EI: the option, or by mode when it is NaN ("auto"). Measured on Branin, Hartmann-6 and
+ * the cost toy (docs/algorithms/carbs.md): with the tail-keeping output transform, xi = 0 was
+ * best in recommended mode; CARBS uses 1. */
+static double xi_of(const carbs *c)
+{
+    if (!isnan(c->o.exploration_bias))
+        return c->o.exploration_bias;
+    return faithful(c) ? 1.0 : 0.0;
+}
+
 static double sign_of(const carbs *c)
 {
     return c->o.maximize ? 1.0 : -1.0; /* CARBS' better_direction_sign */
@@ -256,7 +266,7 @@ static st_status models_fit(carbs *c, models *m, int pareto)
         m->cs[k] = c->obs_c[i];
         k++;
     }
-    st_status s = qt_fit(&m->qt, ns, yraw);
+    st_status s = faithful(c) ? qt_fit(&m->qt, ns, yraw) : qt_fit_rank(&m->qt, ns, yraw);
     if (s == ST_OK) {
         for (size_t i = 0; i < ns; i++)
             m->ys[i] = sign_of(c) * qt_forward(&m->qt, yraw[i]);
@@ -443,10 +453,10 @@ static st_status score_cands(carbs *c, const models *m, cands *k)
         if (!k->ok[j]) {
             k->score[j] = -INFINITY;
         } else if (faithful(c)) {
-            k->score[j] = acq_ei(k->mu[j], sd, k->v[j], c->o.exploration_bias) * k->w[j] *
+            k->score[j] = acq_ei(k->mu[j], sd, k->v[j], xi_of(c)) * k->w[j] *
                           k->ps[j];
         } else {
-            k->score[j] = log_ei(k->mu[j], sd, k->v[j], c->o.exploration_bias) + log(k->w[j]) +
+            k->score[j] = log_ei(k->mu[j], sd, k->v[j], xi_of(c)) + log(k->w[j]) +
                           log(k->ps[j] > 1e-300 ? k->ps[j] : 1e-300);
         }
     }
@@ -562,7 +572,7 @@ static void bayes_info(carbs *c, const models *m, const cands *k, size_t j)
                                              qt_inverse(&m->qt, sg * (k->mu[j] - sd)));
     c->info.predicted_cost = k->chat[j];
     c->info.pareto_value = qt_inverse(&m->qt, sg * k->v[j]);
-    c->info.expected_improvement = acq_ei(k->mu[j], sd, k->v[j], c->o.exploration_bias);
+    c->info.expected_improvement = acq_ei(k->mu[j], sd, k->v[j], xi_of(c));
     c->info.p_success = k->ps[j];
     c->info.locality = k->w[j];
 }

@@ -100,9 +100,54 @@ st_status qt_fit(qt *t, size_t n, const double *y)
     return ST_OK;
 }
 
+st_status qt_fit_rank(qt *t, size_t n, const double *y)
+{
+    memset(t, 0, sizeof(*t));
+    if (n == 0)
+        return ST_EEMPTY;
+    t->rank = 1;
+    t->q = malloc(n * sizeof(double));
+    t->rho = malloc(n * sizeof(double));
+    if (!t->q || !t->rho) {
+        qt_clear(t);
+        return ST_ENOMEM;
+    }
+    memcpy(t->q, y, n * sizeof(double));
+    qsort(t->q, n, sizeof(double), cmp_double);
+    size_t m = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j + 1 < n && t->q[j + 1] == t->q[i])
+            j++;
+        double mid_rank = 0.5 * (double)(i + j) + 1.0; /* 1-based average rank of the ties */
+        t->q[m] = t->q[i];
+        t->rho[m] = gsl_cdf_ugaussian_Pinv((mid_rank - 0.5) / (double)n);
+        m++;
+        i = j + 1;
+    }
+    t->m = m;
+    return ST_OK;
+}
+
+/* Piecewise-linear map through (xs, ys) (m knots, xs increasing), linear beyond the ends with
+ * the slope of the whole range; constant 0 offset when there is a single knot. */
+static double pl_map(double x, size_t m, const double *xs, const double *ys)
+{
+    if (m == 1)
+        return ys[0] + (x - xs[0]);
+    double slope = (ys[m - 1] - ys[0]) / (xs[m - 1] - xs[0]);
+    if (x <= xs[0])
+        return ys[0] + (x - xs[0]) * slope;
+    if (x >= xs[m - 1])
+        return ys[m - 1] + (x - xs[m - 1]) * slope;
+    return np_interp(x, m, xs, ys);
+}
+
 double qt_forward(const qt *t, double y)
 {
     size_t m = t->m;
+    if (t->rank)
+        return pl_map(y, m, t->q, t->rho);
     double u;
     if (y - QT_BOUNDS < t->q[0]) {
         u = 0.0;
@@ -119,6 +164,8 @@ double qt_forward(const qt *t, double y)
 
 double qt_inverse(const qt *t, double z)
 {
+    if (t->rank)
+        return pl_map(z, t->m, t->rho, t->q);
     double u = gsl_cdf_ugaussian_P(z);
     if (u - QT_BOUNDS < 0.0)
         return t->q[0];
