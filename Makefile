@@ -130,9 +130,20 @@ TEST_PROGRAMS += $(BUILD)/bench/llmsim/llmsim
 $(BUILD)/tests/bench/test_bench_sim: $(BUILD)/tests/bench/test_bench_sim.o $(BUILD)/bench/sim.o \
                                      $(BUILD)/mod/libcommon.a
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+# the comparisons link only the modules they use, so a half-written file elsewhere cannot stop them
+$(BUILD)/bench/compare: $(BUILD)/bench/compare.o $(BUILD)/bench/sim.o $(BUILD)/mod/libcarbs.a \
+                        $(BUILD)/mod/libcommon.a
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BUILD)/bench/compare_report: $(BUILD)/bench/compare_report.o $(BUILD)/mod/libcommon.a
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+BENCH_PY ?= /usr/bin/python3
+BENCH_COMPARE_FLAGS ?=
+bench-compare: $(BUILD)/bench/compare
+	OPENBLAS_NUM_THREADS=1 $(BUILD)/bench/compare --python $(BENCH_PY) \
+	  --out $(BUILD)/bench/compare.json $(BENCH_COMPARE_FLAGS)
 test-bench: $(BUILD)/tests/bench/test_bench_sim $(BUILD)/bench/llmsim/llmsim
 	@tests/run-tests.sh $(BUILD)/tests/bench/test_bench_sim
-.PHONY: test-bench
+.PHONY: test-bench bench-compare
 
 # --------------------------------------------------------------------------------------------
 programs: $(PROGRAMS)
