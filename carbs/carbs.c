@@ -211,8 +211,7 @@ static void remove_outstanding(carbs *c, size_t k)
 }
 
 /* Appends one validated observation (x in parameter units). */
-static st_status add_observation(carbs *c, const double *x, double output, double cost,
-                                 int failed)
+static st_status add_observation(carbs *c, const double *x, double output, double cost, int failed)
 {
     if (reserve_obs(c, c->n_obs + 1) != ST_OK)
         return st_errf(c->errmsg, ST_ENOMEM, "out of memory");
@@ -247,7 +246,8 @@ st_status carbs_observe(carbs *c, uint64_t id, const double *x, double output, d
     }
     if (!x) {
         if (k < 0)
-            return st_errf(c->errmsg, ST_EINVAL, "observe without parameters needs a suggestion id");
+            return st_errf(c->errmsg, ST_EINVAL,
+                           "observe without parameters needs a suggestion id");
         x = c->out_x + (size_t)k * c->d;
     }
     for (size_t i = 0; i < c->d; i++) {
@@ -257,8 +257,8 @@ st_status carbs_observe(carbs *c, uint64_t id, const double *x, double output, d
                            c->params[i].name, x[i]);
         if (isinf(b))
             return st_errf(c->errmsg, ST_EINVAL,
-                           "parameter '%s': value %g lies at the edge of its space", c->params[i].name,
-                           x[i]);
+                           "parameter '%s': value %g lies at the edge of its space",
+                           c->params[i].name, x[i]);
     }
     if (!isfinite(output))
         failed = 1; /* a NaN or infinite objective is a failed run */
@@ -400,8 +400,10 @@ st_status carbs_warm_start(carbs *c, const carbs *prev, const double *fill)
             double v = fill ? fill[i] : space_from_basic(&c->params[i], c->center_b[i]);
             double b = space_to_basic(&c->params[i], v);
             if (!(b > c->lo_b[i] && b < c->hi_b[i])) {
-                s = st_errf(c->errmsg, ST_EINVAL, "parameter '%s': fill value %g is outside "
-                            "its bounds", c->params[i].name, v);
+                s = st_errf(c->errmsg, ST_EINVAL,
+                            "parameter '%s': fill value %g is outside "
+                            "its bounds",
+                            c->params[i].name, v);
                 goto done;
             }
             c->center_b[i] = b;
@@ -477,8 +479,7 @@ void carbs_last_info(const carbs *c, carbs_suggestion_info *info)
 
 /* ---- in-process driver ------------------------------------------------------------------- */
 
-st_status carbs_minimize(carbs *c, carbs_objective f, void *data, size_t max_evals,
-                         double max_cost)
+st_status carbs_minimize(carbs *c, carbs_objective f, void *data, size_t max_evals, double max_cost)
 {
     c->errmsg[0] = 0;
     double *x = malloc(c->d * sizeof(double)), spent = 0;

@@ -179,13 +179,13 @@ typedef enum carbs_phase {
 /* What the optimizer predicted for its last suggestion (NaN where a phase has no model). */
 typedef struct carbs_suggestion_info {
     carbs_phase phase;
-    double predicted_output;    /* posterior mean, output units */
-    double predicted_output_sd; /* approximate, output units */
-    double predicted_cost;      /* cost units */
-    double pareto_value;        /* front output at the predicted cost, output units */
-    double expected_improvement;/* in the surrogate (normal-quantile) space */
+    double predicted_output;     /* posterior mean, output units */
+    double predicted_output_sd;  /* approximate, output units */
+    double predicted_cost;       /* cost units */
+    double pareto_value;         /* front output at the predicted cost, output units */
+    double expected_improvement; /* in the surrogate (normal-quantile) space */
     double p_success;
-    double locality;            /* CARBS' locality weight */
+    double locality; /* CARBS' locality weight */
 } carbs_suggestion_info;
 
 /*
@@ -282,8 +282,8 @@ st_status carbs_pareto(carbs *c, int conservative, size_t cap, size_t *n, double
  * output pointer may be NULL. Returns ST_OK, ST_EEMPTY (fewer than 2 successes), ST_ENUMERIC,
  * ST_ENOMEM.
  */
-st_status carbs_predict(carbs *c, size_t m, const double *X, double *mean, double *sd,
-                        double *cost, double *p_success);
+st_status carbs_predict(carbs *c, size_t m, const double *X, double *mean, double *sd, double *cost,
+                        double *p_success);
 
 /* Sum of the costs of successful observations (CARBS' cumulative_cost). */
 double carbs_cumulative_cost(const carbs *c);

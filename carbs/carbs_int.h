@@ -95,12 +95,12 @@ void space_bounds_basic(const carbs_param *p, double *lo, double *hi);
 
 /* sklearn QuantileTransformer(output_distribution="normal", n_quantiles = floor(sqrt(n))). */
 typedef struct qt {
-    size_t m;      /* number of quantiles */
-    double *q;     /* quantiles (m), non-decreasing */
-    double *rho;   /* references k/(m-1) (m) */
-    double *nq;    /* -q reversed (m), for the descending interpolation */
-    double *nr;    /* -rho reversed (m) */
-    int rank;      /* 1: qt_fit_rank's map; rho then holds the z of each knot */
+    size_t m;    /* number of quantiles */
+    double *q;   /* quantiles (m), non-decreasing */
+    double *rho; /* references k/(m-1) (m) */
+    double *nq;  /* -q reversed (m), for the descending interpolation */
+    double *nr;  /* -rho reversed (m) */
+    int rank;    /* 1: qt_fit_rank's map; rho then holds the z of each knot */
 } qt;
 st_status qt_fit(qt *t, size_t n, const double *y);
 /* Recommended mode: a rank-Gaussian map that keeps the tails. Knots at the distinct observed
@@ -124,11 +124,11 @@ double logcost_inverse(const logcost *t, double l);
 
 /* A group of successful observations with identical inputs (isclose, CARBS' tolerances). */
 typedef struct pgroup {
-    size_t n;          /* members */
-    size_t *members;   /* indices into the observation arrays (borrowed from the workspace) */
-    double cost;       /* mean cost */
-    double value;      /* mean of s*output, bigger is better */
-    double max_value;  /* largest member value */
+    size_t n;         /* members */
+    size_t *members;  /* indices into the observation arrays (borrowed from the workspace) */
+    double cost;      /* mean cost */
+    double value;     /* mean of s*output, bigger is better */
+    double max_value; /* largest member value */
 } pgroup;
 
 /* Groups n observations (X n*d basic, value = s*output, cost) and selects the Pareto groups
@@ -152,33 +152,33 @@ double acq_locality(size_t d, const double *x, size_t n_origins, const double *o
 /* ---- the handle (carbs.c, suggest.c, options.c, state.c) ------------------------------- */
 
 struct carbs {
-    size_t d;               /* number of parameters D */
-    carbs_param *params;    /* D, names owned */
+    size_t d;            /* number of parameters D */
+    carbs_param *params; /* D, names owned */
     carbs_options o;
-    double *center_b;       /* D: search centre, basic */
-    double *lo_b, *hi_b;    /* D: exclusive basic bounds */
+    double *center_b;    /* D: search centre, basic */
+    double *lo_b, *hi_b; /* D: exclusive basic bounds */
 
     /* observations, in the order observed */
     size_t n_obs, cap_obs, n_succ, n_fail;
-    double *obs_x;          /* n_obs*D parameter units, as given */
-    double *obs_b;          /* n_obs*D basic */
-    double *obs_y;          /* n_obs objective (any value for failures) */
-    double *obs_c;          /* n_obs cost (NaN for failures) */
-    int *obs_fail;          /* n_obs */
+    double *obs_x; /* n_obs*D parameter units, as given */
+    double *obs_b; /* n_obs*D basic */
+    double *obs_y; /* n_obs objective (any value for failures) */
+    double *obs_c; /* n_obs cost (NaN for failures) */
+    int *obs_fail; /* n_obs */
 
     /* outstanding suggestions, oldest first */
     size_t n_out, cap_out;
     uint64_t *out_id;
-    double *out_x;          /* n_out*D parameter units, as suggested (rounded) */
-    double *out_b;          /* n_out*D basic of out_x */
-    size_t *out_born;       /* n_obs when suggested (expiry) */
+    double *out_x;    /* n_out*D parameter units, as suggested (rounded) */
+    double *out_b;    /* n_out*D basic of out_x */
+    size_t *out_born; /* n_obs when suggested (expiry) */
 
-    uint64_t next_id;       /* ids handed out are 1, 2, ... */
-    uint64_t n_suggest;     /* suggestions made (seeds the RNG of the next one) */
-    size_t resample_count;  /* CARBS' resample counter */
-    size_t n_design;        /* random-phase points drawn so far (index into the QMC sequence) */
-    st_rng *rng;            /* reseeded from (seed, next_id) at each suggestion: a suggestion
-                               is a function of the state, whoever rebuilt it */
+    uint64_t next_id;      /* ids handed out are 1, 2, ... */
+    uint64_t n_suggest;    /* suggestions made (seeds the RNG of the next one) */
+    size_t resample_count; /* CARBS' resample counter */
+    size_t n_design;       /* random-phase points drawn so far (index into the QMC sequence) */
+    st_rng *rng;           /* reseeded from (seed, next_id) at each suggestion: a suggestion
+                              is a function of the state, whoever rebuilt it */
     carbs_suggestion_info info;
     char errmsg[ST_ERRMSG_MAX];
 };

@@ -37,7 +37,16 @@ carbs_options carbs_options_default(void)
     return o;
 }
 
-typedef enum opt_type { T_BOOL, T_TRI, T_SIZE, T_U64, T_DOUBLE, T_MODE, T_DESIGN, T_FANTASY } opt_type;
+typedef enum opt_type {
+    T_BOOL,
+    T_TRI,
+    T_SIZE,
+    T_U64,
+    T_DOUBLE,
+    T_MODE,
+    T_DESIGN,
+    T_FANTASY
+} opt_type;
 
 static const struct {
     const char *name;
@@ -45,7 +54,10 @@ static const struct {
     size_t offset;
     const char *help;
 } table[] = {
-#define O(n, t, h) {#n, t, offsetof(carbs_options, n), h}
+#define O(n, t, h)                                                                                 \
+    {                                                                                              \
+#n, t, offsetof(carbs_options, n), h                                                       \
+    }
     O(mode, T_MODE, "recommended (MAP-fitted GPs, quasi-random design) or faithful (CARBS)"),
     O(maximize, T_BOOL, "maximise the objective instead of minimising it"),
     O(seed, T_U64, "seed of every random draw"),

@@ -139,7 +139,8 @@ st_status pareto_groups(size_t n, size_t d, const double *X, const double *value
                 c_min = groups[g].cost;
     }
 
-    /* First Pareto group: the best low-set group (conservative: among multi-member ones, if any). */
+    /* First Pareto group: the best low-set group (conservative: among multi-member ones, if any).
+     */
     int low_multi = 0;
     if (conservative)
         for (size_t g = 0; g < n_groups; g++)

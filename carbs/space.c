@@ -127,10 +127,9 @@ st_status space_validate(const carbs_param *p, char *msg)
     if (!(b > lo && b < hi))
         return st_errf(msg, ST_EINVAL, "parameter '%s': centre %g is outside (%g, %g)", n,
                        p->center, p->min, p->max);
-    if (p->is_integer && p->space == CARBS_SPACE_LOG &&
-        round_value(p, p->center) == 0.0)
+    if (p->is_integer && p->space == CARBS_SPACE_LOG && round_value(p, p->center) == 0.0)
         return st_errf(msg, ST_EINVAL,
-                       "parameter '%s': integer log space centre %g rounds to 0 (use min >= %g)",
-                       n, p->center, p->rounding);
+                       "parameter '%s': integer log space centre %g rounds to 0 (use min >= %g)", n,
+                       p->center, p->rounding);
     return ST_OK;
 }

@@ -194,7 +194,8 @@ st_status carbs_import(const void *buf, size_t len, carbs **out, char *errmsg)
     if (r.bad || memcmp(magic, MAGIC, 8))
         return st_errf(msg, ST_EFORMAT, "not a scaletune optimizer state (bad magic)");
     if (bom != BOM)
-        return st_errf(msg, ST_EFORMAT, "optimizer state was written on a machine of the other "
+        return st_errf(msg, ST_EFORMAT,
+                       "optimizer state was written on a machine of the other "
                        "byte order");
     if (v != VERSION)
         return st_errf(msg, ST_EFORMAT, "optimizer state version %u; this build reads version %u",

@@ -100,8 +100,8 @@ static void draw_near(carbs *c, size_t n_origins, const double *origins, double 
 
 static int use_random_phase(const carbs *c)
 {
-    int count_fail = c->o.failures_count_as_random < 0 ? !faithful(c)
-                                                       : c->o.failures_count_as_random;
+    int count_fail =
+        c->o.failures_count_as_random < 0 ? !faithful(c) : c->o.failures_count_as_random;
     size_t n = c->n_succ + (count_fail ? c->n_fail : 0);
     if (n < c->o.num_random_samples)
         return 1;
@@ -129,9 +129,8 @@ static void random_point(carbs *c, double *b)
 
     size_t d = c->d, k = c->n_design;
     double *u = b; /* the unit point is built in place */
-    gsl_qrng *q = gsl_qrng_alloc(dsg == CARBS_DESIGN_SOBOL ? gsl_qrng_sobol
-                                                           : gsl_qrng_reversehalton,
-                                 (unsigned)d);
+    gsl_qrng *q = gsl_qrng_alloc(
+        dsg == CARBS_DESIGN_SOBOL ? gsl_qrng_sobol : gsl_qrng_reversehalton, (unsigned)d);
     if (!q) {
         draw_near(c, 1, c->center_b, b);
         return;
@@ -161,17 +160,17 @@ static void random_point(carbs *c, double *b)
 /* ---- the models -------------------------------------------------------------------------- */
 
 typedef struct models {
-    size_t ns;            /* successes */
-    double *Xs;           /* ns*D basic inputs of the successes */
-    double *ys;           /* ns surrogate outputs: sign * QT(y), bigger is better */
-    double *ls;           /* ns scaled log costs l' */
-    double *cs;           /* ns costs */
+    size_t ns;  /* successes */
+    double *Xs; /* ns*D basic inputs of the successes */
+    double *ys; /* ns surrogate outputs: sign * QT(y), bigger is better */
+    double *ls; /* ns scaled log costs l' */
+    double *cs; /* ns costs */
     qt qt;
     logcost lc;
     gp *out, *cost, *succ, *par;
     pgroup *groups;
     size_t *sel, n_groups, n_sel;
-    double *origins;      /* n_sel*D */
+    double *origins; /* n_sel*D */
     double par_lmin, par_lmax;
 } models;
 
@@ -404,12 +403,12 @@ static double p_success(const carbs *c, double mu, double var)
 
 typedef struct cands {
     size_t n;
-    double *X;     /* n*D basic, rounded */
-    double *w;     /* locality */
-    double *ps;    /* P(success) */
-    double *v;     /* Pareto value to beat (surrogate units) */
-    double *chat;  /* predicted cost */
-    int *ok;       /* under the cost cap and not yet picked */
+    double *X;    /* n*D basic, rounded */
+    double *w;    /* locality */
+    double *ps;   /* P(success) */
+    double *v;    /* Pareto value to beat (surrogate units) */
+    double *chat; /* predicted cost */
+    int *ok;      /* under the cost cap and not yet picked */
     double *mu, *var;
     double *score;
 } cands;
@@ -453,8 +452,7 @@ static st_status score_cands(carbs *c, const models *m, cands *k)
         if (!k->ok[j]) {
             k->score[j] = -INFINITY;
         } else if (faithful(c)) {
-            k->score[j] = acq_ei(k->mu[j], sd, k->v[j], xi_of(c)) * k->w[j] *
-                          k->ps[j];
+            k->score[j] = acq_ei(k->mu[j], sd, k->v[j], xi_of(c)) * k->w[j] * k->ps[j];
         } else {
             k->score[j] = log_ei(k->mu[j], sd, k->v[j], xi_of(c)) + log(k->w[j]) +
                           log(k->ps[j] > 1e-300 ? k->ps[j] : 1e-300);
@@ -488,8 +486,8 @@ static st_status make_cands(carbs *c, models *m, cands *k)
     k->var = malloc(N * sizeof(double));
     k->score = malloc(N * sizeof(double));
     double *tmp = malloc(2 * N * sizeof(double));
-    if (!k->X || !k->w || !k->ps || !k->v || !k->chat || !k->ok || !k->mu || !k->var ||
-        !k->score || !tmp) {
+    if (!k->X || !k->w || !k->ps || !k->v || !k->chat || !k->ok || !k->mu || !k->var || !k->score ||
+        !tmp) {
         free(tmp);
         return ST_ENOMEM;
     }
@@ -649,8 +647,7 @@ static void fallback(carbs *c, double *b)
                 m.cs[k++] = c->obs_c[i];
             }
     }
-    if (m.ns && m.Xs && m.cs && fit_pareto(c, &m, c->o.pareto_conservative) == ST_OK &&
-        m.n_sel > 0)
+    if (m.ns && m.Xs && m.cs && fit_pareto(c, &m, c->o.pareto_conservative) == ST_OK && m.n_sel > 0)
         draw_near(c, m.n_sel, m.origins, b);
     else
         draw_near(c, 1, c->center_b, b);
@@ -800,8 +797,10 @@ st_status carbs_predict(carbs *c, size_t m_pts, const double *X, double *mean, d
 {
     c->errmsg[0] = 0;
     if (c->n_succ < 2)
-        return st_errf(c->errmsg, ST_EEMPTY, "predictions need at least 2 successful runs (have "
-                       "%zu)", c->n_succ);
+        return st_errf(c->errmsg, ST_EEMPTY,
+                       "predictions need at least 2 successful runs (have "
+                       "%zu)",
+                       c->n_succ);
     size_t d = c->d;
     double *B = malloc(m_pts * d * sizeof(double)), *mu = malloc(m_pts * sizeof(double)),
            *var = malloc(m_pts * sizeof(double));
@@ -812,8 +811,10 @@ st_status carbs_predict(carbs *c, size_t m_pts, const double *X, double *mean, d
         for (size_t i = 0; i < d; i++) {
             B[j * d + i] = space_to_basic(&c->params[i], X[j * d + i]);
             if (!isfinite(B[j * d + i]))
-                s = st_errf(c->errmsg, ST_EINVAL, "point %zu: parameter '%s' value %g is not "
-                            "valid", j, c->params[i].name, X[j * d + i]);
+                s = st_errf(c->errmsg, ST_EINVAL,
+                            "point %zu: parameter '%s' value %g is not "
+                            "valid",
+                            j, c->params[i].name, X[j * d + i]);
         }
     st_rng_reseed(c->rng, st_mix64(c->o.seed ^ 0x9e3779b9u));
     if (s == ST_OK)

@@ -12,7 +12,7 @@
 
 #include "carbs/carbs_int.h"
 
-#define QT_BOUNDS 1e-7
+#define QT_BOUNDS     1e-7
 #define DBL_SPACING_1 2.220446049250313e-16 /* numpy.spacing(1) */
 
 static int cmp_double(const void *a, const void *b)

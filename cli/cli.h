@@ -15,5 +15,4 @@ void cli_error(const char *hint, const char *fmt, ...)
 #endif
     ;
 
-
 #endif

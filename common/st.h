@@ -84,7 +84,7 @@ double st_rng_gaussian(st_rng *r);
 size_t st_rng_uniform_int(st_rng *r, size_t n);
 /* Raw 32-bit draw (for seeding child generators). */
 uint32_t st_rng_u32(st_rng *r);
-/* Serialised state: size in bytes, copy out, restore. Restore returns ST_EFORMAT on size mismatch. */
+/* Serialised state: size in bytes, copy out, restore (ST_EFORMAT on a size mismatch). */
 size_t st_rng_state_size(const st_rng *r);
 void st_rng_state_get(const st_rng *r, void *buf);
 st_status st_rng_state_set(st_rng *r, const void *buf, size_t size);

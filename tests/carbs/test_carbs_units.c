@@ -36,7 +36,8 @@ static void test_spaces(void)
     CHECK_ABS(space_to_basic(&p, 0.5), 0.0, 1e-15);
     CHECK(isinf(space_to_basic(&p, 1.0)) && space_to_basic(&p, 1.0) > 0);
 
-    /* integer rounding to a multiple of 8, half to even: 12 -> 16 (1.5 -> 2), 20 -> 16 (2.5 -> 2) */
+    /* integer rounding to a multiple of 8, half to even: 12 -> 16 (1.5 -> 2), 20 -> 16 (2.5 -> 2)
+     */
     carbs_param_init(&p, "width", CARBS_SPACE_LINEAR, 64);
     p.is_integer = 1;
     p.rounding = 8;
@@ -111,7 +112,8 @@ static void test_transforms(void)
     CHECK_ABS(qt_inverse(&t, -10.0), 1.0, 0);
     qt_clear(&t);
 
-    /* n = 9 -> 3 quantiles (min, median, max); between min and median u = (y - min) / 2 / (med - min) */
+    /* n = 9 -> 3 quantiles (min, median, max); between min and median u = (y - min) / 2 / (med -
+     * min) */
     double y9[] = {9, 1, 8, 2, 7, 3, 6, 4, 5};
     CHECK_ST(qt_fit(&t, 9, y9), ST_OK);
     CHECK(t.m == 3);
@@ -239,14 +241,14 @@ static double ei_numeric(double mu, double sigma, double v, double xi)
 
 static void test_acq(void)
 {
-    double cases[][4] = {{0, 1, 0, 0}, {1, 0.5, 0, 0.2}, {-1, 2, 0.5, 1}, {0.3, 0.1, 0.2, 0},
-                         {-2, 0.5, 0, 0}};
+    double cases[][4] = {
+        {0, 1, 0, 0}, {1, 0.5, 0, 0.2}, {-1, 2, 0.5, 1}, {0.3, 0.1, 0.2, 0}, {-2, 0.5, 0, 0}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         double *k = cases[i];
         CHECK_REL(acq_ei(k[0], k[1], k[2], k[3]), ei_numeric(k[0], k[1], k[2], k[3]), 1e-7);
     }
     CHECK_ABS(acq_ei(0, 1, 0, 0), 1 / sqrt(2 * M_PI), 1e-15); /* sigma phi(0) */
-    CHECK_ABS(acq_ei(2, 0, 0.5, 0.5), 1.0, 1e-15);           /* no uncertainty: the margin */
+    CHECK_ABS(acq_ei(2, 0, 0.5, 0.5), 1.0, 1e-15);            /* no uncertainty: the margin */
     CHECK_ABS(acq_ei(0, 0, 0.5, 0.5), 0.0, 0);
     CHECK(acq_ei(-50, 1, 0, 0) == 0.0 && acq_ei(-50, 1, 0, 0) >= 0);
 
