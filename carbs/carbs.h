@@ -120,8 +120,8 @@ typedef struct carbs_options {
     size_t max_outstanding_age;      /* [max_outstanding_age] 0: never expire; else an
                                         outstanding suggestion is forgotten once this many
                                         observations arrived after it */
-    size_t gp_restarts;              /* [gp_restarts] 2: extra L-BFGS starts (recommended) */
-    size_t gp_max_fit_points;        /* [gp_max_fit_points] 256: hyperparameters are fitted on
+    size_t gp_restarts;              /* [gp_restarts] 1: extra L-BFGS starts (recommended) */
+    size_t gp_max_fit_points;        /* [gp_max_fit_points] 128: hyperparameters are fitted on
                                         at most this many points (a seeded subset); the
                                         posterior always uses all of them (recommended) */
 } carbs_options;

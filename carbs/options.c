@@ -32,8 +32,8 @@ carbs_options carbs_options_default(void)
     o.ei_always_max = 0;
     o.fantasy = CARBS_FANTASY_THOMPSON;
     o.max_outstanding_age = 0;
-    o.gp_restarts = 2;
-    o.gp_max_fit_points = 256;
+    o.gp_restarts = 1;
+    o.gp_max_fit_points = 128;
     return o;
 }
 
