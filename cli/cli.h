@@ -15,4 +15,7 @@ void cli_error(const char *hint, const char *fmt, ...)
 #endif
     ;
 
+/* cli/cmd_fit.c: `scaletune fit` and `scaletune fit allocate`. */
+int cmd_fit(int argc, char **argv);
+
 #endif

@@ -17,6 +17,7 @@ static const struct {
     const char *help;
 } commands[] = {
     {"version", cmd_version, "print the version"},
+    {"fit", cmd_fit, "fit a scaling law to runs (CSV); 'fit allocate' for N_opt, D_opt"},
 };
 
 void cli_error(const char *hint, const char *fmt, ...)
