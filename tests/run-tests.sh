@@ -4,6 +4,9 @@
 # TEST_WRAP (e.g. "valgrind -q --error-exitcode=99") is put in front of each binary.
 set -u
 pass=0; fail=0; bad=0
+# one BLAS thread unless asked otherwise: deterministic results, and no spinning BLAS threads
+# competing with sanitizer-slowed test code on a 2-core machine
+export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 for t in "$@"; do
   out=$(${TEST_WRAP:-} "$t" 2>&1); rc=$?
   line=$(printf '%s\n' "$out" | grep -E '^[^ ]+: [0-9]+ passed, [0-9]+ failed' | tail -n 1)
