@@ -207,42 +207,30 @@ void sim_chinchilla_alloc(const sim_law *law, double C, double *N, double *D)
     *D = pow(C / 6.0, b) / G;
 }
 
-st_status sim_oracle(const sim_law *law, double C, sim_setting *opt, double *loss)
+/* Minimises oracle_f over [lo, hi] (ln N): a 101-point grid, then Brent between the grid
+ * neighbours of the best point; an end point is kept when the grid minimum sits on it. */
+static st_status oracle_min(oracle_ctx *ctx, double lo, double hi, double *x_best)
 {
-    if (bad(C) || C <= 0)
-        return ST_EINVAL;
-    oracle_ctx ctx = {law, C};
-    gsl_function F = {oracle_f, &ctx};
-
-    /* Bracket around Chinchilla's closed form (exact when lr_opt is below the boundary); walk
-     * outwards until the centre is lower than both ends, which the boundary can require. */
-    double N0, D0;
-    sim_chinchilla_alloc(law, C, &N0, &D0);
-    double x0 = log(N0), lo = x0 - 1.0, hi = x0 + 1.0;
-    double f0 = oracle_f(x0, &ctx);
-    for (int i = 0; i < 60; i++) {
-        double flo = oracle_f(lo, &ctx), fhi = oracle_f(hi, &ctx);
-        if (flo > f0 && fhi > f0)
-            break;
-        if (flo <= f0) {
-            hi = x0;
-            x0 = lo;
-            f0 = flo;
-            lo -= 1.0;
-        } else {
-            lo = x0;
-            x0 = hi;
-            f0 = fhi;
-            hi += 1.0;
-        }
+    enum { NG = 101 };
+    gsl_function F = {oracle_f, ctx};
+    double fg[NG], h = (hi - lo) / (NG - 1);
+    size_t k = 0;
+    for (size_t i = 0; i < NG; i++) {
+        fg[i] = oracle_f(lo + h * (double)i, ctx);
+        if (fg[i] < fg[k])
+            k = i;
     }
-    if (!(oracle_f(lo, &ctx) > f0 && oracle_f(hi, &ctx) > f0))
+    if (!isfinite(fg[k]))
         return ST_ENUMERIC;
+    *x_best = lo + h * (double)k;
+    if (k == 0 || k == NG - 1 || h == 0 || !(fg[k] < fg[k - 1] && fg[k] < fg[k + 1]))
+        return ST_OK;
 
     gsl_min_fminimizer *m = gsl_min_fminimizer_alloc(gsl_min_fminimizer_brent);
     if (!m)
         return ST_ENOMEM;
-    int rc = gsl_min_fminimizer_set(m, &F, x0, lo, hi);
+    int rc = gsl_min_fminimizer_set_with_values(m, &F, *x_best, fg[k], *x_best - h, fg[k - 1],
+                                                *x_best + h, fg[k + 1]);
     for (int it = 0; rc == GSL_SUCCESS && it < 200; it++) {
         rc = gsl_min_fminimizer_iterate(m);
         if (rc != GSL_SUCCESS)
@@ -255,8 +243,36 @@ st_status sim_oracle(const sim_law *law, double C, sim_setting *opt, double *los
     gsl_min_fminimizer_free(m);
     if (rc != GSL_SUCCESS)
         return ST_ENUMERIC;
-    double N = exp(xm);
+    *x_best = xm;
+    return ST_OK;
+}
+
+st_status sim_oracle_box(const sim_law *law, double C, double N_lo, double N_hi, double D_lo,
+                         double D_hi, sim_setting *opt, double *loss)
+{
+    if (bad(C) || C <= 0 || !(N_lo >= 0 && N_lo <= N_hi && D_lo >= 0 && D_lo <= D_hi))
+        return ST_EINVAL;
+    oracle_ctx ctx = {law, C};
+
+    /* Search ln N within the box's slice {6 N D = C} and within a factor e^6 of Chinchilla's
+     * closed form (exact when lr_opt is below the boundary; the boundary moves it little). */
+    double N0, D0;
+    sim_chinchilla_alloc(law, C, &N0, &D0);
+    double lo = fmax(log(N0) - 6.0, log(fmax(N_lo, C / (6.0 * D_hi))));
+    double hi = fmin(log(N0) + 6.0, log(fmin(N_hi, D_lo > 0 ? C / (6.0 * D_lo) : INFINITY)));
+    if (!(lo <= hi))
+        return ST_ERANGE;
+    double x;
+    st_status st = oracle_min(&ctx, lo, hi, &x);
+    if (st != ST_OK)
+        return st;
+    double N = exp(x);
     return sim_best_hypers(law, N, C / (6.0 * N), opt, loss);
+}
+
+st_status sim_oracle(const sim_law *law, double C, sim_setting *opt, double *loss)
+{
+    return sim_oracle_box(law, C, 0.0, INFINITY, 0.0, INFINITY, opt, loss);
 }
 
 /* Steps at which the linear warmup first pushes the learning rate past the boundary. */

@@ -105,10 +105,18 @@ st_status sim_best_hypers(const sim_law *law, double N, double D, sim_setting *s
 
 /*
  * The oracle: the true optimum at compute C FLOPs (C = 6 N D): minimises the loss over log N
- * with GSL's Brent minimiser, D = C / (6 N), hyperparameters from sim_best_hypers.
+ * (a grid, then GSL's Brent minimiser), D = C / (6 N), hyperparameters from sim_best_hypers.
  * Returns ST_OK, ST_EINVAL (C not finite or <= 0), ST_ENUMERIC (the minimiser failed).
  */
 st_status sim_oracle(const sim_law *law, double C, sim_setting *opt, double *loss);
+
+/*
+ * The same within a box of model sizes and token counts: the best run of cost C with
+ * N in [N_lo, N_hi] and D in [D_lo, D_hi] (the true cost-loss front of a sweep's search space).
+ * Returns as sim_oracle, or ST_ERANGE when no (N, D) in the box costs C.
+ */
+st_status sim_oracle_box(const sim_law *law, double C, double N_lo, double N_hi, double D_lo,
+                         double D_hi, sim_setting *opt, double *loss);
 
 /* Chinchilla's closed-form allocation (Hoffmann et al. 2022, eq. 4) for the law's L(N, D):
  * N_opt = G (C/6)^a, D_opt = (C/6)^b / G, a = beta/(alpha+beta), G = (alpha A/(beta B))^(1/(a+b)).

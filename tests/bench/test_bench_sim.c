@@ -155,6 +155,35 @@ static void test_oracle(const sim_law *law)
     CHECK(loss <= best + 1e-12);
 }
 
+/* The box-constrained oracle: the same optimum when the box holds it; on the box's edge (and
+ * no worse than a brute-force scan of the slice 6 N D = C) when it does not. */
+static void test_oracle_box(const sim_law *law)
+{
+    sim_setting o, b;
+    double loss, lb;
+    CHECK_ST(sim_oracle(law, 1e18, &o, &loss), ST_OK);
+    CHECK_ST(sim_oracle_box(law, 1e18, 1e6, 1e9, 1e7, 1e11, &b, &lb), ST_OK);
+    CHECK_REL(lb, loss, 1e-12);
+    CHECK_REL(b.N, o.N, 1e-6);
+
+    /* N capped at 3e7 (the optimum is 8.06e7): the best run sits on N = 3e7 */
+    CHECK_ST(sim_oracle_box(law, 1e18, 1e6, 3e7, 1e7, 1e11, &b, &lb), ST_OK);
+    CHECK_REL(b.N, 3e7, 1e-12);
+    CHECK(lb > loss);
+    double best = INFINITY;
+    for (double x = log(3e7); x >= log(1e18 / (6 * 1e11)); x -= 0.001) {
+        sim_setting g;
+        double l;
+        if (sim_best_hypers(law, exp(x), 1e18 / (6 * exp(x)), &g, &l) == ST_OK)
+            best = fmin(best, l);
+    }
+    CHECK(lb <= best + 1e-12);
+    CHECK_REL(lb, best, 1e-6);
+
+    /* no (N, D) of the box costs 1e25 */
+    CHECK_ST(sim_oracle_box(law, 1e25, 1e6, 3e7, 1e7, 1e9, &b, &lb), ST_ERANGE);
+}
+
 static void test_divergence(const sim_law *law)
 {
     sim_setting s = {1e7, 2e8, 0, 31865.0, 0.05, 0.1};
@@ -272,6 +301,7 @@ int main(void)
     test_formulas(&law);
     test_invalid(&law);
     test_oracle(&law);
+    test_oracle_box(&law);
     test_divergence(&law);
     test_noise(&law);
     test_emit(&law);
