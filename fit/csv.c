@@ -294,6 +294,7 @@ st_status fit_table_read_csv(const char *path, const char *mapping, fit_table **
             t->derived[1][i] = Cc[i] / (6 * Nc[i]);
     }
     free(line);
+    free(fields);
     fclose(fp);
     *out = t;
     return ST_OK;
