@@ -90,10 +90,17 @@ bench-fit: $(BUILD)/bench/bench_fit
 	$(BUILD)/bench/bench_fit
 
 # ---- trainer -------------------------------------------------------------------------------
+# The hot loops want -O3 (vectorised element loops; gpt_int.h adds AVX2 clones at run time).
+$(BUILD)/trainer/%.o: CFLAGS += -O3 -fno-math-errno
+PROGRAMS += $(BUILD)/scaletune-train
+$(BUILD)/scaletune-train: $(BUILD)/trainer/train_main.o $(STATIC)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # ---- runner --------------------------------------------------------------------------------
 # tests/runner/fake_trainer: a trainer told by its arguments how to behave (tests only)
 TEST_PROGRAMS += $(BUILD)/tests/runner/fake_trainer
+# (test-runner is defined above, before TEST_PROGRAMS grows: name the helper here too)
+test-runner: $(BUILD)/tests/runner/fake_trainer
 $(BUILD)/tests/runner/fake_trainer: $(BUILD)/tests/runner/fake_trainer.o
 	$(CC) $(LDFLAGS) $^ -lm -o $@
 bench-runner: $(BUILD)/bench/bench_runner $(BUILD)/tests/runner/fake_trainer
@@ -141,6 +148,23 @@ BENCH_COMPARE_FLAGS ?=
 bench-compare: $(BUILD)/bench/compare
 	OPENBLAS_NUM_THREADS=1 $(BUILD)/bench/compare --python $(BENCH_PY) \
 	  --out $(BUILD)/bench/compare.json $(BENCH_COMPARE_FLAGS)
+# make bench: every module's benchmark (a missing or failing one is recorded, not fatal), then the
+# comparisons; bench/results/latest.json (with `ratios`) and latest.md gather the numbers.
+BENCH_SUITES := bench-carbs bench-fit bench-trainer bench-runner
+bench: $(BUILD)/bench/compare $(BUILD)/bench/compare_report
+	@rm -rf $(BUILD)/bench/logs; mkdir -p $(BUILD)/bench/logs bench/results
+	@for b in $(BENCH_SUITES); do \
+	  echo "== $$b"; t0=$$(date +%s.%N); \
+	  { if $(MAKE) --no-print-directory $$b; then echo ok; else echo failed; fi \
+	      > $(BUILD)/bench/logs/$$b.st; } 2>&1 | tee $(BUILD)/bench/logs/$$b.log; \
+	  echo "$$(cat $(BUILD)/bench/logs/$$b.st) $$(echo "$$(date +%s.%N) - $$t0" | bc)" \
+	    > $(BUILD)/bench/logs/$$b.status; rm -f $(BUILD)/bench/logs/$$b.st; \
+	done
+	@echo "== bench-compare"
+	$(MAKE) --no-print-directory bench-compare
+	$(BUILD)/bench/compare_report --compare $(BUILD)/bench/compare.json \
+	  --logs $(BUILD)/bench/logs --json bench/results/latest.json --md bench/results/latest.md
+	@grep -A40 '^## Ratios' bench/results/latest.md
 test-bench: $(BUILD)/tests/bench/test_bench_sim $(BUILD)/bench/llmsim/llmsim
 	@tests/run-tests.sh $(BUILD)/tests/bench/test_bench_sim
 .PHONY: test-bench bench-compare

@@ -1,0 +1,207 @@
+/*
+ * train_main.c — `scaletune-train`: parses the flags of the trainer's option table, runs the
+ * training loop of gpt_trainer and speaks the metrics protocol (docs/metrics-protocol.md): JSON
+ * lines on stdout, or appended to $SCALETUNE_METRICS_FILE. Messages go to stderr.
+ * Exit status: 0 finished, 2 bad usage, 3 diverged, 4 out of memory, 1 anything else.
+ * Built with -DGPT_WITH_CUDA (by `make cuda`) it also offers --device cuda.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trainer/gpt.h"
+
+#ifdef GPT_WITH_CUDA
+extern const gpt_backend gpt_backend_cuda;
+#endif
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: scaletune-train [--flag value | --flag=value]...\n\n"
+               "Trains a byte-level GPT and writes metrics as JSON lines (stdout, or the file "
+               "named by\nSCALETUNE_METRICS_FILE). Exit: 0 done, 3 diverged, 4 out of memory.\n\n");
+    for (size_t i = 0; i < gpt_option_count(); i++) {
+        const gpt_option_info *o = gpt_option_at(i);
+        char left[64];
+        snprintf(left, sizeof(left), "--%s %s", o->name, o->kind);
+        fprintf(f, "  %-28s %s (default %s)\n", left, o->help, o->def[0] ? o->def : "none");
+    }
+    fprintf(f, "  %-28s %s\n", "--help", "this text");
+    fprintf(f, "\nSee docs/trainer.md.\n");
+}
+
+static int fail(int code, const char *hint, const char *msg)
+{
+    fprintf(stderr, "scaletune-train: %s\n", msg);
+    if (hint)
+        fprintf(stderr, "hint: %s\n", hint);
+    return code;
+}
+
+static int exit_for(st_status s)
+{
+    return s == ST_ENOMEM ? 4 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    gpt_options o = gpt_options_default();
+    char err[ST_ERRMSG_MAX];
+    int val_given = 0, data_given = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (strncmp(a, "--", 2) != 0)
+            return fail(2, "flags look like --lr 3e-4; see --help", "unexpected argument");
+        char name[64];
+        const char *eq = strchr(a + 2, '='), *value;
+        size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        if (len >= sizeof(name)) {
+            snprintf(err, sizeof(err), "unknown option '%s'", a);
+            return fail(2, "see --help", err);
+        }
+        memcpy(name, a + 2, len);
+        name[len] = 0;
+        if (eq) {
+            value = eq + 1;
+        } else if (i + 1 < argc) {
+            value = argv[++i];
+        } else {
+            snprintf(err, sizeof(err), "--%s needs a value", name);
+            return fail(2, "see --help", err);
+        }
+        st_status s = gpt_options_set(&o, name, value, err);
+        if (s != ST_OK)
+            return fail(2, s == ST_ENOTFOUND ? "scaletune-train --help lists the flags" : NULL,
+                        err);
+        val_given |= !strcmp(name, "val-data");
+        data_given |= !strcmp(name, "data");
+    }
+    if (data_given && !val_given)
+        o.val_data[0] = 0; /* a user's file: hold out its last 10% */
+    if (gpt_options_check(&o, err) != ST_OK)
+        return fail(2, "see --help", err);
+
+    const gpt_backend *be = &gpt_backend_cpu;
+    if (!strcmp(o.device, "cuda")) {
+#ifdef GPT_WITH_CUDA
+        be = &gpt_backend_cuda;
+#else
+        return fail(1, "build the CUDA trainer with `make cuda` and run build/scaletune-train-cuda",
+                    "this scaletune-train was built without CUDA");
+#endif
+    }
+    if (st_global_init() != ST_OK)
+        return fail(1, NULL, "global initialisation failed");
+
+    FILE *out = stdout;
+    const char *mf = getenv("SCALETUNE_METRICS_FILE");
+    if (mf && *mf) {
+        out = fopen(mf, "a");
+        if (!out) {
+            snprintf(err, sizeof(err), "cannot open SCALETUNE_METRICS_FILE '%s'", mf);
+            return fail(1, NULL, err);
+        }
+    }
+
+    gpt_trainer *tr;
+    st_status s = gpt_trainer_create(&o, be, &tr, err);
+    if (s != ST_OK) {
+        const char *hint = NULL;
+        if (s == ST_EIO && strstr(err, "data/kjv"))
+            hint = "run scripts/prepare-data to extract the KJV corpus, or pass --data FILE";
+        else if (s == ST_EUNSUPPORTED)
+            hint = "use --device cpu on a machine without an NVIDIA GPU";
+        int code = fail(exit_for(s), hint, err);
+        if (out != stdout)
+            fclose(out);
+        st_global_cleanup();
+        return code;
+    }
+
+    size_t n_params = gpt_trainer_num_params(tr);
+    double fpt = gpt_trainer_flops_per_token(tr), peak = gpt_trainer_peak_flops(tr);
+    double tokens_per_step = (double)o.model.batch * o.model.seq_len * o.grad_accum;
+    fprintf(out,
+            "{\"event\":\"config\",\"params\":%zu,\"flops_per_token\":%.17g,\"steps\":%llu,"
+            "\"seed\":%llu,\"threads\":%d,\"device\":\"%s\",\"start_step\":%llu}\n",
+            n_params, fpt, (unsigned long long)gpt_trainer_total_steps(tr),
+            (unsigned long long)o.seed, o.threads, o.device,
+            (unsigned long long)gpt_trainer_step_index(tr));
+    fflush(out);
+
+    int code = 0;
+    gpt_step_info info = {0};
+    double val = 0.0;
+    while (gpt_trainer_step_index(tr) < gpt_trainer_total_steps(tr)) {
+        s = gpt_trainer_step(tr, &info);
+        if (s == ST_ENUMERIC) {
+            fprintf(out, "{\"event\":\"diverged\",\"step\":%llu,\"reason\":\"%s\"}\n",
+                    (unsigned long long)info.step, gpt_trainer_errmsg(tr));
+            fprintf(stderr, "scaletune-train: diverged at step %llu: %s\n",
+                    (unsigned long long)info.step, gpt_trainer_errmsg(tr));
+            code = 3;
+            goto done;
+        }
+        if (s != ST_OK) {
+            code = fail(exit_for(s), NULL, gpt_trainer_errmsg(tr));
+            goto done;
+        }
+        uint64_t done_steps = info.step + 1;
+        double tps = info.step_seconds > 0 ? tokens_per_step / info.step_seconds : 0.0;
+        fprintf(out,
+                "{\"event\":\"step\",\"step\":%llu,\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,"
+                "\"tokens\":%.17g,\"flops\":%.17g,\"seconds\":%.6f,\"tokens_per_s\":%.3f,"
+                "\"mfu\":%.6f}\n",
+                (unsigned long long)done_steps, info.loss, info.lr, info.grad_norm, info.tokens,
+                info.flops, info.seconds, tps, tps * fpt / peak);
+        fflush(out);
+        int last = done_steps == gpt_trainer_total_steps(tr);
+        if (o.eval_every > 0 && done_steps % (uint64_t)o.eval_every == 0 && !last) {
+            s = gpt_trainer_eval(tr, &val);
+            if (s != ST_OK) {
+                code = fail(exit_for(s), NULL, gpt_trainer_errmsg(tr));
+                goto done;
+            }
+            fprintf(out, "{\"event\":\"eval\",\"step\":%llu,\"val_loss\":%.9g,\"tokens\":%.17g}\n",
+                    (unsigned long long)done_steps, val, info.tokens);
+            fflush(out);
+        }
+        if (o.checkpoint[0] && o.checkpoint_every > 0 &&
+            done_steps % (uint64_t)o.checkpoint_every == 0 && !last) {
+            s = gpt_trainer_save(tr, o.checkpoint);
+            if (s != ST_OK) {
+                code = fail(exit_for(s), NULL, gpt_trainer_errmsg(tr));
+                goto done;
+            }
+        }
+    }
+    s = gpt_trainer_eval(tr, &val);
+    if (s == ST_OK && o.checkpoint[0])
+        s = gpt_trainer_save(tr, o.checkpoint);
+    if (s != ST_OK) {
+        code = fail(exit_for(s), NULL, gpt_trainer_errmsg(tr));
+        goto done;
+    }
+    {
+        double tokens = (double)gpt_trainer_total_steps(tr) * tokens_per_step;
+        uint64_t steps = gpt_trainer_total_steps(tr);
+        fprintf(out, "{\"event\":\"eval\",\"step\":%llu,\"val_loss\":%.9g,\"tokens\":%.17g}\n",
+                (unsigned long long)steps, val, tokens);
+        fprintf(out,
+                "{\"event\":\"final\",\"val_loss\":%.9g,\"loss\":%.9g,\"flops\":%.17g,"
+                "\"params\":%zu,\"tokens\":%.17g,\"seconds\":%.6f,\"steps\":%llu}\n",
+                val, info.loss, tokens * fpt, n_params, tokens, info.seconds,
+                (unsigned long long)steps);
+        fflush(out);
+    }
+done:
+    gpt_trainer_destroy(tr);
+    if (out != stdout)
+        fclose(out);
+    st_global_cleanup();
+    return code;
+}
