@@ -12,10 +12,66 @@
 #ifndef RUNNER_INT_H
 #define RUNNER_INT_H
 
+#include <sqlite3.h>
 #include <stdio.h>
 #include <sys/types.h>
 
 #include "runner/runner.h"
+
+/* ---- store.c ----------------------------------------------------------------------------- */
+
+#define RUNNER_SCHEMA_VERSION 1
+#define STORE_STMT_CACHE      64
+
+struct runner_store {
+    sqlite3 *db;
+    char errmsg[ST_ERRMSG_MAX];
+    char *names; /* runner_store_list's result */
+    struct {
+        const char *sql; /* a string literal: cached by address */
+        sqlite3_stmt *st;
+    } cache[STORE_STMT_CACHE];
+    size_t n_cache;
+};
+
+/* Wall-clock seconds since the epoch (times in the store outlive processes). */
+double runner_now(void);
+/* Monotonic seconds (durations inside one process). */
+double runner_mono(void);
+
+/* A prepared statement for `sql` (a string literal), reset and unbound; NULL on error with
+ * s->errmsg set. Owned by the store. */
+sqlite3_stmt *store_stmt(runner_store *s, const char *sql);
+/* Maps a SQLite result code to st_status (SQLITE_FULL -> ST_ENOSPC, BUSY -> ST_EBUSY, ...) and
+ * formats s->errmsg with `what` and sqlite3_errmsg. */
+st_status store_fail(runner_store *s, int src, const char *what);
+/* BEGIN IMMEDIATE / COMMIT / ROLLBACK. */
+st_status store_begin(runner_store *s);
+st_status store_commit(runner_store *s);
+void store_rollback(runner_store *s);
+/* Runs one statement with no result rows; returns ST_OK or store_fail. */
+st_status store_exec_stmt(runner_store *s, sqlite3_stmt *st, const char *what);
+/* Id of sweep `name` (NULL: the only one), with its config text (malloc'd; may be NULL). */
+st_status store_find_sweep(runner_store *s, const char *name, int64_t *id, char **config);
+/* Appends an event row (inside the caller's transaction). */
+st_status store_event(runner_store *s, int64_t sweep, int64_t run, int64_t attempt,
+                      const char *kind, const char *msg);
+
+/* The lease: one controller per sweep. store_lease_take takes a free, expired or dead (same
+ * host, pid gone) lease; ST_EBUSY otherwise. store_lease_beat renews it (ST_EBUSY if lost). */
+st_status store_lease_take(runner_store *s, int64_t sweep, const char *owner, double seconds);
+st_status store_lease_beat(runner_store *s, int64_t sweep, const char *owner, double seconds);
+void store_lease_release(runner_store *s, int64_t sweep, const char *owner);
+/* "host:pid" of this process. */
+void runner_owner_id(char *buf, size_t cap);
+
+/* Rebuilds an optimizer for `cfg` from the sweep's observations, in order; `seed_offset` is
+ * added to the config's seed (so that asks from fresh processes differ). */
+st_status store_rebuild_carbs(runner_store *s, int64_t sweep, const runner_config *cfg,
+                              uint64_t seed_offset, carbs **out);
+/* The optimizer's x (D values) from all parameters (n_params values) and back. */
+void runner_x_to_carbs(const runner_config *cfg, const double *all, double *x);
+void runner_x_from_carbs(const runner_config *cfg, const double *x, double *all);
 
 /* ---- template.c ------------------------------------------------------------------------- */
 
@@ -26,5 +82,54 @@ st_status runner_template_expand(const runner_config *cfg, const char *t, const 
                                  uint64_t run, unsigned attempt, const char *dir, char **out);
 /* A parameter value as substituted: integers without decimals, doubles round-tripping. */
 void runner_format_value(const runner_param_spec *ps, double v, char *buf, size_t cap);
+
+/* ---- backends (backend_local.c; Slurm later) --------------------------------------------- */
+
+/* What to launch: everything already expanded. `dir` exists and is the attempt's directory:
+ * the backend writes stdout.log and stderr.log there, and the exit status where it can. */
+typedef struct runner_job_spec {
+    char *const *argv;   /* NULL-terminated */
+    char *const *env;    /* NULL-terminated "KEY=VALUE" added to the controller's environment */
+    const char *workdir; /* NULL: the controller's */
+    const char *dir;
+} runner_job_spec;
+
+typedef enum runner_job_state {
+    RUNNER_JOB_RUNNING = 0,
+    RUNNER_JOB_EXITED = 1,   /* exit_code valid */
+    RUNNER_JOB_SIGNALED = 2, /* signal valid */
+    RUNNER_JOB_LOST = 3,     /* gone without an exit status */
+} runner_job_state;
+
+typedef struct runner_job {
+    const char *job_id; /* in */
+    const char *dir;    /* in */
+    runner_job_state state;
+    int exit_code, signal;
+} runner_job;
+
+/*
+ * A backend, as GSL's _type objects: the controller only calls these. Statuses: ST_OK,
+ * ST_EBACKEND (with errmsg), ST_ENOMEM.
+ *  submit  launches one attempt; writes a job id (opaque text, stored) into job_id[cap].
+ *  poll    fills state/exit_code/signal of n jobs in one batch (one squeue call for Slurm).
+ *  cancel  asks a job to stop (SIGTERM or scancel); force: kill now (SIGKILL).
+ *  adopt   for an attempt recorded as launching by a controller that died: ST_OK and its job
+ *          id if it was launched, ST_ENOTFOUND if it never was (and now never will be).
+ * poll works from the job id and files alone, so a new controller settles jobs it did not
+ * start (the "settle from files" case).
+ */
+typedef struct runner_backend_type {
+    const char *name;
+    st_status (*create)(void **state, char *errmsg);
+    void (*destroy)(void *state);
+    st_status (*submit)(void *state, const runner_job_spec *spec, char *job_id, size_t cap,
+                        char *errmsg);
+    st_status (*poll)(void *state, runner_job *jobs, size_t n, char *errmsg);
+    st_status (*cancel)(void *state, const char *job_id, int force, char *errmsg);
+    st_status (*adopt)(void *state, const char *dir, char *job_id, size_t cap, char *errmsg);
+} runner_backend_type;
+
+extern const runner_backend_type *const runner_backend_local;
 
 #endif

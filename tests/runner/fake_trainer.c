@@ -41,19 +41,33 @@ static void append_line(const char *path, const char *line)
     close(fd);
 }
 
+/* A double as Python's json.dumps writes it (NaN, Infinity, -Infinity). */
+static const char *pyjson(double v, char *buf, size_t cap)
+{
+    if (isnan(v))
+        return "NaN";
+    if (isinf(v))
+        return v > 0 ? "Infinity" : "-Infinity";
+    snprintf(buf, cap, "%.17g", v);
+    return buf;
+}
+
 static uint64_t fnv1a(const char *s)
 {
     uint64_t h = 1469598103934665603ull;
     for (; *s; s++)
         h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
+    /* splitmix64's finaliser: FNV's high bits barely move when only the last byte changes */
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+    return h ^ (h >> 31);
 }
 
 int main(int argc, char **argv)
 {
     const char *mode = "ok";
     double loss = NAN, cost = NAN, xsum = 0;
-    int steps = 3, have_x = 0, child = 0, use_file = 0;
+    int steps = 3, have_x = 0, have_loss = 0, child = 0, use_file = 0;
     long sleep_ms = 0;
     double p_crash = 0, p_hang = 0, p_div = 0;
     const char *chaos_key = NULL;
@@ -63,7 +77,7 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--mode") && v)
             mode = v, i++;
         else if (!strcmp(a, "--loss") && v)
-            loss = atof(v), i++;
+            loss = strtod(v, NULL), have_loss = 1, i++;
         else if (!strcmp(a, "--x") && v)
             xsum += (atof(v) - 0.5) * (atof(v) - 0.5), have_x = 1, i++;
         else if (!strcmp(a, "--cost") && v)
@@ -87,7 +101,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (isnan(loss))
+    if (!have_loss)
         loss = have_x ? 1 + xsum : 2.0;
     if (isnan(cost))
         cost = 1 + steps;
@@ -141,8 +155,9 @@ int main(int argc, char **argv)
     for (int s = 1; s <= last; s++) {
         if (!strcmp(mode, "garbage"))
             fprintf(out, "epoch %d: loss looks fine {not json\n", s);
-        fprintf(out, "{\"event\": \"step\", \"step\": %d, \"loss\": %.6f, \"flops\": %.6g}\n", s,
-                loss + 1.0 / s, cost * s / steps);
+        char lb[64];
+        fprintf(out, "{\"event\": \"step\", \"step\": %d, \"loss\": %s, \"flops\": %.6g}\n", s,
+                pyjson(loss + 1.0 / s, lb, sizeof(lb)), cost * s / steps);
         if (!strcmp(mode, "hang")) {
             for (;;)
                 pause();
@@ -163,10 +178,12 @@ int main(int argc, char **argv)
     }
     if (!strcmp(mode, "nofinal"))
         return 0;
-    fprintf(out, "{\"event\": \"eval\", \"step\": %d, \"val_loss\": %.17g}\n", last, loss);
+    char lb[64];
+    fprintf(out, "{\"event\": \"eval\", \"step\": %d, \"val_loss\": %s}\n", last,
+            pyjson(loss, lb, sizeof(lb)));
     fprintf(out,
-            "{\"event\": \"final\", \"val_loss\": %.17g, \"flops\": %.17g, \"params\": 1000, "
+            "{\"event\": \"final\", \"val_loss\": %s, \"flops\": %.17g, \"params\": 1000, "
             "\"tokens\": 20000}\n",
-            loss, cost);
+            pyjson(loss, lb, sizeof(lb)), cost);
     return 0;
 }

@@ -1,0 +1,1423 @@
+/*
+ * controller.c — the sweep loop: suggest -> record -> launch -> poll -> parse -> observe, with
+ * retries and backoff for infrastructure failures, timeouts, straggler and cost-cap kills, a
+ * graceful stop, and resume after a crash. Every state change is one store transaction made
+ * before the matching in-memory change, so a controller killed between any two statements is
+ * resumed from the store without a lost or duplicated observation or a second launch.
+ * Not a backend (backend_local.c) and not a query tool (store_query.c).
+ */
+#include "runner/runner_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define READ_CHUNK        65536
+#define MAX_REFUSALS_ROW  100
+#define HEARTBEAT_SECONDS 1.0
+
+typedef struct active {
+    int64_t run_id, attempt_id;
+    unsigned number;
+    size_t slot;
+    char job_id[64];
+    char *dir;
+    double started, last_metric; /* wall clock: they outlive this process */
+    double kill_at;
+    int kill_stage; /* 0 none, 1 SIGTERM sent, 2 SIGKILL sent */
+    runner_failure kill_reason;
+    int64_t off[2]; /* stdout.log, metrics.jsonl: bytes consumed (whole lines) */
+    int skip[2];    /* inside a line longer than the limit */
+    int diverged;
+    char *final_line;
+    double max_cost;
+    int64_t n_lines, n_garbage;
+    double *x_all;
+    double predicted_cost;
+    uint64_t carbs_id; /* valid only if issued by this controller's optimizer */
+    double overhead;   /* seconds spent by the controller on this attempt */
+} active;
+
+struct runner {
+    runner_store *st;
+    runner_config *cfg;
+    carbs *cb;
+    const runner_backend_type *be;
+    void *be_state;
+    int64_t sweep, generation;
+    char owner[128];
+    char *log_dir;
+    runner_options opts;
+    active *act;
+    size_t n_act;
+    unsigned char *slot_busy;
+    runner_job *jobs;
+    char *buf;
+    size_t n_runs, n_status[6], n_retried, refusals;
+    double spent;
+    int has_best;
+    double best;
+    int finished, stopping;
+    double last_beat;
+    double *ov;
+    size_t n_ov, cap_ov;
+    char errmsg[ST_ERRMSG_MAX];
+    char event[256];
+};
+
+static const char *const metric_files[2] = {"stdout.log", "metrics.jsonl"};
+
+runner_options runner_options_default(void)
+{
+    runner_options o;
+    memset(&o, 0, sizeof(o));
+    o.poll_seconds = 0.02;
+    o.lease_seconds = 15;
+    return o;
+}
+
+const char *runner_errmsg(const runner *r)
+{
+    return r ? r->errmsg : "no runner";
+}
+
+int runner_finished(const runner *r)
+{
+    return r->finished;
+}
+
+const double *runner_overhead_ms(const runner *r, size_t *n)
+{
+    *n = r->n_ov;
+    return r->ov;
+}
+
+static st_status fail_store(runner *r, st_status rc)
+{
+    if (rc && !r->errmsg[0])
+        snprintf(r->errmsg, sizeof(r->errmsg), "%s", r->st->errmsg);
+    return rc;
+}
+
+static void progress(runner *r, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static void progress(runner *r, const char *fmt, ...)
+{
+    if (!r->opts.progress)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->event, sizeof(r->event), fmt, ap);
+    va_end(ap);
+    runner_progress p;
+    memset(&p, 0, sizeof(p));
+    p.n_runs = r->n_runs;
+    p.n_running = r->n_status[RUNNER_RUN_RUNNING];
+    p.n_pending = r->n_status[RUNNER_RUN_PENDING];
+    p.n_done = r->n_status[RUNNER_RUN_SUCCEEDED];
+    p.n_failed = r->n_status[RUNNER_RUN_FAILED];
+    p.n_infra_failed = r->n_status[RUNNER_RUN_INFRA_FAILED];
+    p.n_retried = r->n_retried;
+    p.budget_runs = r->cfg->budget_runs;
+    p.spent_cost = r->spent;
+    p.budget_cost = r->cfg->budget_cost;
+    p.has_best = r->has_best;
+    p.best_objective = r->best;
+    p.event = r->event;
+    r->opts.progress(&p, r->opts.progress_data);
+}
+
+static void set_status_count(runner *r, runner_run_status from, runner_run_status to)
+{
+    if (r->n_status[from])
+        r->n_status[from]--;
+    r->n_status[to]++;
+}
+
+static int mkdir_p(const char *path)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s", path);
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* ---- creation ---------------------------------------------------------------------------- */
+
+static st_status runner_alloc(const runner_options *opts, runner **out, char *errmsg)
+{
+    runner *r = calloc(1, sizeof(*r));
+    if (!r)
+        return ST_ENOMEM;
+    r->opts = opts ? *opts : runner_options_default();
+    if (r->opts.poll_seconds <= 0)
+        r->opts.poll_seconds = 0.02;
+    if (r->opts.lease_seconds <= 0)
+        r->opts.lease_seconds = 15;
+    r->buf = malloc(READ_CHUNK + 1);
+    r->be = runner_backend_local;
+    runner_owner_id(r->owner, sizeof(r->owner));
+    if (!r->buf) {
+        runner_destroy(r);
+        return ST_ENOMEM;
+    }
+    st_status rc = r->be->create(&r->be_state, errmsg);
+    if (rc) {
+        runner_destroy(r);
+        return rc;
+    }
+    if (!r->opts.db_path) {
+        runner_destroy(r);
+        return st_errf(errmsg, ST_EINVAL, "runner: no database path");
+    }
+    rc = runner_store_open(r->opts.db_path, &r->st, errmsg);
+    if (rc) {
+        runner_destroy(r);
+        return rc;
+    }
+    *out = r;
+    return ST_OK;
+}
+
+/* Sizes the per-slot arrays once the config is known. */
+static st_status alloc_slots(runner *r)
+{
+    size_t n = r->cfg->slots;
+    r->act = calloc(n, sizeof(active));
+    r->slot_busy = calloc(n, 1);
+    r->jobs = calloc(n, sizeof(runner_job));
+    return r->act && r->slot_busy && r->jobs ? ST_OK : ST_ENOMEM;
+}
+
+static st_status load_counts(runner *r)
+{
+    sqlite3_stmt *st = store_stmt(r->st, "SELECT status, count(*), sum(n_attempts), "
+                                         "sum(coalesce(cost, 0)) FROM runs WHERE sweep_id = ?1 "
+                                         "GROUP BY status");
+    if (!st)
+        return ST_EDB;
+    sqlite3_bind_int64(st, 1, r->sweep);
+    memset(r->n_status, 0, sizeof(r->n_status));
+    r->n_runs = 0;
+    r->n_retried = 0;
+    r->spent = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int s = sqlite3_column_int(st, 0);
+        size_t n = (size_t)sqlite3_column_int64(st, 1);
+        size_t a = (size_t)sqlite3_column_int64(st, 2);
+        if (s >= 0 && s < 6)
+            r->n_status[s] = n;
+        r->n_runs += n;
+        r->n_retried += a > n ? a - n : 0;
+        r->spent += sqlite3_column_double(st, 3);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return store_fail(r->st, rc, "counting runs");
+    st = store_stmt(r->st,
+                    r->cfg->maximize
+                        ? "SELECT max(objective) FROM runs WHERE sweep_id = ?1 AND status = 2"
+                        : "SELECT min(objective) FROM runs WHERE sweep_id = ?1 AND status = 2");
+    if (!st)
+        return ST_EDB;
+    sqlite3_bind_int64(st, 1, r->sweep);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+        r->has_best = 1;
+        r->best = sqlite3_column_double(st, 0);
+    }
+    sqlite3_reset(st);
+    return ST_OK;
+}
+
+st_status runner_launch(const runner_config *cfg, const runner_options *opts, runner **out,
+                        char *errmsg)
+{
+    char dummy[ST_ERRMSG_MAX];
+    if (!errmsg)
+        errmsg = dummy;
+    errmsg[0] = '\0';
+    *out = NULL;
+    runner *r = NULL;
+    st_status rc = runner_alloc(opts, &r, errmsg);
+    if (rc)
+        return rc;
+    rc = runner_config_load_string(cfg->text, strlen(cfg->text), cfg->name, &r->cfg, errmsg);
+    if (!rc)
+        rc = alloc_slots(r);
+    if (!rc)
+        rc = store_rebuild_carbs(r->st, 0, r->cfg, 0, &r->cb);
+    if (rc) {
+        if (!errmsg[0])
+            snprintf(errmsg, ST_ERRMSG_MAX, "%s", r->st->errmsg);
+        runner_destroy(r);
+        return rc;
+    }
+
+    /* the log directory, absolute so that resume from elsewhere finds it */
+    char ld[4096], cwd[2048];
+    if (r->opts.log_dir)
+        snprintf(ld, sizeof(ld), "%s", r->opts.log_dir);
+    else
+        snprintf(ld, sizeof(ld), "%s.runs", r->opts.db_path);
+    if (ld[0] != '/' && getcwd(cwd, sizeof(cwd))) {
+        char tmp[4096];
+        snprintf(tmp, sizeof(tmp), "%.2040s/%.2040s", cwd, ld);
+        snprintf(ld, sizeof(ld), "%s", tmp);
+    }
+
+    rc = store_begin(r->st);
+    sqlite3_stmt *st = rc ? NULL : store_stmt(r->st, "SELECT id FROM sweeps WHERE name = ?1");
+    if (st) {
+        sqlite3_bind_text(st, 1, cfg->name, -1, SQLITE_TRANSIENT);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            rc = st_errf(r->st->errmsg, ST_ESTATE,
+                         "the store already has a sweep named '%s': use 'scaletune sweep resume' "
+                         "or another name",
+                         cfg->name);
+        sqlite3_reset(st);
+    } else if (!rc) {
+        rc = ST_EDB;
+    }
+    if (!rc) {
+        st = store_stmt(r->st, "INSERT INTO sweeps(name, config, created, log_dir, generation) "
+                               "VALUES(?1, ?2, ?3, ?4, 1)");
+        if (!st)
+            rc = ST_EDB;
+        else {
+            sqlite3_bind_text(st, 1, cfg->name, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_text(st, 2, cfg->text, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_double(st, 3, runner_now());
+            sqlite3_bind_text(st, 4, ld, -1, SQLITE_TRANSIENT);
+            rc = store_exec_stmt(r->st, st, "recording the sweep");
+        }
+        r->sweep = sqlite3_last_insert_rowid(r->st->db);
+        r->generation = 1;
+    }
+    for (size_t i = 0; !rc && i < r->cfg->n_params; i++) {
+        const runner_param_spec *ps = &r->cfg->params[i];
+        st = store_stmt(r->st, "INSERT INTO parameters(sweep_id, idx, name, space, min, max, "
+                               "center, scale, base, is_integer, rounding, fixed_text) "
+                               "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+        if (!st) {
+            rc = ST_EDB;
+            break;
+        }
+        sqlite3_bind_int64(st, 1, r->sweep);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
+        sqlite3_bind_text(st, 3, ps->p.name, -1, SQLITE_TRANSIENT);
+        if (!ps->is_fixed) {
+            sqlite3_bind_int(st, 4, (int)ps->p.space);
+            sqlite3_bind_double(st, 5, ps->p.min);
+            sqlite3_bind_double(st, 6, ps->p.max);
+            sqlite3_bind_double(st, 7, ps->p.center);
+            sqlite3_bind_double(st, 8, ps->p.scale);
+            sqlite3_bind_double(st, 9, ps->p.base);
+            sqlite3_bind_int(st, 10, ps->p.is_integer);
+            sqlite3_bind_double(st, 11, ps->p.rounding);
+        } else {
+            sqlite3_bind_text(st, 12, ps->fixed_text, -1, SQLITE_TRANSIENT);
+        }
+        rc = store_exec_stmt(r->st, st, "recording parameters");
+    }
+    if (!rc)
+        rc = store_event(r->st, r->sweep, 0, 0, "launch", cfg->name);
+    if (!rc)
+        rc = store_commit(r->st);
+    else
+        store_rollback(r->st);
+    if (!rc) {
+        r->log_dir = strdup(ld);
+        rc = r->log_dir ? ST_OK : ST_ENOMEM;
+    }
+    if (!rc)
+        rc = store_lease_take(r->st, r->sweep, r->owner, r->opts.lease_seconds);
+    if (rc) {
+        snprintf(errmsg, ST_ERRMSG_MAX, "%s", r->st->errmsg);
+        runner_destroy(r);
+        return rc;
+    }
+    r->last_beat = runner_mono();
+    *out = r;
+    return ST_OK;
+}
+
+/* ---- resume ------------------------------------------------------------------------------ */
+
+static st_status add_active_from_row(runner *r, sqlite3_stmt *st);
+
+st_status runner_resume(const char *sweep, const runner_options *opts, runner **out, char *errmsg)
+{
+    char dummy[ST_ERRMSG_MAX];
+    if (!errmsg)
+        errmsg = dummy;
+    errmsg[0] = '\0';
+    *out = NULL;
+    runner *r = NULL;
+    st_status rc = runner_alloc(opts, &r, errmsg);
+    if (rc)
+        return rc;
+    char *text = NULL;
+    rc = store_find_sweep(r->st, sweep, &r->sweep, &text);
+    if (!rc) {
+        rc = runner_config_load_string(text, strlen(text), sweep ? sweep : "stored config", &r->cfg,
+                                       errmsg);
+        free(text);
+    }
+    if (!rc)
+        rc = alloc_slots(r);
+    if (!rc)
+        rc = store_lease_take(r->st, r->sweep, r->owner, r->opts.lease_seconds);
+    if (rc)
+        goto fail;
+
+    /* a new generation: carbs ids issued by earlier controllers mean nothing to this one */
+    rc = store_begin(r->st);
+    sqlite3_stmt *st = rc ? NULL
+                          : store_stmt(r->st, "UPDATE sweeps SET generation = generation + 1, "
+                                              "stop_requested = 0 WHERE id = ?1 "
+                                              "RETURNING generation, log_dir");
+    if (!rc && !st)
+        rc = ST_EDB;
+    if (!rc) {
+        sqlite3_bind_int64(st, 1, r->sweep);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            r->generation = sqlite3_column_int64(st, 0);
+            r->log_dir = strdup((const char *)sqlite3_column_text(st, 1));
+        }
+        sqlite3_reset(st);
+        rc = r->log_dir ? ST_OK : ST_EDB;
+    }
+    /* stopped runs go back to the queue: stopping is not failing */
+    if (!rc) {
+        st = store_stmt(r->st, "UPDATE runs SET status = 0, failure = 0, not_before = 0 "
+                               "WHERE sweep_id = ?1 AND status = 5");
+        if (!st)
+            rc = ST_EDB;
+        else {
+            sqlite3_bind_int64(st, 1, r->sweep);
+            rc = store_exec_stmt(r->st, st, "requeueing stopped runs");
+        }
+    }
+    if (!rc)
+        rc = store_event(r->st, r->sweep, 0, 0, "resume", r->owner);
+    if (!rc)
+        rc = store_commit(r->st);
+    else
+        store_rollback(r->st);
+    if (rc)
+        goto fail;
+
+    rc = load_counts(r);
+    if (!rc)
+        rc = store_rebuild_carbs(r->st, r->sweep, r->cfg, r->n_runs, &r->cb);
+    if (rc)
+        goto fail;
+
+    /* attempts that were launching or running when the last controller died */
+    st = store_stmt(r->st,
+                    "SELECT a.id, a.run_id, a.number, a.state, a.job_id, a.dir, a.slot, a.started,"
+                    " a.last_metric, a.out_off, a.mf_off, a.n_lines, a.n_garbage, a.max_cost,"
+                    " a.diverged, a.final, r.x, r.predicted_cost FROM attempts a"
+                    " JOIN runs r ON r.id = a.run_id WHERE r.sweep_id = ?1"
+                    " AND a.state IN ('launching', 'running') ORDER BY a.id");
+    if (!st) {
+        rc = ST_EDB;
+        goto fail;
+    }
+    sqlite3_bind_int64(st, 1, r->sweep);
+    int src;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        rc = add_active_from_row(r, st);
+        if (rc) {
+            sqlite3_reset(st);
+            goto fail;
+        }
+    }
+    sqlite3_reset(st);
+    if (src != SQLITE_DONE) {
+        rc = store_fail(r->st, src, "reading running attempts");
+        goto fail;
+    }
+
+    /* launching attempts: adopt the ones that did start, requeue the ones that never will */
+    for (size_t i = 0; i < r->n_act;) {
+        active *a = &r->act[i];
+        if (a->job_id[0]) {
+            i++;
+            continue;
+        }
+        char jid[64];
+        rc = r->be->adopt(r->be_state, a->dir, jid, sizeof(jid), r->errmsg);
+        if (rc && rc != ST_ENOTFOUND)
+            goto fail;
+        int launched = rc == ST_OK;
+        if ((rc = store_begin(r->st)))
+            goto fail;
+        st = launched ? store_stmt(r->st, "UPDATE attempts SET state = 'running', job_id = ?2 "
+                                          "WHERE id = ?1")
+                      : store_stmt(r->st, "UPDATE attempts SET state = 'abandoned', ended = ?2 "
+                                          "WHERE id = ?1");
+        if (!st) {
+            store_rollback(r->st);
+            rc = ST_EDB;
+            goto fail;
+        }
+        sqlite3_bind_int64(st, 1, a->attempt_id);
+        if (launched)
+            sqlite3_bind_text(st, 2, jid, -1, SQLITE_TRANSIENT);
+        else
+            sqlite3_bind_double(st, 2, runner_now());
+        rc = store_exec_stmt(r->st, st, "adopting an attempt");
+        if (!rc && !launched) {
+            st = store_stmt(r->st, "UPDATE runs SET status = 0, n_attempts = n_attempts - 1 "
+                                   "WHERE id = ?1");
+            if (!st)
+                rc = ST_EDB;
+            else {
+                sqlite3_bind_int64(st, 1, a->run_id);
+                rc = store_exec_stmt(r->st, st, "requeueing a run");
+            }
+        }
+        if (!rc)
+            rc = store_commit(r->st);
+        else
+            store_rollback(r->st);
+        if (rc)
+            goto fail;
+        if (launched) {
+            snprintf(a->job_id, sizeof(a->job_id), "%s", jid);
+            i++;
+        } else {
+            set_status_count(r, RUNNER_RUN_RUNNING, RUNNER_RUN_PENDING);
+            r->slot_busy[a->slot] = 0;
+            free(a->dir);
+            free(a->final_line);
+            free(a->x_all);
+            r->act[i] = r->act[--r->n_act];
+        }
+    }
+    r->last_beat = runner_mono();
+    *out = r;
+    return ST_OK;
+fail:
+    if (!errmsg[0])
+        snprintf(errmsg, ST_ERRMSG_MAX, "%s", r->errmsg[0] ? r->errmsg : r->st->errmsg);
+    runner_destroy(r);
+    return rc ? rc : ST_EINTERNAL;
+}
+
+static st_status add_active_from_row(runner *r, sqlite3_stmt *st)
+{
+    size_t slot = (size_t)sqlite3_column_int64(st, 6);
+    if (r->n_act == r->cfg->slots || slot >= r->cfg->slots || r->slot_busy[slot]) {
+        /* the sweep file's slots changed under us: find any free slot */
+        for (slot = 0; slot < r->cfg->slots && r->slot_busy[slot]; slot++)
+            ;
+        if (slot == r->cfg->slots || r->n_act == r->cfg->slots)
+            return st_errf(r->errmsg, ST_ESTATE, "more running attempts than slots");
+    }
+    active *a = &r->act[r->n_act];
+    memset(a, 0, sizeof(*a));
+    a->attempt_id = sqlite3_column_int64(st, 0);
+    a->run_id = sqlite3_column_int64(st, 1);
+    a->number = (unsigned)sqlite3_column_int(st, 2);
+    const char *state = (const char *)sqlite3_column_text(st, 3);
+    const char *jid = (const char *)sqlite3_column_text(st, 4);
+    if (!strcmp(state, "running") && jid)
+        snprintf(a->job_id, sizeof(a->job_id), "%s", jid);
+    a->dir = strdup((const char *)sqlite3_column_text(st, 5));
+    a->slot = slot;
+    a->started = sqlite3_column_double(st, 7);
+    a->last_metric =
+        sqlite3_column_type(st, 8) == SQLITE_NULL ? a->started : sqlite3_column_double(st, 8);
+    a->off[0] = sqlite3_column_int64(st, 9);
+    a->off[1] = sqlite3_column_int64(st, 10);
+    a->n_lines = sqlite3_column_int64(st, 11);
+    a->n_garbage = sqlite3_column_int64(st, 12);
+    a->max_cost = sqlite3_column_type(st, 13) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 13);
+    a->diverged = sqlite3_column_int(st, 14);
+    if (sqlite3_column_type(st, 15) != SQLITE_NULL)
+        a->final_line = strdup((const char *)sqlite3_column_text(st, 15));
+    size_t nb = r->cfg->n_params * sizeof(double);
+    a->x_all = malloc(nb);
+    if (!a->dir || !a->x_all)
+        return ST_ENOMEM;
+    if ((size_t)sqlite3_column_bytes(st, 16) != nb)
+        return st_errf(r->errmsg, ST_EFORMAT, "store: run %lld has the wrong parameter count",
+                       (long long)a->run_id);
+    memcpy(a->x_all, sqlite3_column_blob(st, 16), nb);
+    a->predicted_cost =
+        sqlite3_column_type(st, 17) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 17);
+    a->carbs_id = 0; /* issued by an earlier optimizer: observe with id 0 and explicit x */
+    r->slot_busy[slot] = 1;
+    r->n_act++;
+    return ST_OK;
+}
+
+void runner_destroy(runner *r)
+{
+    if (!r)
+        return;
+    if (r->st && r->sweep)
+        store_lease_release(r->st, r->sweep, r->owner);
+    for (size_t i = 0; i < r->n_act; i++) {
+        free(r->act[i].dir);
+        free(r->act[i].final_line);
+        free(r->act[i].x_all);
+    }
+    free(r->act);
+    free(r->slot_busy);
+    free(r->jobs);
+    free(r->buf);
+    free(r->ov);
+    free(r->log_dir);
+    if (r->be && r->be_state)
+        r->be->destroy(r->be_state);
+    carbs_destroy(r->cb);
+    runner_config_destroy(r->cfg);
+    runner_store_close(r->st);
+    free(r);
+}
+
+/* ---- metrics ----------------------------------------------------------------------------- */
+
+static int cost_is_wall(const runner *r)
+{
+    return !strcmp(r->cfg->cost_metric, "wall_seconds");
+}
+
+/* Handles one protocol line inside the caller's transaction. */
+static st_status handle_line(runner *r, active *a, const char *line, size_t len, double now)
+{
+    runner_metrics_line l;
+    st_status rc = runner_metrics_parse(line, len, &l);
+    if (rc == ST_ENOMEM)
+        return rc;
+    if (rc) {
+        a->n_garbage++;
+        return ST_OK;
+    }
+    a->n_lines++;
+    a->last_metric = now;
+    double c;
+    if (!cost_is_wall(r) && runner_metrics_get(&l, r->cfg->cost_metric, &c) && isfinite(c) &&
+        !(c <= a->max_cost))
+        a->max_cost = c;
+    if (l.event == RUNNER_EVENT_DIVERGED)
+        a->diverged = 1;
+    if (l.event == RUNNER_EVENT_FINAL) {
+        char *f = malloc(len + 1);
+        if (!f)
+            return ST_ENOMEM;
+        memcpy(f, line, len);
+        f[len] = '\0';
+        free(a->final_line);
+        a->final_line = f;
+    }
+    sqlite3_stmt *st = store_stmt(r->st, "INSERT INTO metric_points(attempt_id, event, step, t, "
+                                         "line) VALUES(?1, ?2, ?3, ?4, ?5)");
+    if (!st)
+        return ST_EDB;
+    sqlite3_bind_int64(st, 1, a->attempt_id);
+    sqlite3_bind_int(st, 2, (int)l.event);
+    if (l.step >= 0)
+        sqlite3_bind_int64(st, 3, l.step);
+    sqlite3_bind_double(st, 4, now);
+    sqlite3_bind_text(st, 5, line, (int)len, SQLITE_TRANSIENT);
+    return store_exec_stmt(r->st, st, "recording a metric");
+}
+
+/* Reads what the attempt's files gained since the last call; records lines and offsets in one
+ * transaction (so each line is stored exactly once, across restarts too). */
+static st_status tail(runner *r, active *a)
+{
+    double now = runner_now();
+    int in_txn = 0;
+    st_status rc = ST_OK;
+    for (int f = 0; f < 2 && !rc; f++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/%s", a->dir, metric_files[f]);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        struct stat sb;
+        while (!rc && fstat(fd, &sb) == 0 && sb.st_size > a->off[f]) {
+            ssize_t n = pread(fd, r->buf, READ_CHUNK, a->off[f]);
+            if (n <= 0)
+                break;
+            if (!in_txn) {
+                if ((rc = store_begin(r->st)))
+                    break;
+                in_txn = 1;
+            }
+            size_t start = 0, consumed = 0;
+            for (size_t i = 0; i < (size_t)n && !rc; i++) {
+                if (r->buf[i] != '\n')
+                    continue;
+                if (!a->skip[f])
+                    rc = handle_line(r, a, r->buf + start, i - start, now);
+                else
+                    a->skip[f] = 0; /* the tail of an over-long line */
+                start = consumed = i + 1;
+            }
+            if (consumed == 0) {
+                if ((size_t)n < READ_CHUNK)
+                    break; /* an incomplete line: wait for the rest */
+                /* a line longer than the chunk: garbage, skip to its end */
+                if (!a->skip[f])
+                    a->n_garbage++;
+                a->skip[f] = 1;
+                consumed = (size_t)n;
+            }
+            a->off[f] += (int64_t)consumed;
+        }
+        close(fd);
+    }
+    if (!in_txn)
+        return rc;
+    if (!rc) {
+        sqlite3_stmt *st = store_stmt(
+            r->st, "UPDATE attempts SET out_off = ?2, mf_off = ?3, n_lines = ?4, n_garbage = ?5,"
+                   " last_metric = ?6, max_cost = ?7, diverged = ?8, final = ?9 WHERE id = ?1");
+        if (!st)
+            rc = ST_EDB;
+        else {
+            sqlite3_bind_int64(st, 1, a->attempt_id);
+            sqlite3_bind_int64(st, 2, a->off[0]);
+            sqlite3_bind_int64(st, 3, a->off[1]);
+            sqlite3_bind_int64(st, 4, a->n_lines);
+            sqlite3_bind_int64(st, 5, a->n_garbage);
+            sqlite3_bind_double(st, 6, a->last_metric);
+            if (!isnan(a->max_cost))
+                sqlite3_bind_double(st, 7, a->max_cost);
+            sqlite3_bind_int(st, 8, a->diverged);
+            if (a->final_line)
+                sqlite3_bind_text(st, 9, a->final_line, -1, SQLITE_TRANSIENT);
+            rc = store_exec_stmt(r->st, st, "recording metrics offsets");
+        }
+    }
+    if (!rc)
+        return store_commit(r->st);
+    /* the in-memory offsets are ahead of the store now; the controller stops on this error */
+    store_rollback(r->st);
+    return rc;
+}
+
+/* ---- settling ---------------------------------------------------------------------------- */
+
+static double backoff(const runner *r, unsigned n_infra)
+{
+    double b = r->cfg->backoff_seconds * pow(2.0, (double)(n_infra > 0 ? n_infra - 1 : 0));
+    return b < r->cfg->backoff_max_seconds ? b : r->cfg->backoff_max_seconds;
+}
+
+static void record_overhead(runner *r, double seconds)
+{
+    if (r->n_ov == r->cap_ov) {
+        size_t nc = r->cap_ov ? 2 * r->cap_ov : 256;
+        double *n = realloc(r->ov, nc * sizeof(double));
+        if (!n)
+            return; /* a statistic, not state */
+        r->ov = n;
+        r->cap_ov = nc;
+    }
+    r->ov[r->n_ov++] = seconds * 1e3;
+}
+
+/* Classifies a finished attempt and records the outcome in one transaction. */
+static st_status settle(runner *r, size_t idx, const runner_job *job)
+{
+    active *a = &r->act[idx];
+    double t0 = runner_mono();
+    st_status rc = tail(r, a);
+    if (rc)
+        return rc;
+    double now = runner_now();
+    double wall = now - a->started;
+    runner_failure kind = RUNNER_FAIL_NONE;
+    double objective = NAN, cost = cost_is_wall(r) ? wall : a->max_cost;
+    char why[200] = "";
+
+    if (a->kill_reason != RUNNER_FAIL_NONE) {
+        kind = a->kill_reason;
+    } else if (job->state == RUNNER_JOB_LOST) {
+        kind = RUNNER_FAIL_LOST;
+    } else if (a->diverged || (job->state == RUNNER_JOB_EXITED && job->exit_code == 3)) {
+        kind = RUNNER_FAIL_DIVERGED;
+    } else if (job->state == RUNNER_JOB_EXITED && job->exit_code == 4) {
+        kind = RUNNER_FAIL_OOM;
+    } else if (job->state == RUNNER_JOB_SIGNALED) {
+        kind = RUNNER_FAIL_SIGNAL;
+        snprintf(why, sizeof(why), "signal %d", job->signal);
+    } else if (job->exit_code != 0) {
+        kind = RUNNER_FAIL_EXIT;
+        snprintf(why, sizeof(why), "exit %d", job->exit_code);
+    } else {
+        runner_metrics_line fl;
+        int ok = a->final_line &&
+                 runner_metrics_parse(a->final_line, strlen(a->final_line), &fl) == ST_OK &&
+                 runner_metrics_get(&fl, r->cfg->objective, &objective);
+        double c;
+        if (!ok) {
+            kind = RUNNER_FAIL_NO_FINAL;
+            snprintf(why, sizeof(why), "exit 0 without a final record holding '%s'",
+                     r->cfg->objective);
+        } else if (!isfinite(objective)) {
+            kind = RUNNER_FAIL_DIVERGED;
+            snprintf(why, sizeof(why), "non-finite objective");
+        } else if (!cost_is_wall(r) &&
+                   !(runner_metrics_get(&fl, r->cfg->cost_metric, &c) && isfinite(c) && c > 0)) {
+            kind = RUNNER_FAIL_NO_FINAL;
+            snprintf(why, sizeof(why), "the final record lacks a positive '%s'",
+                     r->cfg->cost_metric);
+        } else {
+            if (!cost_is_wall(r))
+                cost = c;
+            if (cost > r->cfg->max_cost_per_run)
+                kind = RUNNER_FAIL_OVER_BUDGET;
+        }
+    }
+    if (!(cost > 0) || !isfinite(cost))
+        cost = NAN;
+
+    int hyper = runner_failure_is_hyperparameter(kind);
+    runner_run_status to;
+    double not_before = 0;
+    unsigned n_infra = 0;
+    if (kind == RUNNER_FAIL_NONE)
+        to = RUNNER_RUN_SUCCEEDED;
+    else if (hyper)
+        to = RUNNER_RUN_FAILED;
+    else if (kind == RUNNER_FAIL_STOPPED)
+        to = RUNNER_RUN_STOPPED;
+    else {
+        sqlite3_stmt *st = store_stmt(r->st, "SELECT n_infra FROM runs WHERE id = ?1");
+        if (!st)
+            return ST_EDB;
+        sqlite3_bind_int64(st, 1, a->run_id);
+        n_infra = sqlite3_step(st) == SQLITE_ROW ? (unsigned)sqlite3_column_int(st, 0) + 1 : 1;
+        sqlite3_reset(st);
+        to = n_infra > r->cfg->retries ? RUNNER_RUN_INFRA_FAILED : RUNNER_RUN_PENDING;
+        not_before = now + backoff(r, n_infra);
+    }
+    int observed = to == RUNNER_RUN_SUCCEEDED || to == RUNNER_RUN_FAILED;
+    int ended = to != RUNNER_RUN_PENDING;
+
+    if ((rc = store_begin(r->st)))
+        return rc;
+    sqlite3_stmt *st = store_stmt(r->st, "UPDATE attempts SET state = 'done', ended = ?2, "
+                                         "exit_code = ?3, signal = ?4, failure = ?5 WHERE id = ?1");
+    if (!st)
+        goto db;
+    sqlite3_bind_int64(st, 1, a->attempt_id);
+    sqlite3_bind_double(st, 2, now);
+    if (job->state == RUNNER_JOB_EXITED)
+        sqlite3_bind_int(st, 3, job->exit_code);
+    if (job->state == RUNNER_JOB_SIGNALED)
+        sqlite3_bind_int(st, 4, job->signal);
+    sqlite3_bind_int(st, 5, (int)kind);
+    if ((rc = store_exec_stmt(r->st, st, "settling an attempt")))
+        goto out;
+    st = store_stmt(r->st, "UPDATE runs SET status = ?2, failure = ?3, objective = ?4, cost = ?5,"
+                           " final = ?6, n_infra = n_infra + ?7, not_before = ?8, ended = ?9"
+                           " WHERE id = ?1");
+    if (!st)
+        goto db;
+    sqlite3_bind_int64(st, 1, a->run_id);
+    sqlite3_bind_int(st, 2, (int)to);
+    sqlite3_bind_int(st, 3, (int)kind);
+    if (isfinite(objective))
+        sqlite3_bind_double(st, 4, objective);
+    if (observed && isfinite(cost))
+        sqlite3_bind_double(st, 5, cost);
+    if (a->final_line)
+        sqlite3_bind_text(st, 6, a->final_line, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 7, n_infra ? 1 : 0);
+    sqlite3_bind_double(st, 8, not_before);
+    if (ended)
+        sqlite3_bind_double(st, 9, now);
+    if ((rc = store_exec_stmt(r->st, st, "settling a run")))
+        goto out;
+    if (observed) {
+        st = store_stmt(r->st, "INSERT INTO observations(sweep_id, run_id, x, output, cost, "
+                               "failed, t) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+        if (!st)
+            goto db;
+        sqlite3_bind_int64(st, 1, r->sweep);
+        sqlite3_bind_int64(st, 2, a->run_id);
+        sqlite3_bind_blob(st, 3, a->x_all, (int)(r->cfg->n_params * sizeof(double)),
+                          SQLITE_TRANSIENT);
+        if (to == RUNNER_RUN_SUCCEEDED)
+            sqlite3_bind_double(st, 4, objective);
+        if (isfinite(cost))
+            sqlite3_bind_double(st, 5, cost);
+        sqlite3_bind_int(st, 6, to == RUNNER_RUN_FAILED);
+        sqlite3_bind_double(st, 7, now);
+        if ((rc = store_exec_stmt(r->st, st, "recording an observation")))
+            goto out;
+    }
+    char msg[400];
+    snprintf(msg, sizeof(msg), "run %lld attempt %u: %s%s%s%s", (long long)a->run_id, a->number,
+             kind == RUNNER_FAIL_NONE ? "succeeded" : runner_failure_name(kind), why[0] ? " (" : "",
+             why, why[0] ? ")" : "");
+    if ((rc = store_event(r->st, r->sweep, a->run_id, a->attempt_id,
+                          to == RUNNER_RUN_PENDING ? "retry" : runner_run_status_name(to), msg)))
+        goto out;
+    if ((rc = store_commit(r->st)))
+        return rc;
+
+    /* the store has it; now the optimizer (rebuilt from the store if we die right here) */
+    if (observed) {
+        double x[256], *xp = x;
+        size_t d = carbs_dim(r->cb);
+        if (d > 256 && !(xp = malloc(d * sizeof(double))))
+            return ST_ENOMEM;
+        runner_x_to_carbs(r->cfg, a->x_all, xp);
+        rc = carbs_observe(r->cb, a->carbs_id, xp, to == RUNNER_RUN_SUCCEEDED ? objective : NAN,
+                           cost, to == RUNNER_RUN_FAILED);
+        if (rc == ST_ENOTFOUND) /* forgotten as too old by the optimizer itself */
+            rc = carbs_observe(r->cb, 0, xp, to == RUNNER_RUN_SUCCEEDED ? objective : NAN, cost,
+                               to == RUNNER_RUN_FAILED);
+        if (xp != x)
+            free(xp);
+        if (rc)
+            return st_errf(r->errmsg, rc, "optimizer: %s", carbs_errmsg(r->cb));
+    } else if (a->carbs_id && to != RUNNER_RUN_PENDING) {
+        carbs_forget(r->cb, a->carbs_id); /* ST_ENOTFOUND is fine: nothing to forget */
+    }
+    if (observed && isfinite(cost))
+        r->spent += cost;
+    if (to == RUNNER_RUN_SUCCEEDED &&
+        (!r->has_best || (r->cfg->maximize ? objective > r->best : objective < r->best))) {
+        r->has_best = 1;
+        r->best = objective;
+    }
+    set_status_count(r, RUNNER_RUN_RUNNING, to);
+    a->overhead += runner_mono() - t0;
+    record_overhead(r, a->overhead);
+    progress(r, "%s", msg);
+
+    r->slot_busy[a->slot] = 0;
+    free(a->dir);
+    free(a->final_line);
+    free(a->x_all);
+    r->act[idx] = r->act[--r->n_act];
+    return ST_OK;
+db:
+    rc = ST_EDB;
+out:
+    store_rollback(r->st);
+    return rc;
+}
+
+/* ---- launching --------------------------------------------------------------------------- */
+
+static st_status build_env(runner *r, const active *a, char ***envp)
+{
+    size_t n = r->cfg->n_env + 6;
+    char **env = calloc(n, sizeof(char *));
+    if (!env)
+        return ST_ENOMEM;
+    size_t k = 0;
+    st_status rc = ST_OK;
+    for (size_t i = 0; i < r->cfg->n_env && !rc; i++)
+        rc = runner_template_expand(r->cfg, r->cfg->env[i], a->x_all, (uint64_t)a->run_id,
+                                    a->number, a->dir, &env[k++]);
+    char buf[4200];
+    const char *fixed[4];
+    char run[64], att[64], gpus[1024] = "";
+    snprintf(buf, sizeof(buf), "SCALETUNE_METRICS_FILE=%s/metrics.jsonl", a->dir);
+    snprintf(run, sizeof(run), "SCALETUNE_RUN_ID=%lld", (long long)a->run_id);
+    snprintf(att, sizeof(att), "SCALETUNE_ATTEMPT=%u", a->number);
+    fixed[0] = buf;
+    fixed[1] = run;
+    fixed[2] = att;
+    fixed[3] = NULL;
+    if (r->cfg->n_gpus) {
+        /* slot s gets the s-th equal share of the GPU list */
+        size_t per = r->cfg->n_gpus / r->cfg->slots, o = 0;
+        o += (size_t)snprintf(gpus, sizeof(gpus), "CUDA_VISIBLE_DEVICES=");
+        for (size_t g = 0; g < per && o < sizeof(gpus) - 16; g++)
+            o += (size_t)snprintf(gpus + o, sizeof(gpus) - o, "%s%d", g ? "," : "",
+                                  r->cfg->gpus[a->slot * per + g]);
+        fixed[3] = gpus;
+    }
+    for (size_t i = 0; i < 4 && !rc && fixed[i]; i++)
+        if (!(env[k++] = strdup(fixed[i])))
+            rc = ST_ENOMEM;
+    char rd[4200];
+    snprintf(rd, sizeof(rd), "SCALETUNE_RUN_DIR=%s", a->dir);
+    if (!rc && !(env[k++] = strdup(rd)))
+        rc = ST_ENOMEM;
+    *envp = env;
+    return rc;
+}
+
+static void free_strv(char **v)
+{
+    if (!v)
+        return;
+    for (char **p = v; *p; p++)
+        free(*p);
+    free(v);
+}
+
+/* Launches run `run_id` (x_all copied) in a free slot: one transaction records the attempt as
+ * launching before anything starts, a second one its job id. */
+static st_status launch_run(runner *r, int64_t run_id, const double *x_all, double predicted,
+                            uint64_t carbs_id, unsigned number, runner_run_status from)
+{
+    double t0 = runner_mono();
+    size_t slot = 0;
+    while (r->slot_busy[slot])
+        slot++;
+    active *a = &r->act[r->n_act];
+    memset(a, 0, sizeof(*a));
+    a->run_id = run_id;
+    a->number = number;
+    a->slot = slot;
+    a->predicted_cost = predicted;
+    a->carbs_id = carbs_id;
+    a->max_cost = NAN;
+    a->x_all = malloc(r->cfg->n_params * sizeof(double));
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s/%s/run-%lld/attempt-%u", r->log_dir, r->cfg->name,
+             (long long)run_id, number);
+    a->dir = strdup(dir);
+    if (!a->x_all || !a->dir) {
+        free(a->x_all);
+        free(a->dir);
+        return ST_ENOMEM;
+    }
+    memcpy(a->x_all, x_all, r->cfg->n_params * sizeof(double));
+    a->started = a->last_metric = runner_now();
+
+    st_status rc = store_begin(r->st);
+    if (rc)
+        goto fail;
+    sqlite3_stmt *st = store_stmt(r->st, "INSERT INTO attempts(run_id, number, state, backend, "
+                                         "host, dir, slot, started) VALUES(?1, ?2, 'launching',"
+                                         " ?3, ?4, ?5, ?6, ?7)");
+    if (!st) {
+        rc = ST_EDB;
+        goto fail_txn;
+    }
+    char host[64] = "";
+    gethostname(host, sizeof(host) - 1);
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int(st, 2, (int)number);
+    sqlite3_bind_text(st, 3, r->be->name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, host, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 5, dir, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 6, (sqlite3_int64)slot);
+    sqlite3_bind_double(st, 7, a->started);
+    if ((rc = store_exec_stmt(r->st, st, "recording an attempt")))
+        goto fail_txn;
+    a->attempt_id = sqlite3_last_insert_rowid(r->st->db);
+    st = store_stmt(r->st, "UPDATE runs SET status = 1, n_attempts = n_attempts + 1 "
+                           "WHERE id = ?1");
+    if (!st) {
+        rc = ST_EDB;
+        goto fail_txn;
+    }
+    sqlite3_bind_int64(st, 1, run_id);
+    if ((rc = store_exec_stmt(r->st, st, "marking a run running")))
+        goto fail_txn;
+    if ((rc = store_commit(r->st)))
+        goto fail;
+    set_status_count(r, from, RUNNER_RUN_RUNNING);
+    if (number > 1)
+        r->n_retried++;
+    r->slot_busy[slot] = 1;
+    r->n_act++;
+
+    /* from here the attempt is in the store: any failure is the attempt's, not ours */
+    char **argv = calloc(r->cfg->argc + 1, sizeof(char *)), **env = NULL;
+    char em[ST_ERRMSG_MAX] = "";
+    rc = argv ? ST_OK : ST_ENOMEM;
+    for (size_t i = 0; i < r->cfg->argc && !rc; i++)
+        rc = runner_template_expand(r->cfg, r->cfg->argv[i], a->x_all, (uint64_t)run_id, number,
+                                    dir, &argv[i]);
+    if (!rc)
+        rc = build_env(r, a, &env);
+    if (!rc && mkdir_p(dir) != 0)
+        rc = st_errf(em, ST_EBACKEND, "cannot create %s: %s", dir, strerror(errno));
+    if (!rc) {
+        runner_job_spec spec = {argv, env, r->cfg->workdir, dir};
+        rc = r->be->submit(r->be_state, &spec, a->job_id, sizeof(a->job_id), em);
+    }
+    free_strv(argv);
+    free_strv(env);
+    if (rc == ST_ENOMEM)
+        return rc;
+    if (rc) {
+        /* the run could not start: settle it as a launch failure (retried with backoff) */
+        runner_job job = {a->job_id, a->dir, RUNNER_JOB_LOST, 0, 0};
+        a->kill_reason = RUNNER_FAIL_LAUNCH;
+        snprintf(r->errmsg, sizeof(r->errmsg), "%s", em);
+        rc = settle(r, r->n_act - 1, &job);
+        r->errmsg[0] = '\0';
+        return rc;
+    }
+    if ((rc = store_begin(r->st)))
+        return rc;
+    st = store_stmt(r->st, "UPDATE attempts SET state = 'running', job_id = ?2 WHERE id = ?1");
+    if (!st) {
+        store_rollback(r->st);
+        return ST_EDB;
+    }
+    sqlite3_bind_int64(st, 1, a->attempt_id);
+    sqlite3_bind_text(st, 2, a->job_id, -1, SQLITE_TRANSIENT);
+    rc = store_exec_stmt(r->st, st, "recording a job id");
+    if (!rc)
+        rc = store_commit(r->st);
+    else
+        store_rollback(r->st);
+    if (rc)
+        return rc;
+    a->overhead += runner_mono() - t0;
+    progress(r, "launched run %lld attempt %u", (long long)run_id, number);
+    return ST_OK;
+fail_txn:
+    store_rollback(r->st);
+fail:
+    free(a->x_all);
+    free(a->dir);
+    return rc;
+}
+
+static int can_suggest(const runner *r)
+{
+    if (r->stopping)
+        return 0;
+    if (r->cfg->budget_runs && r->n_runs >= r->cfg->budget_runs)
+        return 0;
+    return r->spent < r->cfg->budget_cost;
+}
+
+/* Records a new suggestion (pending) or, if its cost expression is above the cap, a refused
+ * run observed as over budget. Sets *run_id to 0 for a refusal. */
+static st_status new_suggestion(runner *r, double *x_all, int64_t *run_id, uint64_t *cid,
+                                double *predicted)
+{
+    size_t d = carbs_dim(r->cb);
+    double xs[256], *x = xs;
+    if (d > 256 && !(x = malloc(d * sizeof(double))))
+        return ST_ENOMEM;
+    uint64_t id = 0;
+    st_status rc = carbs_suggest(r->cb, x, &id);
+    if (rc) {
+        if (x != xs)
+            free(x);
+        return st_errf(r->errmsg, rc, "optimizer: %s", carbs_errmsg(r->cb));
+    }
+    carbs_suggestion_info info;
+    carbs_last_info(r->cb, &info);
+    runner_x_from_carbs(r->cfg, x, x_all);
+    *predicted = info.predicted_cost;
+    *cid = id;
+
+    double expr_cost = NAN;
+    int refused = 0;
+    if (r->cfg->cost_expr) {
+        const char *names[256];
+        size_t n = r->cfg->n_params < 256 ? r->cfg->n_params : 256;
+        for (size_t i = 0; i < n; i++)
+            names[i] = r->cfg->params[i].p.name;
+        char em[ST_ERRMSG_MAX];
+        st_status er = runner_expr_eval(r->cfg->cost_expr, n, names, x_all, &expr_cost, em);
+        refused = er == ST_ERANGE || (er == ST_OK && expr_cost > r->cfg->max_cost_per_run);
+        if (er == ST_OK)
+            *predicted = expr_cost;
+    }
+    double now = runner_now();
+    if ((rc = store_begin(r->st)))
+        goto out;
+    sqlite3_stmt *st = store_stmt(r->st, "INSERT INTO runs(sweep_id, status, failure, x, carbs_id,"
+                                         " generation, predicted_cost, created, ended) VALUES(?1,"
+                                         " ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+    if (!st) {
+        rc = ST_EDB;
+        goto txn;
+    }
+    sqlite3_bind_int64(st, 1, r->sweep);
+    sqlite3_bind_int(st, 2, refused ? RUNNER_RUN_FAILED : RUNNER_RUN_PENDING);
+    sqlite3_bind_int(st, 3, refused ? RUNNER_FAIL_OVER_BUDGET : RUNNER_FAIL_NONE);
+    sqlite3_bind_blob(st, 4, x_all, (int)(r->cfg->n_params * sizeof(double)), SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 5, (sqlite3_int64)id);
+    sqlite3_bind_int64(st, 6, r->generation);
+    if (isfinite(*predicted))
+        sqlite3_bind_double(st, 7, *predicted);
+    sqlite3_bind_double(st, 8, now);
+    if (refused)
+        sqlite3_bind_double(st, 9, now);
+    if ((rc = store_exec_stmt(r->st, st, "recording a suggestion")))
+        goto txn;
+    *run_id = sqlite3_last_insert_rowid(r->st->db);
+    char msg[160];
+    snprintf(msg, sizeof(msg), "run %lld: predicted cost %g above the cap %g: refused",
+             (long long)*run_id, expr_cost, r->cfg->max_cost_per_run);
+    if (refused) {
+        st = store_stmt(r->st, "INSERT INTO observations(sweep_id, run_id, x, output, cost, "
+                               "failed, t) VALUES(?1, ?2, ?3, NULL, NULL, 1, ?4)");
+        if (!st) {
+            rc = ST_EDB;
+            goto txn;
+        }
+        sqlite3_bind_int64(st, 1, r->sweep);
+        sqlite3_bind_int64(st, 2, *run_id);
+        sqlite3_bind_blob(st, 3, x_all, (int)(r->cfg->n_params * sizeof(double)), SQLITE_TRANSIENT);
+        sqlite3_bind_double(st, 4, now);
+        if ((rc = store_exec_stmt(r->st, st, "recording a refusal")))
+            goto txn;
+        if ((rc = store_event(r->st, r->sweep, *run_id, 0, "refused", msg)))
+            goto txn;
+    }
+    if ((rc = store_commit(r->st)))
+        goto out;
+    r->n_runs++;
+    r->n_status[refused ? RUNNER_RUN_FAILED : RUNNER_RUN_PENDING]++;
+    if (refused) {
+        rc = carbs_observe(r->cb, id, x, NAN, NAN, 1);
+        if (rc)
+            st_errf(r->errmsg, rc, "optimizer: %s", carbs_errmsg(r->cb));
+        *run_id = 0;
+        progress(r, "%s", msg);
+    }
+    goto out;
+txn:
+    store_rollback(r->st);
+out:
+    if (x != xs)
+        free(x);
+    return rc;
+}
+
+/* Fills free slots: retries and resumed runs first, then new suggestions. */
+static st_status launch_some(runner *r, int *changed)
+{
+    double *x_all = malloc(r->cfg->n_params * sizeof(double));
+    if (!x_all)
+        return ST_ENOMEM;
+    st_status rc = ST_OK;
+    while (!rc && !r->stopping && r->n_act < r->cfg->slots) {
+        int64_t run_id = 0;
+        uint64_t cid = 0;
+        double predicted = NAN;
+        unsigned number = 1;
+        int from_queue = 0;
+        if (r->n_status[RUNNER_RUN_PENDING] > 0) {
+            sqlite3_stmt *st = store_stmt(
+                r->st, "SELECT id, x, carbs_id, generation, predicted_cost, n_attempts"
+                       " FROM runs WHERE sweep_id = ?1 AND status = 0 AND not_before <= ?2"
+                       " ORDER BY not_before, id LIMIT 1");
+            if (!st) {
+                rc = ST_EDB;
+                break;
+            }
+            sqlite3_bind_int64(st, 1, r->sweep);
+            sqlite3_bind_double(st, 2, runner_now());
+            if (sqlite3_step(st) == SQLITE_ROW) {
+                run_id = sqlite3_column_int64(st, 0);
+                if ((size_t)sqlite3_column_bytes(st, 1) == r->cfg->n_params * sizeof(double))
+                    memcpy(x_all, sqlite3_column_blob(st, 1), r->cfg->n_params * sizeof(double));
+                else
+                    rc = st_errf(r->errmsg, ST_EFORMAT, "store: run %lld has bad parameters",
+                                 (long long)run_id);
+                if (sqlite3_column_int64(st, 3) == r->generation)
+                    cid = (uint64_t)sqlite3_column_int64(st, 2);
+                predicted =
+                    sqlite3_column_type(st, 4) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 4);
+                /* numbers stay unique: count attempts recorded, including abandoned ones */
+                number = (unsigned)sqlite3_column_int(st, 5) + 1;
+                from_queue = 1;
+            }
+            sqlite3_reset(st);
+            if (rc)
+                break;
+            if (from_queue) {
+                st = store_stmt(r->st, "SELECT coalesce(max(number), 0) FROM attempts "
+                                       "WHERE run_id = ?1");
+                if (!st) {
+                    rc = ST_EDB;
+                    break;
+                }
+                sqlite3_bind_int64(st, 1, run_id);
+                if (sqlite3_step(st) == SQLITE_ROW)
+                    number = (unsigned)sqlite3_column_int(st, 0) + 1;
+                sqlite3_reset(st);
+            }
+        }
+        if (!from_queue) {
+            if (!can_suggest(r))
+                break;
+            rc = new_suggestion(r, x_all, &run_id, &cid, &predicted);
+            if (rc)
+                break;
+            *changed = 1;
+            if (!run_id) {
+                if (++r->refusals >= MAX_REFUSALS_ROW)
+                    rc = st_errf(r->errmsg, ST_ESTATE,
+                                 "%d suggestions in a row were above budget.max_cost_per_run; "
+                                 "move the parameters' centres towards cheaper runs",
+                                 MAX_REFUSALS_ROW);
+                continue;
+            }
+            r->refusals = 0;
+        }
+        rc = launch_run(r, run_id, x_all, predicted, cid, number, RUNNER_RUN_PENDING);
+        *changed = 1;
+    }
+    free(x_all);
+    return rc;
+}
+
+/* ---- the loop ---------------------------------------------------------------------------- */
+
+static void kill_attempt(runner *r, active *a, runner_failure why, double now)
+{
+    if (a->kill_stage)
+        return;
+    char em[ST_ERRMSG_MAX];
+    a->kill_reason = why;
+    a->kill_stage = 1;
+    a->kill_at = now + r->cfg->kill_grace_seconds;
+    r->be->cancel(r->be_state, a->job_id, r->cfg->kill_grace_seconds <= 0, em);
+}
+
+static void check_limits(runner *r, active *a, double now)
+{
+    if (a->kill_stage) {
+        if (a->kill_stage == 1 && now >= a->kill_at) {
+            char em[ST_ERRMSG_MAX];
+            r->be->cancel(r->be_state, a->job_id, 1, em);
+            a->kill_stage = 2;
+        }
+        return;
+    }
+    double elapsed = now - a->started;
+    double cost = cost_is_wall(r) ? elapsed : a->max_cost;
+    if (r->stopping)
+        kill_attempt(r, a, RUNNER_FAIL_STOPPED, now);
+    else if (cost > r->cfg->max_cost_per_run)
+        kill_attempt(r, a, RUNNER_FAIL_OVER_BUDGET, now);
+    else if (r->cfg->straggler_factor > 0 && isfinite(a->predicted_cost) && a->predicted_cost > 0 &&
+             cost > r->cfg->straggler_factor * a->predicted_cost)
+        kill_attempt(r, a, RUNNER_FAIL_STRAGGLER, now);
+    else if (elapsed > r->cfg->wall_seconds)
+        kill_attempt(r, a, RUNNER_FAIL_WALL_TIMEOUT, now);
+    else if (now - a->last_metric > r->cfg->no_metrics_seconds)
+        kill_attempt(r, a, RUNNER_FAIL_HANG, now);
+}
+
+static st_status heartbeat(runner *r)
+{
+    double m = runner_mono();
+    if (m - r->last_beat < HEARTBEAT_SECONDS)
+        return ST_OK;
+    r->last_beat = m;
+    st_status rc = store_lease_beat(r->st, r->sweep, r->owner, r->opts.lease_seconds);
+    if (rc)
+        return rc;
+    sqlite3_stmt *st = store_stmt(r->st, "SELECT stop_requested FROM sweeps WHERE id = ?1");
+    if (!st)
+        return ST_EDB;
+    sqlite3_bind_int64(st, 1, r->sweep);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0))
+        r->stopping = 1;
+    sqlite3_reset(st);
+    return ST_OK;
+}
+
+static st_status step(runner *r, int *done, int *changed)
+{
+    st_status rc;
+    *done = 0;
+    r->errmsg[0] = '\0';
+    r->st->errmsg[0] = '\0';
+    if (r->opts.stop_flag && *r->opts.stop_flag && !r->stopping) {
+        r->stopping = 1;
+        progress(r, "stopping: no new runs; running attempts are stopped");
+    }
+    if ((rc = heartbeat(r)))
+        return fail_store(r, rc);
+
+    /* poll every attempt in one batch, then settle the finished ones */
+    if (r->n_act) {
+        for (size_t i = 0; i < r->n_act; i++) {
+            r->jobs[i].job_id = r->act[i].job_id;
+            r->jobs[i].dir = r->act[i].dir;
+        }
+        if ((rc = r->be->poll(r->be_state, r->jobs, r->n_act, r->errmsg)))
+            return rc;
+        double now = runner_now();
+        /* walk backwards: settle() moves the last attempt into the freed place */
+        for (size_t i = r->n_act; i-- > 0;) {
+            runner_job job = r->jobs[i];
+            active *a = &r->act[i];
+            if (job.state != RUNNER_JOB_RUNNING) {
+                rc = settle(r, i, &job);
+                *changed = 1;
+            } else {
+                double t0 = runner_mono();
+                rc = tail(r, a);
+                a->overhead += runner_mono() - t0;
+                if (!rc)
+                    check_limits(r, a, now);
+            }
+            if (rc)
+                return fail_store(r, rc);
+        }
+    }
+    if ((rc = launch_some(r, changed)))
+        return fail_store(r, rc);
+    if (r->n_act == 0 &&
+        (r->stopping || (r->n_status[RUNNER_RUN_PENDING] == 0 && !can_suggest(r)))) {
+        r->finished = !r->stopping || (r->n_status[RUNNER_RUN_PENDING] == 0 &&
+                                       r->n_status[RUNNER_RUN_STOPPED] == 0 && !can_suggest(r));
+        *done = 1;
+        progress(r, r->finished ? "sweep finished"
+                                : "sweep stopped; 'scaletune sweep resume' "
+                                  "goes on");
+    }
+    return ST_OK;
+}
+
+st_status runner_step(runner *r, int *done)
+{
+    int changed = 0;
+    return step(r, done, &changed);
+}
+
+st_status runner_run(runner *r)
+{
+    for (;;) {
+        int done = 0, changed = 0;
+        st_status rc = step(r, &done, &changed);
+        if (rc || done)
+            return rc;
+        if (!changed) {
+            double s = r->opts.poll_seconds;
+            struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+            nanosleep(&ts, NULL);
+        }
+    }
+}

@@ -1,0 +1,540 @@
+/*
+ * store.c — the SQLite store, the single source of truth of a sweep: schema with a version and
+ * migrations, WAL, busy timeout, bound parameters only, a statement cache, transactions, the
+ * event log, the lease row with its heartbeat, and rebuilding an optimizer from the recorded
+ * observations. Queries for status/export/ask/tell live in store_query.c. Depends on SQLite.
+ */
+#include "runner/runner_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Migration i takes the schema from version i to i + 1. Append only. */
+static const char *const migrations[RUNNER_SCHEMA_VERSION] = {
+    "CREATE TABLE sweeps(id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL,"
+    "  config TEXT NOT NULL, created REAL NOT NULL, log_dir TEXT NOT NULL,"
+    "  stop_requested INTEGER NOT NULL DEFAULT 0, generation INTEGER NOT NULL DEFAULT 0,"
+    "  n_asks INTEGER NOT NULL DEFAULT 0);"
+    "CREATE TABLE parameters(sweep_id INTEGER NOT NULL REFERENCES sweeps(id), idx INTEGER NOT NULL,"
+    "  name TEXT NOT NULL, space INTEGER, min REAL, max REAL, center REAL, scale REAL, base REAL,"
+    "  is_integer INTEGER, rounding REAL, fixed_text TEXT, PRIMARY KEY(sweep_id, idx));"
+    "CREATE TABLE runs(id INTEGER PRIMARY KEY, sweep_id INTEGER NOT NULL REFERENCES sweeps(id),"
+    "  status INTEGER NOT NULL, failure INTEGER NOT NULL DEFAULT 0, x BLOB NOT NULL,"
+    "  carbs_id INTEGER NOT NULL DEFAULT 0, generation INTEGER NOT NULL DEFAULT 0,"
+    "  predicted_cost REAL, objective REAL, cost REAL, final TEXT,"
+    "  n_attempts INTEGER NOT NULL DEFAULT 0, n_infra INTEGER NOT NULL DEFAULT 0,"
+    "  not_before REAL NOT NULL DEFAULT 0, created REAL NOT NULL, ended REAL);"
+    "CREATE INDEX runs_by_status ON runs(sweep_id, status);"
+    "CREATE TABLE attempts(id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id),"
+    "  number INTEGER NOT NULL, state TEXT NOT NULL, backend TEXT NOT NULL, job_id TEXT,"
+    "  host TEXT, dir TEXT NOT NULL, slot INTEGER NOT NULL, started REAL NOT NULL, ended REAL,"
+    "  exit_code INTEGER, signal INTEGER, failure INTEGER NOT NULL DEFAULT 0,"
+    "  out_off INTEGER NOT NULL DEFAULT 0, mf_off INTEGER NOT NULL DEFAULT 0,"
+    "  n_lines INTEGER NOT NULL DEFAULT 0, n_garbage INTEGER NOT NULL DEFAULT 0,"
+    "  last_metric REAL, max_cost REAL, diverged INTEGER NOT NULL DEFAULT 0, final TEXT,"
+    "  UNIQUE(run_id, number));"
+    "CREATE INDEX attempts_by_state ON attempts(state);"
+    "CREATE TABLE metric_points(attempt_id INTEGER NOT NULL REFERENCES attempts(id),"
+    "  event INTEGER NOT NULL, step INTEGER, t REAL NOT NULL, line TEXT NOT NULL);"
+    "CREATE INDEX metric_points_by_attempt ON metric_points(attempt_id);"
+    "CREATE TABLE observations(id INTEGER PRIMARY KEY,"
+    "  sweep_id INTEGER NOT NULL REFERENCES sweeps(id),"
+    "  run_id INTEGER NOT NULL UNIQUE REFERENCES runs(id), x BLOB NOT NULL, output REAL,"
+    "  cost REAL, failed INTEGER NOT NULL, t REAL NOT NULL);"
+    "CREATE INDEX observations_by_sweep ON observations(sweep_id, id);"
+    "CREATE TABLE events(id INTEGER PRIMARY KEY, sweep_id INTEGER NOT NULL, t REAL NOT NULL,"
+    "  kind TEXT NOT NULL, run_id INTEGER, attempt_id INTEGER, message TEXT);"
+    "CREATE TABLE lease(sweep_id INTEGER PRIMARY KEY REFERENCES sweeps(id), owner TEXT NOT NULL,"
+    "  host TEXT NOT NULL, pid INTEGER NOT NULL, heartbeat REAL NOT NULL,"
+    "  expires REAL NOT NULL);",
+};
+
+double runner_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double runner_mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+st_status store_fail(runner_store *s, int src, const char *what)
+{
+    int base = src & 0xff;
+    st_status rc = base == SQLITE_FULL                            ? ST_ENOSPC
+                   : base == SQLITE_BUSY || base == SQLITE_LOCKED ? ST_EBUSY
+                   : base == SQLITE_NOMEM                         ? ST_ENOMEM
+                                                                  : ST_EDB;
+    const char *hint = rc == ST_ENOSPC ? " (disk full: nothing committed is lost; free space "
+                                         "and resume)"
+                                       : "";
+    st_errf(s->errmsg, rc, "store: %s: %s%s", what, s->db ? sqlite3_errmsg(s->db) : "no db", hint);
+    return rc;
+}
+
+sqlite3_stmt *store_stmt(runner_store *s, const char *sql)
+{
+    for (size_t i = 0; i < s->n_cache; i++)
+        if (s->cache[i].sql == sql) {
+            sqlite3_reset(s->cache[i].st);
+            sqlite3_clear_bindings(s->cache[i].st);
+            return s->cache[i].st;
+        }
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+    if (rc != SQLITE_OK) {
+        store_fail(s, rc, "prepare");
+        return NULL;
+    }
+    if (s->n_cache < STORE_STMT_CACHE) {
+        s->cache[s->n_cache].sql = sql;
+        s->cache[s->n_cache].st = st;
+        s->n_cache++;
+    } else {
+        /* full cache: keep the statement alive until close by evicting the oldest */
+        sqlite3_finalize(s->cache[0].st);
+        memmove(&s->cache[0], &s->cache[1], (STORE_STMT_CACHE - 1) * sizeof(s->cache[0]));
+        s->cache[STORE_STMT_CACHE - 1].sql = sql;
+        s->cache[STORE_STMT_CACHE - 1].st = st;
+    }
+    return st;
+}
+
+st_status store_exec_stmt(runner_store *s, sqlite3_stmt *st, const char *what)
+{
+    if (!st)
+        return ST_EDB;
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+        return store_fail(s, rc, what);
+    return ST_OK;
+}
+
+static st_status exec_sql(runner_store *s, const char *sql, const char *what)
+{
+    int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+    return rc == SQLITE_OK ? ST_OK : store_fail(s, rc, what);
+}
+
+st_status store_begin(runner_store *s)
+{
+    return store_exec_stmt(s, store_stmt(s, "BEGIN IMMEDIATE"), "begin");
+}
+
+st_status store_commit(runner_store *s)
+{
+    st_status rc = store_exec_stmt(s, store_stmt(s, "COMMIT"), "commit");
+    if (rc)
+        store_rollback(s);
+    return rc;
+}
+
+void store_rollback(runner_store *s)
+{
+    if (!sqlite3_get_autocommit(s->db))
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+static st_status migrate(runner_store *s)
+{
+    sqlite3_stmt *st = store_stmt(s, "PRAGMA user_version");
+    if (!st)
+        return ST_EDB;
+    int v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+    sqlite3_reset(st);
+    if (v < 0)
+        return store_fail(s, sqlite3_errcode(s->db), "reading the schema version");
+    if (v > RUNNER_SCHEMA_VERSION)
+        return st_errf(s->errmsg, ST_EDB,
+                       "store: schema version %d is newer than this scaletune knows (%d); "
+                       "upgrade scaletune",
+                       v, RUNNER_SCHEMA_VERSION);
+    for (; v < RUNNER_SCHEMA_VERSION; v++) {
+        st_status rc = store_begin(s);
+        if (rc)
+            return rc;
+        /* re-check inside the write lock: another process may have migrated meanwhile */
+        st = store_stmt(s, "PRAGMA user_version");
+        int now = st && sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+        if (st)
+            sqlite3_reset(st);
+        if (now != v) {
+            store_rollback(s);
+            if (now > v) {
+                v = now - 1;
+                continue;
+            }
+            return store_fail(s, sqlite3_errcode(s->db), "reading the schema version");
+        }
+        char pragma[64];
+        snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", v + 1);
+        rc = exec_sql(s, migrations[v], "migration");
+        if (!rc)
+            rc = exec_sql(s, pragma, "migration");
+        if (!rc)
+            rc = store_commit(s);
+        if (rc) {
+            store_rollback(s);
+            return rc;
+        }
+    }
+    return ST_OK;
+}
+
+st_status runner_store_open(const char *path, runner_store **out, char *errmsg)
+{
+    char dummy[ST_ERRMSG_MAX];
+    if (!errmsg)
+        errmsg = dummy;
+    *out = NULL;
+    errmsg[0] = '\0';
+    if (!path || !*path)
+        return st_errf(errmsg, ST_EINVAL, "store: no database path");
+    runner_store *s = calloc(1, sizeof(*s));
+    if (!s)
+        return ST_ENOMEM;
+    int rc = sqlite3_open_v2(
+        path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    st_status st = ST_OK;
+    if (rc != SQLITE_OK) {
+        st = store_fail(s, rc, path);
+        goto fail;
+    }
+    sqlite3_busy_timeout(s->db, 10000);
+    sqlite3_extended_result_codes(s->db, 1);
+    /* WAL: readers (status, export) never block the controller. synchronous=NORMAL keeps
+     * every commit across a crash of any process; only a power loss may drop the last ones. */
+    st = exec_sql(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
+                  "opening");
+    if (!st)
+        st = migrate(s);
+    if (st)
+        goto fail;
+    *out = s;
+    return ST_OK;
+fail:
+    snprintf(errmsg, ST_ERRMSG_MAX, "%.200s: %.300s", path, s->errmsg);
+    runner_store_close(s);
+    return st;
+}
+
+void runner_store_close(runner_store *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n_cache; i++)
+        sqlite3_finalize(s->cache[i].st);
+    sqlite3_close(s->db);
+    free(s->names);
+    free(s);
+}
+
+const char *runner_store_errmsg(const runner_store *s)
+{
+    return s ? s->errmsg : "no store";
+}
+
+st_status store_find_sweep(runner_store *s, const char *name, int64_t *id, char **config)
+{
+    sqlite3_stmt *st;
+    if (name)
+        st = store_stmt(s, "SELECT id, config FROM sweeps WHERE name = ?1");
+    else
+        st = store_stmt(s, "SELECT id, config FROM sweeps ORDER BY id LIMIT 2");
+    if (!st)
+        return ST_EDB;
+    if (name)
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE)
+            return store_fail(s, rc, "finding the sweep");
+        return name ? st_errf(s->errmsg, ST_ENOTFOUND, "no sweep named '%s' in the store", name)
+                    : st_errf(s->errmsg, ST_ENOTFOUND, "the store holds no sweep");
+    }
+    *id = sqlite3_column_int64(st, 0);
+    if (config) {
+        const char *t = (const char *)sqlite3_column_text(st, 1);
+        size_t l = t ? strlen(t) : 0;
+        *config = malloc(l + 1);
+        if (!*config) {
+            sqlite3_reset(st);
+            return ST_ENOMEM;
+        }
+        memcpy(*config, t ? t : "", l + 1);
+    }
+    if (!name && sqlite3_step(st) == SQLITE_ROW) {
+        sqlite3_reset(st);
+        if (config) {
+            free(*config);
+            *config = NULL;
+        }
+        return st_errf(s->errmsg, ST_EINVAL, "the store holds several sweeps: name one (--sweep)");
+    }
+    sqlite3_reset(st);
+    return ST_OK;
+}
+
+st_status runner_store_list(runner_store *s, const char **names)
+{
+    s->errmsg[0] = '\0';
+    sqlite3_stmt *st = store_stmt(s, "SELECT name FROM sweeps ORDER BY id");
+    if (!st)
+        return ST_EDB;
+    size_t len = 0, cap = 64;
+    char *buf = malloc(cap);
+    if (!buf)
+        return ST_ENOMEM;
+    buf[0] = '\0';
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *n = (const char *)sqlite3_column_text(st, 0);
+        size_t l = strlen(n);
+        if (len + l + 2 > cap) {
+            cap = (len + l + 2) * 2;
+            char *nb = realloc(buf, cap);
+            if (!nb) {
+                free(buf);
+                sqlite3_reset(st);
+                return ST_ENOMEM;
+            }
+            buf = nb;
+        }
+        memcpy(buf + len, n, l);
+        len += l;
+        buf[len++] = '\n';
+        buf[len] = '\0';
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        free(buf);
+        return store_fail(s, rc, "listing sweeps");
+    }
+    free(s->names);
+    s->names = buf;
+    *names = buf;
+    return ST_OK;
+}
+
+st_status store_event(runner_store *s, int64_t sweep, int64_t run, int64_t attempt,
+                      const char *kind, const char *msg)
+{
+    sqlite3_stmt *st = store_stmt(s, "INSERT INTO events(sweep_id, t, kind, run_id, attempt_id, "
+                                     "message) VALUES(?1, ?2, ?3, ?4, ?5, ?6)");
+    if (!st)
+        return ST_EDB;
+    sqlite3_bind_int64(st, 1, sweep);
+    sqlite3_bind_double(st, 2, runner_now());
+    sqlite3_bind_text(st, 3, kind, -1, SQLITE_STATIC);
+    if (run)
+        sqlite3_bind_int64(st, 4, run);
+    if (attempt)
+        sqlite3_bind_int64(st, 5, attempt);
+    if (msg)
+        sqlite3_bind_text(st, 6, msg, -1, SQLITE_TRANSIENT);
+    return store_exec_stmt(s, st, "event");
+}
+
+/* ---- lease ------------------------------------------------------------------------------- */
+
+void runner_owner_id(char *buf, size_t cap)
+{
+    char host[64] = "localhost";
+    gethostname(host, sizeof(host) - 1);
+    host[sizeof(host) - 1] = '\0';
+    snprintf(buf, cap, "%s:%ld", host, (long)getpid());
+}
+
+st_status store_lease_take(runner_store *s, int64_t sweep, const char *owner, double seconds)
+{
+    char host[64] = "localhost";
+    gethostname(host, sizeof(host) - 1);
+    host[sizeof(host) - 1] = '\0';
+    st_status rc = store_begin(s);
+    if (rc)
+        return rc;
+    sqlite3_stmt *st = store_stmt(s, "SELECT owner, host, pid, expires FROM lease "
+                                     "WHERE sweep_id = ?1");
+    if (!st) {
+        store_rollback(s);
+        return ST_EDB;
+    }
+    sqlite3_bind_int64(st, 1, sweep);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        char cur[128];
+        snprintf(cur, sizeof(cur), "%s", (const char *)sqlite3_column_text(st, 0));
+        int same_host = !strcmp((const char *)sqlite3_column_text(st, 1), host);
+        pid_t pid = (pid_t)sqlite3_column_int64(st, 2);
+        double expires = sqlite3_column_double(st, 3);
+        sqlite3_reset(st);
+        int dead = same_host && pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
+        if (strcmp(cur, owner) && expires > runner_now() && !dead) {
+            store_rollback(s);
+            return st_errf(s->errmsg, ST_EBUSY,
+                           "the sweep is owned by a live controller (%s); stop it first "
+                           "('scaletune sweep stop') or wait for its lease to expire",
+                           cur);
+        }
+    } else {
+        sqlite3_reset(st);
+    }
+    st = store_stmt(s, "INSERT OR REPLACE INTO lease(sweep_id, owner, host, pid, heartbeat, "
+                       "expires) VALUES(?1, ?2, ?3, ?4, ?5, ?6)");
+    if (!st) {
+        store_rollback(s);
+        return ST_EDB;
+    }
+    double now = runner_now();
+    sqlite3_bind_int64(st, 1, sweep);
+    sqlite3_bind_text(st, 2, owner, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, host, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 4, (sqlite3_int64)getpid());
+    sqlite3_bind_double(st, 5, now);
+    sqlite3_bind_double(st, 6, now + seconds);
+    rc = store_exec_stmt(s, st, "taking the lease");
+    if (!rc)
+        rc = store_event(s, sweep, 0, 0, "lease", owner);
+    if (rc) {
+        store_rollback(s);
+        return rc;
+    }
+    return store_commit(s);
+}
+
+st_status store_lease_beat(runner_store *s, int64_t sweep, const char *owner, double seconds)
+{
+    sqlite3_stmt *st = store_stmt(s, "UPDATE lease SET heartbeat = ?3, expires = ?4 "
+                                     "WHERE sweep_id = ?1 AND owner = ?2");
+    if (!st)
+        return ST_EDB;
+    double now = runner_now();
+    sqlite3_bind_int64(st, 1, sweep);
+    sqlite3_bind_text(st, 2, owner, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(st, 3, now);
+    sqlite3_bind_double(st, 4, now + seconds);
+    st_status rc = store_exec_stmt(s, st, "heartbeat");
+    if (rc)
+        return rc;
+    if (sqlite3_changes(s->db) != 1)
+        return st_errf(s->errmsg, ST_EBUSY, "lost the sweep's lease to another controller");
+    return ST_OK;
+}
+
+void store_lease_release(runner_store *s, int64_t sweep, const char *owner)
+{
+    sqlite3_stmt *st = store_stmt(s, "DELETE FROM lease WHERE sweep_id = ?1 AND owner = ?2");
+    if (!st)
+        return;
+    sqlite3_bind_int64(st, 1, sweep);
+    sqlite3_bind_text(st, 2, owner, -1, SQLITE_TRANSIENT);
+    store_exec_stmt(s, st, "releasing the lease");
+}
+
+/* ---- optimizer from the store ------------------------------------------------------------ */
+
+void runner_x_to_carbs(const runner_config *cfg, const double *all, double *x)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < cfg->n_params; i++)
+        if (!cfg->params[i].is_fixed)
+            x[j++] = all[i];
+}
+
+void runner_x_from_carbs(const runner_config *cfg, const double *x, double *all)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < cfg->n_params; i++)
+        all[i] = cfg->params[i].is_fixed ? cfg->params[i].fixed_value : x[j++];
+}
+
+st_status store_rebuild_carbs(runner_store *s, int64_t sweep, const runner_config *cfg,
+                              uint64_t seed_offset, carbs **out)
+{
+    size_t d = runner_config_dim(cfg);
+    carbs_param *ps = calloc(d, sizeof(*ps));
+    double *x = malloc(d * sizeof(double));
+    carbs *c = NULL;
+    st_status rc = ST_ENOMEM;
+    *out = NULL;
+    if (!ps || !x)
+        goto done;
+    for (size_t i = 0, j = 0; i < cfg->n_params; i++)
+        if (!cfg->params[i].is_fixed)
+            ps[j++] = cfg->params[i].p;
+    carbs_options o = carbs_options_default();
+    char em[ST_ERRMSG_MAX] = "";
+    for (size_t i = 0; i < cfg->n_opts; i++)
+        if ((rc = carbs_options_set(&o, cfg->opt_names[i], cfg->opt_values[i], em))) {
+            st_errf(s->errmsg, ST_EINVAL, "optimizer.%s: %s", cfg->opt_names[i], em);
+            goto done;
+        }
+    o.maximize = cfg->maximize;
+    o.seed = cfg->seed + seed_offset;
+    if ((rc = carbs_create(ps, d, &o, &c, em))) {
+        st_errf(s->errmsg, rc, "optimizer: %s", em);
+        goto done;
+    }
+    sqlite3_stmt *st = store_stmt(s, "SELECT x, output, cost, failed FROM observations "
+                                     "WHERE sweep_id = ?1 ORDER BY id");
+    if (!st) {
+        rc = ST_EDB;
+        goto done;
+    }
+    sqlite3_bind_int64(st, 1, sweep);
+    int src;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        if ((size_t)sqlite3_column_bytes(st, 0) != cfg->n_params * sizeof(double)) {
+            sqlite3_reset(st);
+            rc = st_errf(s->errmsg, ST_EFORMAT, "store: an observation has the wrong size");
+            goto done;
+        }
+        double *all = (double *)sqlite3_column_blob(st, 0);
+        double tmp[256];
+        double *allc = cfg->n_params <= 256 ? tmp : malloc(cfg->n_params * sizeof(double));
+        if (!allc) {
+            sqlite3_reset(st);
+            rc = ST_ENOMEM;
+            goto done;
+        }
+        memcpy(allc, all, cfg->n_params * sizeof(double));
+        runner_x_to_carbs(cfg, allc, x);
+        if (allc != tmp)
+            free(allc);
+        double output =
+            sqlite3_column_type(st, 1) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 1);
+        double cost =
+            sqlite3_column_type(st, 2) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 2);
+        int failed = sqlite3_column_int(st, 3);
+        rc = carbs_observe(c, 0, x, output, cost, failed);
+        if (rc) {
+            sqlite3_reset(st);
+            st_errf(s->errmsg, rc, "optimizer: replaying an observation: %s", carbs_errmsg(c));
+            goto done;
+        }
+    }
+    sqlite3_reset(st);
+    if (src != SQLITE_DONE) {
+        rc = store_fail(s, src, "reading observations");
+        goto done;
+    }
+    *out = c;
+    c = NULL;
+    rc = ST_OK;
+done:
+    carbs_destroy(c);
+    free(ps);
+    free(x);
+    return rc;
+}

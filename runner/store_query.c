@@ -1,0 +1,599 @@
+/*
+ * store_query.c — what reads a sweep's store without owning it: status, the Pareto front,
+ * JSON/CSV export (jansson for JSON), a stop request, and ask/tell for shell scripts (which
+ * rebuild the optimizer from the store on every call). Depends on SQLite, jansson, carbs/.
+ */
+#include "runner/runner_int.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void clear(runner_store *s)
+{
+    s->errmsg[0] = '\0';
+}
+
+static double col_double(sqlite3_stmt *st, int i)
+{
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+}
+
+st_status runner_store_status(runner_store *s, const char *sweep, runner_status *out)
+{
+    clear(s);
+    memset(out, 0, sizeof(*out));
+    int64_t id;
+    char *text = NULL;
+    st_status rc = store_find_sweep(s, sweep, &id, &text);
+    if (rc)
+        return rc;
+    runner_config *cfg = NULL;
+    char em[ST_ERRMSG_MAX];
+    rc = runner_config_load_string(text, strlen(text), "stored config", &cfg, em);
+    free(text);
+    if (rc)
+        return st_errf(s->errmsg, rc, "%s", em);
+    snprintf(out->name, sizeof(out->name), "%s", cfg->name);
+    out->maximize = cfg->maximize;
+    out->budget_runs = cfg->budget_runs;
+    out->budget_cost = cfg->budget_cost;
+    out->max_cost_per_run = cfg->max_cost_per_run;
+    runner_config_destroy(cfg);
+
+    sqlite3_stmt *st = store_stmt(s, "SELECT status, count(*), sum(n_attempts), sum(cost) "
+                                     "FROM runs WHERE sweep_id = ?1 GROUP BY status");
+    if (!st)
+        return ST_EDB;
+    sqlite3_bind_int64(st, 1, id);
+    int src;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        int k = sqlite3_column_int(st, 0);
+        size_t n = (size_t)sqlite3_column_int64(st, 1), a = (size_t)sqlite3_column_int64(st, 2);
+        if (k >= 0 && k < 6)
+            out->n_by_status[k] = n;
+        out->n_runs += n;
+        out->n_attempts += a;
+        out->n_retried += a > n ? a - n : 0;
+        if (sqlite3_column_type(st, 3) != SQLITE_NULL)
+            out->spent_cost += sqlite3_column_double(st, 3);
+    }
+    sqlite3_reset(st);
+    if (src != SQLITE_DONE)
+        return store_fail(s, src, "status");
+    st = store_stmt(s, out->maximize
+                           ? "SELECT id, objective, cost FROM runs WHERE sweep_id = ?1 AND "
+                             "status = 2 ORDER BY objective DESC, cost LIMIT 1"
+                           : "SELECT id, objective, cost FROM runs WHERE sweep_id = ?1 AND "
+                             "status = 2 ORDER BY objective ASC, cost LIMIT 1");
+    if (!st)
+        return ST_EDB;
+    sqlite3_bind_int64(st, 1, id);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        out->has_best = 1;
+        out->best_run = (uint64_t)sqlite3_column_int64(st, 0);
+        out->best_objective = col_double(st, 1);
+        out->best_cost = col_double(st, 2);
+    }
+    sqlite3_reset(st);
+    st = store_stmt(s, "SELECT coalesce(sum(a.n_garbage), 0) FROM attempts a JOIN runs r "
+                       "ON r.id = a.run_id WHERE r.sweep_id = ?1");
+    if (!st)
+        return ST_EDB;
+    sqlite3_bind_int64(st, 1, id);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        out->n_garbage = (size_t)sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    st = store_stmt(s, "SELECT l.owner, l.expires, w.stop_requested FROM sweeps w LEFT JOIN "
+                       "lease l ON l.sweep_id = w.id WHERE w.id = ?1");
+    if (!st)
+        return ST_EDB;
+    sqlite3_bind_int64(st, 1, id);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        if (sqlite3_column_type(st, 0) != SQLITE_NULL) {
+            snprintf(out->controller, sizeof(out->controller), "%s", sqlite3_column_text(st, 0));
+            out->controller_alive = sqlite3_column_double(st, 1) > runner_now();
+        }
+        out->stop_requested = sqlite3_column_int(st, 2);
+    }
+    sqlite3_reset(st);
+    return ST_OK;
+}
+
+st_status runner_store_pareto(runner_store *s, const char *sweep, size_t cap, size_t *n,
+                              uint64_t *run_ids, double *cost, double *objective)
+{
+    clear(s);
+    *n = 0;
+    int64_t id;
+    char *text = NULL;
+    st_status rc = store_find_sweep(s, sweep, &id, &text);
+    if (rc)
+        return rc;
+    int maximize = strstr(text, "maximize") != NULL; /* refined below from the config */
+    runner_config *cfg = NULL;
+    if (runner_config_load_string(text, strlen(text), "stored config", &cfg, NULL) == ST_OK)
+        maximize = cfg->maximize;
+    runner_config_destroy(cfg);
+    free(text);
+    /* by cost, and among equal costs the best first, so that ties add one point */
+    sqlite3_stmt *st = store_stmt(s, maximize ? "SELECT id, cost, objective FROM runs WHERE "
+                                                "sweep_id = ?1 AND status = 2 AND cost IS NOT "
+                                                "NULL ORDER BY cost, objective DESC, id"
+                                              : "SELECT id, cost, objective FROM runs WHERE "
+                                                "sweep_id = ?1 AND status = 2 AND cost IS NOT "
+                                                "NULL ORDER BY cost, objective, id");
+    if (!st)
+        return ST_EDB;
+    sqlite3_bind_int64(st, 1, id);
+    int have = 0, src;
+    double best = 0;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        double o = col_double(st, 2);
+        if (isnan(o) || (have && (maximize ? o <= best : o >= best)))
+            continue;
+        have = 1;
+        best = o;
+        if (*n < cap) {
+            if (run_ids)
+                run_ids[*n] = (uint64_t)sqlite3_column_int64(st, 0);
+            if (cost)
+                cost[*n] = sqlite3_column_double(st, 1);
+            if (objective)
+                objective[*n] = o;
+        }
+        (*n)++;
+    }
+    sqlite3_reset(st);
+    return src == SQLITE_DONE ? ST_OK : store_fail(s, src, "pareto");
+}
+
+st_status runner_store_request_stop(runner_store *s, const char *sweep)
+{
+    clear(s);
+    int64_t id;
+    st_status rc = store_find_sweep(s, sweep, &id, NULL);
+    if (rc)
+        return rc;
+    if ((rc = store_begin(s)))
+        return rc;
+    sqlite3_stmt *st = store_stmt(s, "UPDATE sweeps SET stop_requested = 1 WHERE id = ?1");
+    if (!st) {
+        store_rollback(s);
+        return ST_EDB;
+    }
+    sqlite3_bind_int64(st, 1, id);
+    rc = store_exec_stmt(s, st, "requesting a stop");
+    if (!rc)
+        rc = store_event(s, id, 0, 0, "stop", "stop requested");
+    if (rc) {
+        store_rollback(s);
+        return rc;
+    }
+    return store_commit(s);
+}
+
+/* ---- export ------------------------------------------------------------------------------ */
+
+typedef struct export_ctx {
+    runner_store *s;
+    int64_t sweep;
+    runner_config *cfg;
+} export_ctx;
+
+static st_status export_open(runner_store *s, const char *sweep, export_ctx *e)
+{
+    clear(s);
+    memset(e, 0, sizeof(*e));
+    e->s = s;
+    char *text = NULL;
+    st_status rc = store_find_sweep(s, sweep, &e->sweep, &text);
+    if (rc)
+        return rc;
+    char em[ST_ERRMSG_MAX];
+    rc = runner_config_load_string(text, strlen(text), "stored config", &e->cfg, em);
+    free(text);
+    return rc ? st_errf(s->errmsg, rc, "%s", em) : ST_OK;
+}
+
+static json_t *jnum(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+static const char *const runs_sql =
+    "SELECT id, status, failure, x, objective, cost, final, n_attempts, predicted_cost "
+    "FROM runs WHERE sweep_id = ?1 ORDER BY id";
+
+st_status runner_store_export_json(runner_store *s, const char *sweep, char **out)
+{
+    export_ctx e;
+    *out = NULL;
+    st_status rc = export_open(s, sweep, &e);
+    if (rc)
+        return rc;
+    json_t *root = json_object(), *runs = json_array();
+    json_object_set_new(root, "sweep", json_string(e.cfg->name));
+    json_object_set_new(root, "objective", json_string(e.cfg->objective));
+    json_object_set_new(root, "goal", json_string(e.cfg->maximize ? "maximize" : "minimize"));
+    json_object_set_new(root, "cost_metric", json_string(e.cfg->cost_metric));
+    json_object_set_new(root, "runs", runs);
+    sqlite3_stmt *st = store_stmt(s, runs_sql);
+    sqlite3_stmt *at = NULL;
+    int src = SQLITE_ERROR;
+    if (!st)
+        goto done;
+    sqlite3_bind_int64(st, 1, e.sweep);
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        json_t *run = json_object(), *params = json_object(), *atts = json_array();
+        int64_t rid = sqlite3_column_int64(st, 0);
+        json_object_set_new(run, "suggestion_id", json_integer(rid));
+        json_object_set_new(run, "status",
+                            json_string(runner_run_status_name(sqlite3_column_int(st, 1))));
+        json_object_set_new(run, "failure",
+                            json_string(runner_failure_name(sqlite3_column_int(st, 2))));
+        const double *x = sqlite3_column_blob(st, 3);
+        if ((size_t)sqlite3_column_bytes(st, 3) == e.cfg->n_params * sizeof(double))
+            for (size_t i = 0; i < e.cfg->n_params; i++) {
+                const runner_param_spec *ps = &e.cfg->params[i];
+                double v;
+                memcpy(&v, (const char *)x + i * sizeof(double), sizeof(double));
+                json_object_set_new(params, ps->p.name,
+                                    ps->is_fixed && isnan(ps->fixed_value)
+                                        ? json_string(ps->fixed_text)
+                                        : (ps->p.is_integer && !ps->is_fixed
+                                               ? json_integer((json_int_t)llround(v))
+                                               : jnum(v)));
+            }
+        json_object_set_new(run, "params", params);
+        json_object_set_new(run, "objective", jnum(col_double(st, 4)));
+        json_object_set_new(run, "cost", jnum(col_double(st, 5)));
+        json_object_set_new(run, "predicted_cost", jnum(col_double(st, 8)));
+        if (sqlite3_column_type(st, 6) != SQLITE_NULL) {
+            runner_metrics_line fl;
+            const char *f = (const char *)sqlite3_column_text(st, 6);
+            json_t *fin = json_object();
+            if (runner_metrics_parse(f, strlen(f), &fl) == ST_OK)
+                for (size_t i = 0; i < fl.n_metrics; i++)
+                    json_object_set_new(fin, fl.metrics[i].name, jnum(fl.metrics[i].value));
+            json_object_set_new(run, "final", fin);
+        }
+        at = store_stmt(s, "SELECT number, state, backend, job_id, host, dir, started, ended, "
+                           "exit_code, signal, failure, n_lines, n_garbage FROM attempts "
+                           "WHERE run_id = ?1 ORDER BY number");
+        if (!at) {
+            json_decref(run);
+            json_decref(params);
+            json_decref(atts);
+            src = SQLITE_ERROR;
+            break;
+        }
+        sqlite3_bind_int64(at, 1, rid);
+        while (sqlite3_step(at) == SQLITE_ROW) {
+            json_t *a = json_object();
+            json_object_set_new(a, "number", json_integer(sqlite3_column_int(at, 0)));
+            json_object_set_new(a, "state", json_string((const char *)sqlite3_column_text(at, 1)));
+            json_object_set_new(a, "backend",
+                                json_string((const char *)sqlite3_column_text(at, 2)));
+            if (sqlite3_column_type(at, 3) != SQLITE_NULL)
+                json_object_set_new(a, "job_id",
+                                    json_string((const char *)sqlite3_column_text(at, 3)));
+            if (sqlite3_column_type(at, 4) != SQLITE_NULL)
+                json_object_set_new(a, "host",
+                                    json_string((const char *)sqlite3_column_text(at, 4)));
+            json_object_set_new(a, "dir", json_string((const char *)sqlite3_column_text(at, 5)));
+            json_object_set_new(a, "started", jnum(col_double(at, 6)));
+            json_object_set_new(a, "ended", jnum(col_double(at, 7)));
+            if (sqlite3_column_type(at, 8) != SQLITE_NULL)
+                json_object_set_new(a, "exit_code", json_integer(sqlite3_column_int(at, 8)));
+            if (sqlite3_column_type(at, 9) != SQLITE_NULL)
+                json_object_set_new(a, "signal", json_integer(sqlite3_column_int(at, 9)));
+            json_object_set_new(a, "failure",
+                                json_string(runner_failure_name(sqlite3_column_int(at, 10))));
+            json_object_set_new(a, "metric_lines", json_integer(sqlite3_column_int64(at, 11)));
+            json_object_set_new(a, "garbage_lines", json_integer(sqlite3_column_int64(at, 12)));
+            json_array_append_new(atts, a);
+        }
+        sqlite3_reset(at);
+        json_object_set_new(run, "attempts", atts);
+        json_array_append_new(runs, run);
+    }
+    sqlite3_reset(st);
+done:
+    if (src == SQLITE_DONE) {
+        *out = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+        rc = *out ? ST_OK : ST_ENOMEM;
+    } else {
+        rc = st ? store_fail(s, src, "export") : ST_EDB;
+    }
+    json_decref(root);
+    runner_config_destroy(e.cfg);
+    return rc;
+}
+
+/* A growing string. */
+typedef struct sbuf {
+    char *p;
+    size_t n, cap;
+    int oom;
+} sbuf;
+
+static void sb_add(sbuf *b, const char *s)
+{
+    size_t l = strlen(s);
+    if (b->oom)
+        return;
+    if (b->n + l + 1 > b->cap) {
+        size_t nc = (b->n + l + 1) * 2;
+        char *np = realloc(b->p, nc);
+        if (!np) {
+            b->oom = 1;
+            return;
+        }
+        b->p = np;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->n, s, l + 1);
+    b->n += l;
+}
+
+static void sb_num(sbuf *b, double v)
+{
+    char t[40] = "";
+    if (isfinite(v))
+        snprintf(t, sizeof(t), "%.17g", v);
+    sb_add(b, t);
+}
+
+st_status runner_store_export_csv(runner_store *s, const char *sweep, char **out)
+{
+    export_ctx e;
+    *out = NULL;
+    st_status rc = export_open(s, sweep, &e);
+    if (rc)
+        return rc;
+    sbuf b = {0};
+    sb_add(&b, "suggestion_id,status,failure,objective,cost,attempts");
+    for (size_t i = 0; i < e.cfg->n_params; i++) {
+        sb_add(&b, ",");
+        sb_add(&b, e.cfg->params[i].p.name);
+    }
+    sb_add(&b, "\n");
+    sqlite3_stmt *st = store_stmt(s, runs_sql);
+    int src = SQLITE_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, e.sweep);
+        while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+            char t[64];
+            snprintf(t, sizeof(t), "%lld,", (long long)sqlite3_column_int64(st, 0));
+            sb_add(&b, t);
+            sb_add(&b, runner_run_status_name(sqlite3_column_int(st, 1)));
+            sb_add(&b, ",");
+            sb_add(&b, runner_failure_name(sqlite3_column_int(st, 2)));
+            sb_add(&b, ",");
+            sb_num(&b, col_double(st, 4));
+            sb_add(&b, ",");
+            sb_num(&b, col_double(st, 5));
+            snprintf(t, sizeof(t), ",%d", sqlite3_column_int(st, 7));
+            sb_add(&b, t);
+            const char *x = sqlite3_column_blob(st, 3);
+            int ok = (size_t)sqlite3_column_bytes(st, 3) == e.cfg->n_params * sizeof(double);
+            for (size_t i = 0; i < e.cfg->n_params; i++) {
+                double v = NAN;
+                if (ok)
+                    memcpy(&v, x + i * sizeof(double), sizeof(double));
+                sb_add(&b, ",");
+                if (e.cfg->params[i].is_fixed && isnan(e.cfg->params[i].fixed_value))
+                    sb_add(&b, e.cfg->params[i].fixed_text);
+                else
+                    sb_num(&b, v);
+            }
+            sb_add(&b, "\n");
+        }
+        sqlite3_reset(st);
+    }
+    runner_config_destroy(e.cfg);
+    if (src != SQLITE_DONE || b.oom) {
+        free(b.p);
+        return b.oom ? ST_ENOMEM : st ? store_fail(s, src, "export") : ST_EDB;
+    }
+    *out = b.p;
+    return ST_OK;
+}
+
+/* ---- ask / tell -------------------------------------------------------------------------- */
+
+static st_status not_owned(runner_store *s, int64_t id)
+{
+    sqlite3_stmt *st = store_stmt(s, "SELECT owner FROM lease WHERE sweep_id = ?1 AND "
+                                     "expires > ?2");
+    if (!st)
+        return ST_EDB;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_double(st, 2, runner_now());
+    st_status rc = ST_OK;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        rc = st_errf(s->errmsg, ST_EBUSY, "a controller (%s) owns this sweep: stop it first",
+                     sqlite3_column_text(st, 0));
+    sqlite3_reset(st);
+    return rc;
+}
+
+st_status runner_store_ask(runner_store *s, const char *sweep, uint64_t *out_id, double *x_out,
+                           size_t cap)
+{
+    clear(s);
+    int64_t id;
+    char *text = NULL;
+    runner_config *cfg = NULL;
+    carbs *cb = NULL;
+    double *x = NULL, *all = NULL;
+    char em[ST_ERRMSG_MAX];
+    st_status rc = store_find_sweep(s, sweep, &id, &text);
+    if (!rc && (rc = runner_config_load_string(text, strlen(text), "stored config", &cfg, em)))
+        st_errf(s->errmsg, rc, "%s", em);
+    free(text);
+    if (rc)
+        return rc;
+    if (cap < cfg->n_params) {
+        runner_config_destroy(cfg);
+        return st_errf(s->errmsg, ST_EINVAL, "ask: room for %zu values, %zu needed", cap,
+                       cfg->n_params);
+    }
+    if ((rc = store_begin(s)))
+        goto out;
+    if ((rc = not_owned(s, id)))
+        goto txn;
+    sqlite3_stmt *st = store_stmt(s, "SELECT (SELECT count(*) FROM runs WHERE sweep_id = ?1),"
+                                     " (SELECT coalesce(sum(cost), 0) FROM runs WHERE sweep_id ="
+                                     " ?1), n_asks FROM sweeps WHERE id = ?1");
+    if (!st) {
+        rc = ST_EDB;
+        goto txn;
+    }
+    sqlite3_bind_int64(st, 1, id);
+    size_t n_runs = 0, n_asks = 0;
+    double spent = 0;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        n_runs = (size_t)sqlite3_column_int64(st, 0);
+        spent = sqlite3_column_double(st, 1);
+        n_asks = (size_t)sqlite3_column_int64(st, 2);
+    }
+    sqlite3_reset(st);
+    if ((cfg->budget_runs && n_runs >= cfg->budget_runs) || spent >= cfg->budget_cost) {
+        rc = st_errf(s->errmsg, ST_ERANGE, "the sweep's budget is spent (%zu runs, cost %g)",
+                     n_runs, spent);
+        goto txn;
+    }
+    /* outstanding asks cannot be shown to a rebuilt optimizer: a fresh seed per ask keeps
+     * successive asks apart */
+    if ((rc = store_rebuild_carbs(s, id, cfg, 7919 * (n_asks + 1), &cb)))
+        goto txn;
+    x = malloc(carbs_dim(cb) * sizeof(double));
+    all = malloc(cfg->n_params * sizeof(double));
+    if (!x || !all) {
+        rc = ST_ENOMEM;
+        goto txn;
+    }
+    if ((rc = carbs_suggest(cb, x, NULL))) {
+        st_errf(s->errmsg, rc, "optimizer: %s", carbs_errmsg(cb));
+        goto txn;
+    }
+    runner_x_from_carbs(cfg, x, all);
+    st = store_stmt(s, "INSERT INTO runs(sweep_id, status, x, created) VALUES(?1, 1, ?2, ?3)");
+    if (!st) {
+        rc = ST_EDB;
+        goto txn;
+    }
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_blob(st, 2, all, (int)(cfg->n_params * sizeof(double)), SQLITE_TRANSIENT);
+    sqlite3_bind_double(st, 3, runner_now());
+    if ((rc = store_exec_stmt(s, st, "recording an ask")))
+        goto txn;
+    *out_id = (uint64_t)sqlite3_last_insert_rowid(s->db);
+    st = store_stmt(s, "UPDATE sweeps SET n_asks = n_asks + 1 WHERE id = ?1");
+    if (!st) {
+        rc = ST_EDB;
+        goto txn;
+    }
+    sqlite3_bind_int64(st, 1, id);
+    if ((rc = store_exec_stmt(s, st, "counting asks")))
+        goto txn;
+    if ((rc = store_event(s, id, (int64_t)*out_id, 0, "ask", NULL)))
+        goto txn;
+    if ((rc = store_commit(s)))
+        goto out;
+    memcpy(x_out, all, cfg->n_params * sizeof(double));
+    goto out;
+txn:
+    store_rollback(s);
+out:
+    free(x);
+    free(all);
+    carbs_destroy(cb);
+    runner_config_destroy(cfg);
+    return rc;
+}
+
+st_status runner_store_tell(runner_store *s, const char *sweep, uint64_t run, double objective,
+                            double cost, int failed)
+{
+    clear(s);
+    int64_t id;
+    st_status rc = store_find_sweep(s, sweep, &id, NULL);
+    if (rc)
+        return rc;
+    if (!failed && (!isfinite(objective) || !(cost > 0) || !isfinite(cost)))
+        return st_errf(s->errmsg, ST_EINVAL,
+                       "a success needs a finite objective and a cost > 0 (or --failed)");
+    if ((rc = store_begin(s)))
+        return rc;
+    sqlite3_stmt *st = store_stmt(s, "SELECT status, x FROM runs WHERE id = ?1 AND sweep_id = ?2");
+    if (!st) {
+        store_rollback(s);
+        return ST_EDB;
+    }
+    sqlite3_bind_int64(st, 1, (int64_t)run);
+    sqlite3_bind_int64(st, 2, id);
+    void *x = NULL;
+    int x_len = 0, status = -1;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        status = sqlite3_column_int(st, 0);
+        x_len = sqlite3_column_bytes(st, 1);
+        x = malloc(x_len > 0 ? (size_t)x_len : 1);
+        if (x)
+            memcpy(x, sqlite3_column_blob(st, 1), (size_t)x_len);
+    }
+    sqlite3_reset(st);
+    if (status < 0)
+        rc = st_errf(s->errmsg, ST_ENOTFOUND, "no run %llu in this sweep", (unsigned long long)run);
+    else if (status != RUNNER_RUN_RUNNING)
+        rc = st_errf(s->errmsg, ST_ESTATE, "run %llu is %s, not waiting for a result",
+                     (unsigned long long)run, runner_run_status_name(status));
+    else if (!x)
+        rc = ST_ENOMEM;
+    if (!rc) {
+        st = store_stmt(s, "UPDATE runs SET status = ?2, failure = ?3, objective = ?4, cost = ?5,"
+                           " ended = ?6 WHERE id = ?1");
+        if (!st)
+            rc = ST_EDB;
+        else {
+            sqlite3_bind_int64(st, 1, (int64_t)run);
+            sqlite3_bind_int(st, 2, failed ? RUNNER_RUN_FAILED : RUNNER_RUN_SUCCEEDED);
+            sqlite3_bind_int(st, 3, failed ? RUNNER_FAIL_DIVERGED : RUNNER_FAIL_NONE);
+            if (!failed)
+                sqlite3_bind_double(st, 4, objective);
+            if (isfinite(cost) && cost > 0)
+                sqlite3_bind_double(st, 5, cost);
+            sqlite3_bind_double(st, 6, runner_now());
+            rc = store_exec_stmt(s, st, "recording a tell");
+        }
+    }
+    if (!rc) {
+        st = store_stmt(s, "INSERT INTO observations(sweep_id, run_id, x, output, cost, failed, "
+                           "t) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+        if (!st)
+            rc = ST_EDB;
+        else {
+            sqlite3_bind_int64(st, 1, id);
+            sqlite3_bind_int64(st, 2, (int64_t)run);
+            sqlite3_bind_blob(st, 3, x, x_len, SQLITE_TRANSIENT);
+            if (!failed)
+                sqlite3_bind_double(st, 4, objective);
+            if (isfinite(cost) && cost > 0)
+                sqlite3_bind_double(st, 5, cost);
+            sqlite3_bind_int(st, 6, failed ? 1 : 0);
+            sqlite3_bind_double(st, 7, runner_now());
+            rc = store_exec_stmt(s, st, "recording an observation");
+        }
+    }
+    if (!rc)
+        rc = store_event(s, id, (int64_t)run, 0, "tell", failed ? "failed" : "succeeded");
+    free(x);
+    if (rc) {
+        store_rollback(s);
+        return rc;
+    }
+    return store_commit(s);
+}
