@@ -58,6 +58,9 @@ static st_status validate_options(const carbs_options *o, char *msg)
         return st_errf(msg, ST_EINVAL, "option min_pareto_cost_fraction must be in [0, 1]");
     if (o->design > CARBS_DESIGN_GAUSSIAN)
         return st_errf(msg, ST_EINVAL, "option design: unknown value %d", (int)o->design);
+    if (o->output_transform > CARBS_TRANSFORM_RANK)
+        return st_errf(msg, ST_EINVAL, "option output_transform: unknown value %d",
+                       (int)o->output_transform);
     if (o->fantasy != CARBS_FANTASY_THOMPSON && o->fantasy != CARBS_FANTASY_MEAN)
         return st_errf(msg, ST_EINVAL, "option fantasy: unknown value %d", (int)o->fantasy);
     return ST_OK;

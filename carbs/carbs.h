@@ -94,36 +94,43 @@ typedef enum carbs_design {
     CARBS_DESIGN_GAUSSIAN = 3, /* i.i.d. Gaussian around the centre (CARBS) */
 } carbs_design;
 
+typedef enum carbs_transform {
+    CARBS_TRANSFORM_AUTO = 0,     /* recommended mode: RANK; faithful mode: QUANTILE */
+    CARBS_TRANSFORM_QUANTILE = 1, /* sklearn QuantileTransformer, sqrt(n) quantiles (CARBS) */
+    CARBS_TRANSFORM_RANK = 2,     /* rank-Gaussian with linear tails */
+} carbs_transform;
+
 /*
  * Options, filled by carbs_options_default(); names in brackets are the carbs_set_option() keys.
  * Defaults are CARBS' own unless stated.
  */
 typedef struct carbs_options {
-    carbs_mode mode;                 /* [mode] recommended */
-    int maximize;                    /* [maximize] 0: minimise the output (default) */
-    uint64_t seed;                   /* [seed] 0 */
-    size_t num_random_samples;       /* [num_random_samples] 4; initial design size */
-    int failures_count_as_random;    /* [failures_count_as_random] -1 auto: yes in recommended
-                                        mode, no in faithful mode (CARBS counts successes) */
-    carbs_design design;             /* [design] auto */
-    double search_radius;            /* [search_radius] 0.3 (basic units) */
-    double exploration_bias;         /* [exploration_bias] NaN = auto: xi of EI in normal
-                                        quantiles; 0 in recommended mode, 1 (CARBS) faithful */
-    size_t candidates_per_dim;       /* [candidates_per_dim] 100 */
-    size_t resample_frequency;       /* [resample_frequency] 5; 0 disables resampling */
-    double max_suggestion_cost;      /* [max_suggestion_cost] +inf: no cap */
-    double min_pareto_cost_fraction; /* [min_pareto_cost_fraction] 0.2 */
-    int pareto_conservative;         /* [pareto_conservative] 1 */
-    int ei_clamp;                    /* [ei_clamp] 1: random-cost clamp of the Pareto value */
-    int ei_always_max;               /* [ei_always_max] 0: ablation, compare with best output */
-    carbs_fantasy fantasy;           /* [fantasy] thompson */
-    size_t max_outstanding_age;      /* [max_outstanding_age] 0: never expire; else an
-                                        outstanding suggestion is forgotten once this many
-                                        observations arrived after it */
-    size_t gp_restarts;              /* [gp_restarts] 1: extra L-BFGS starts (recommended) */
-    size_t gp_max_fit_points;        /* [gp_max_fit_points] 128: hyperparameters are fitted on
-                                        at most this many points (a seeded subset); the
-                                        posterior always uses all of them (recommended) */
+    carbs_mode mode;                  /* [mode] recommended */
+    int maximize;                     /* [maximize] 0: minimise the output (default) */
+    uint64_t seed;                    /* [seed] 0 */
+    size_t num_random_samples;        /* [num_random_samples] 4; initial design size */
+    int failures_count_as_random;     /* [failures_count_as_random] -1 auto: yes in recommended
+                                         mode, no in faithful mode (CARBS counts successes) */
+    carbs_design design;              /* [design] auto */
+    double search_radius;             /* [search_radius] 0.3 (basic units) */
+    double exploration_bias;          /* [exploration_bias] NaN = auto: xi of EI in normal
+                                         quantiles; 0 in recommended mode, 1 (CARBS) faithful */
+    size_t candidates_per_dim;        /* [candidates_per_dim] 100 */
+    size_t resample_frequency;        /* [resample_frequency] 5; 0 disables resampling */
+    double max_suggestion_cost;       /* [max_suggestion_cost] +inf: no cap */
+    double min_pareto_cost_fraction;  /* [min_pareto_cost_fraction] 0.2 */
+    int pareto_conservative;          /* [pareto_conservative] 1 */
+    int ei_clamp;                     /* [ei_clamp] 1: random-cost clamp of the Pareto value */
+    int ei_always_max;                /* [ei_always_max] 0: ablation, compare with best output */
+    carbs_fantasy fantasy;            /* [fantasy] thompson */
+    size_t max_outstanding_age;       /* [max_outstanding_age] 0: never expire; else an
+                                         outstanding suggestion is forgotten once this many
+                                         observations arrived after it */
+    carbs_transform output_transform; /* [output_transform] auto: objective -> surrogate map */
+    size_t gp_restarts;               /* [gp_restarts] 1: extra L-BFGS starts (recommended) */
+    size_t gp_max_fit_points;         /* [gp_max_fit_points] 128: hyperparameters are fitted on
+                                         at most this many points (a seeded subset); the
+                                         posterior always uses all of them (recommended) */
 } carbs_options;
 
 carbs_options carbs_options_default(void);

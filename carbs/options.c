@@ -45,7 +45,8 @@ typedef enum opt_type {
     T_DOUBLE,
     T_MODE,
     T_DESIGN,
-    T_FANTASY
+    T_FANTASY,
+    T_TRANSFORM
 } opt_type;
 
 static const struct {
@@ -78,6 +79,8 @@ static const struct {
     O(fantasy, T_FANTASY, "values assumed for outstanding runs: thompson or mean"),
     O(max_outstanding_age, T_SIZE,
       "forget an outstanding suggestion after this many later observations (0: never)"),
+    O(output_transform, T_TRANSFORM,
+      "objective transform: auto, quantile (CARBS) or rank (rank-Gaussian, linear tails)"),
     O(gp_restarts, T_SIZE, "extra L-BFGS starts when fitting GP hyperparameters"),
     O(gp_max_fit_points, T_SIZE, "fit GP hyperparameters on at most this many points"),
 #undef O
@@ -102,6 +105,8 @@ static const char *type_word(opt_type t)
         return "auto|halton|sobol|gaussian";
     case T_FANTASY:
         return "thompson|mean";
+    case T_TRANSFORM:
+        return "auto|quantile|rank";
     }
     return "?";
 }
@@ -214,6 +219,13 @@ st_status carbs_options_set(carbs_options *o, const char *name, const char *valu
         if (parse_word(value, w, 2, &b))
             break;
         *(carbs_fantasy *)p = (carbs_fantasy)b;
+        return ST_OK;
+    }
+    case T_TRANSFORM: {
+        static const char *const w[] = {"auto", "quantile", "rank"};
+        if (parse_word(value, w, 3, &b))
+            break;
+        *(carbs_transform *)p = (carbs_transform)b;
         return ST_OK;
     }
     }

@@ -71,6 +71,7 @@ static void put_opts(wbuf *w, const carbs_options *o)
     put_u64(w, (uint64_t)o->ei_always_max);
     put_u64(w, (uint64_t)o->fantasy);
     put_u64(w, o->max_outstanding_age);
+    put_u64(w, (uint64_t)o->output_transform);
     put_u64(w, o->gp_restarts);
     put_u64(w, o->gp_max_fit_points);
 }
@@ -175,6 +176,7 @@ static void get_opts(rbuf *r, carbs_options *o)
     o->ei_always_max = (int)get_u64(r);
     o->fantasy = (carbs_fantasy)get_u64(r);
     o->max_outstanding_age = get_u64(r);
+    o->output_transform = (carbs_transform)get_u64(r);
     o->gp_restarts = get_u64(r);
     o->gp_max_fit_points = get_u64(r);
 }

@@ -265,7 +265,11 @@ static st_status models_fit(carbs *c, models *m, int pareto)
         m->cs[k] = c->obs_c[i];
         k++;
     }
-    st_status s = faithful(c) ? qt_fit(&m->qt, ns, yraw) : qt_fit_rank(&m->qt, ns, yraw);
+    carbs_transform tr = c->o.output_transform;
+    if (tr == CARBS_TRANSFORM_AUTO)
+        tr = faithful(c) ? CARBS_TRANSFORM_QUANTILE : CARBS_TRANSFORM_RANK;
+    st_status s =
+        tr == CARBS_TRANSFORM_QUANTILE ? qt_fit(&m->qt, ns, yraw) : qt_fit_rank(&m->qt, ns, yraw);
     if (s == ST_OK) {
         for (size_t i = 0; i < ns; i++)
             m->ys[i] = sign_of(c) * qt_forward(&m->qt, yraw[i]);
