@@ -20,7 +20,7 @@
 static char tu_trainer[4096];
 static char tu_dir[4096];
 
-static void tu_init(const char *argv0)
+static inline void tu_init(const char *argv0)
 {
     char tmp[4096];
     snprintf(tmp, sizeof(tmp), "%s", argv0);
@@ -32,7 +32,7 @@ static void tu_init(const char *argv0)
         perror("mkdtemp");
 }
 
-static void tu_cleanup(void)
+static inline void tu_cleanup(void)
 {
     char cmd[4200];
     if (getenv("ST_TEST_KEEP"))
@@ -44,7 +44,7 @@ static void tu_cleanup(void)
 
 /* A sweep file: `args` is the YAML list tail after the trainer (e.g. "--mode, crash"),
  * `extra` more top-level YAML. */
-static runner_config *tu_config(const char *name, const char *args, const char *extra)
+static inline runner_config *tu_config(const char *name, const char *args, const char *extra)
 {
     char text[8192], em[ST_ERRMSG_MAX];
     snprintf(text, sizeof(text),
@@ -64,7 +64,7 @@ static runner_config *tu_config(const char *name, const char *args, const char *
     return c;
 }
 
-static char *tu_path(const char *name)
+static inline char *tu_path(const char *name)
 {
     static char p[4][4200];
     static int k;
@@ -74,7 +74,8 @@ static char *tu_path(const char *name)
 }
 
 /* Launches (or resumes, if cfg is NULL) and runs to the end; returns the status. */
-static st_status tu_sweep(const char *db, runner_config *cfg, const char *name, int *finished)
+static inline st_status tu_sweep(const char *db, runner_config *cfg, const char *name,
+                                 int *finished)
 {
     runner_options o = runner_options_default();
     o.db_path = db;
@@ -96,7 +97,7 @@ static st_status tu_sweep(const char *db, runner_config *cfg, const char *name, 
 }
 
 /* Alive and not a zombie (orphans may wait for a reaper that never comes in a container). */
-static int tu_alive(pid_t pid)
+static inline int tu_alive(pid_t pid)
 {
     char p[64], buf[512];
     if (kill(pid, 0) != 0)
@@ -113,7 +114,7 @@ static int tu_alive(pid_t pid)
 }
 
 /* One integer from the store. */
-static long long tu_query(const char *db, const char *sql)
+static inline long long tu_query(const char *db, const char *sql)
 {
     sqlite3 *h = NULL;
     long long v = -1;
