@@ -18,4 +18,7 @@ void cli_error(const char *hint, const char *fmt, ...)
 /* cli/cmd_fit.c: `scaletune fit` and `scaletune fit allocate`. */
 int cmd_fit(int argc, char **argv);
 
+/* cli/cmd_sweep.c: `scaletune sweep launch|resume|status|stop|export|ask|tell`. */
+int cmd_sweep(int argc, char **argv);
+
 #endif

@@ -18,6 +18,7 @@ static const struct {
 } commands[] = {
     {"version", cmd_version, "print the version"},
     {"fit", cmd_fit, "fit a scaling law to runs (CSV); 'fit allocate' for N_opt, D_opt"},
+    {"sweep", cmd_sweep, "run a sweep: launch, resume, status, stop, export, ask, tell"},
 };
 
 void cli_error(const char *hint, const char *fmt, ...)

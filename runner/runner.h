@@ -197,6 +197,11 @@ st_status runner_store_open(const char *path, runner_store **out, char *errmsg);
 void runner_store_close(runner_store *s);
 const char *runner_store_errmsg(const runner_store *s);
 
+/* The names of sweep `sweep`'s parameters (all of them, fixed ones included, in file order):
+ * *n names, borrowed until the next call on the store. ST_OK, ST_ENOTFOUND, ST_EDB. */
+st_status runner_store_params(runner_store *s, const char *sweep, size_t *n,
+                              const char *const **names);
+
 /* Sweep names, oldest first, as one "\n"-separated list (borrowed). ST_OK or ST_EDB. */
 st_status runner_store_list(runner_store *s, const char **names);
 

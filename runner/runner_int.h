@@ -26,7 +26,9 @@
 struct runner_store {
     sqlite3 *db;
     char errmsg[ST_ERRMSG_MAX];
-    char *names; /* runner_store_list's result */
+    char *names;   /* runner_store_list's result */
+    char **params; /* runner_store_params' result */
+    size_t n_params;
     struct {
         const char *sql; /* a string literal: cached by address */
         sqlite3_stmt *st;

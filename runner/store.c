@@ -237,6 +237,9 @@ void runner_store_close(runner_store *s)
         sqlite3_finalize(s->cache[i].st);
     sqlite3_close(s->db);
     free(s->names);
+    for (size_t i = 0; i < s->n_params; i++)
+        free(s->params[i]);
+    free(s->params);
     free(s);
 }
 
@@ -325,6 +328,44 @@ st_status runner_store_list(runner_store *s, const char **names)
     free(s->names);
     s->names = buf;
     *names = buf;
+    return ST_OK;
+}
+
+st_status runner_store_params(runner_store *s, const char *sweep, size_t *n,
+                              const char *const **names)
+{
+    s->errmsg[0] = '\0';
+    int64_t id;
+    st_status rc = store_find_sweep(s, sweep, &id, NULL);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < s->n_params; i++)
+        free(s->params[i]);
+    s->n_params = 0;
+    sqlite3_stmt *st = store_stmt(s, "SELECT name FROM parameters WHERE sweep_id = ?1 "
+                                     "ORDER BY idx");
+    if (!st)
+        return ST_EDB;
+    sqlite3_bind_int64(st, 1, id);
+    int src;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        char **np = realloc(s->params, (s->n_params + 1) * sizeof(char *));
+        char *name = strdup((const char *)sqlite3_column_text(st, 0));
+        if (!np || !name) {
+            free(name);
+            if (np)
+                s->params = np;
+            sqlite3_reset(st);
+            return ST_ENOMEM;
+        }
+        s->params = np;
+        s->params[s->n_params++] = name;
+    }
+    sqlite3_reset(st);
+    if (src != SQLITE_DONE)
+        return store_fail(s, src, "reading parameter names");
+    *n = s->n_params;
+    *names = (const char *const *)s->params;
     return ST_OK;
 }
 
