@@ -155,10 +155,11 @@ bench: $(BUILD)/bench/compare $(BUILD)/bench/compare_report
 	@rm -rf $(BUILD)/bench/logs; mkdir -p $(BUILD)/bench/logs bench/results
 	@for b in $(BENCH_SUITES); do \
 	  echo "== $$b"; t0=$$(date +%s.%N); \
-	  { if $(MAKE) --no-print-directory $$b; then echo ok; else echo failed; fi \
-	      > $(BUILD)/bench/logs/$$b.st; } 2>&1 | tee $(BUILD)/bench/logs/$$b.log; \
-	  echo "$$(cat $(BUILD)/bench/logs/$$b.st) $$(echo "$$(date +%s.%N) - $$t0" | bc)" \
-	    > $(BUILD)/bench/logs/$$b.status; rm -f $(BUILD)/bench/logs/$$b.st; \
+	  { $(MAKE) --no-print-directory $$b; echo $$? > $(BUILD)/bench/logs/$$b.rc; } 2>&1 \
+	    | tee $(BUILD)/bench/logs/$$b.log; \
+	  if [ "$$(cat $(BUILD)/bench/logs/$$b.rc)" = 0 ]; then st=ok; else st=failed; fi; \
+	  echo "$$st $$(awk "BEGIN{print $$(date +%s.%N) - $$t0}")" > $(BUILD)/bench/logs/$$b.status; \
+	  rm -f $(BUILD)/bench/logs/$$b.rc; \
 	done
 	@echo "== bench-compare"
 	$(MAKE) --no-print-directory bench-compare
@@ -167,7 +168,7 @@ bench: $(BUILD)/bench/compare $(BUILD)/bench/compare_report
 	@grep -A40 '^## Ratios' bench/results/latest.md
 test-bench: $(BUILD)/tests/bench/test_bench_sim $(BUILD)/bench/llmsim/llmsim
 	@tests/run-tests.sh $(BUILD)/tests/bench/test_bench_sim
-.PHONY: test-bench bench-compare
+.PHONY: test-bench bench-compare bench
 
 # --------------------------------------------------------------------------------------------
 programs: $(PROGRAMS)
