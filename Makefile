@@ -95,6 +95,11 @@ $(BUILD)/trainer/%.o: CFLAGS += -O3 -fno-math-errno
 PROGRAMS += $(BUILD)/scaletune-train
 $(BUILD)/scaletune-train: $(BUILD)/trainer/train_main.o $(STATIC)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+bench-trainer: $(BUILD)/bench/bench_trainer
+	$(BUILD)/bench/bench_trainer
+$(BUILD)/bench/bench_trainer: $(BUILD)/bench/bench_trainer.o $(BUILD)/mod/libtrainer.a \
+                              $(BUILD)/mod/libcommon.a
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # ---- runner --------------------------------------------------------------------------------
 # tests/runner/fake_trainer: a trainer told by its arguments how to behave (tests only)
