@@ -145,7 +145,7 @@ static void run_trainer(const runner_job_spec *spec, int go_fd)
     _exit(127);
 }
 
-/* The supervisor (already forked, fd 3 is the pipe to the controller). Never returns. */
+/* The supervisor (already forked). Never returns. */
 static void run_supervisor(const runner_job_spec *spec)
 {
     setsid();
@@ -153,7 +153,7 @@ static void run_supervisor(const runner_job_spec *spec)
     signal(SIGTERM, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
-    close_from(4);
+    close_from(3);
     int go[2];
     if (pipe(go) != 0)
         _exit(1);
@@ -162,7 +162,6 @@ static void run_supervisor(const runner_job_spec *spec)
         _exit(1);
     if (t == 0) {
         close(go[1]);
-        close(3);
         run_trainer(spec, go[0]);
     }
     close(go[0]);
@@ -175,9 +174,6 @@ static void run_supervisor(const runner_job_spec *spec)
         waitpid(t, NULL, 0);
         _exit(1);
     }
-    snprintf(text, sizeof(text), "%ld:%ld", (long)getpid(), (long)t);
-    (void)write_all(3, text, strlen(text));
-    close(3);
     (void)write_all(go[1], "g", 1);
     close(go[1]);
     int status;
@@ -207,55 +203,39 @@ static st_status local_submit(void *state, const runner_job_spec *spec, char *jo
         l->children = np;
         l->cap_children = nc;
     }
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) != 0)
-        return st_errf(errmsg, ST_EBACKEND, "pipe: %s", strerror(errno));
+    /* no waiting for the supervisor: its pid is the job id, the trainer's pid is read from
+     * <dir>/pid when needed; a supervisor that fails early is seen by poll as LOST */
     pid_t s = fork();
-    if (s < 0) {
-        close(p[0]);
-        close(p[1]);
+    if (s < 0)
         return st_errf(errmsg, ST_EBACKEND, "fork: %s", strerror(errno));
-    }
-    if (s == 0) {
-        close(p[0]);
-        if (p[1] != 3) {
-            dup2(p[1], 3);
-            close(p[1]);
-        } else {
-            fcntl(3, F_SETFD, 0);
-        }
+    if (s == 0)
         run_supervisor(spec);
-    }
-    close(p[1]);
     l->children[l->n_children++] = s;
-    char buf[64];
-    size_t n = 0;
-    for (;;) {
-        ssize_t r = read(p[0], buf + n, sizeof(buf) - 1 - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-    }
-    close(p[0]);
-    buf[n] = '\0';
-    if (n == 0 || !strchr(buf, ':')) {
-        reap(l);
-        return st_errf(errmsg, ST_EBACKEND, "the supervisor could not start the run in %s",
-                       spec->dir);
-    }
-    snprintf(job_id, cap, "%s", buf);
+    snprintf(job_id, cap, "%ld", (long)s);
     return ST_OK;
 }
 
-static int parse_job(const char *job_id, pid_t *sup, pid_t *trainer)
+/* The supervisor's pid from a job id; the trainer's from <dir>/pid (0 if not written yet). */
+static int parse_job(const char *job_id, const char *dir, pid_t *sup, pid_t *trainer)
 {
-    long a, b;
-    if (sscanf(job_id, "%ld:%ld", &a, &b) != 2 || a <= 1 || b <= 1)
+    long a;
+    if (sscanf(job_id, "%ld", &a) != 1 || a <= 1)
         return -1;
     *sup = (pid_t)a;
-    *trainer = (pid_t)b;
+    *trainer = 0;
+    if (!dir)
+        return 0;
+    char p[4096], buf[128];
+    path_in(p, sizeof(p), dir, "pid");
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    long x, t;
+    buf[n > 0 ? n : 0] = '\0';
+    if (sscanf(buf, "%ld %ld", &x, &t) == 2 && x == a && t > 1)
+        *trainer = (pid_t)t;
     return 0;
 }
 
@@ -314,11 +294,11 @@ static st_status local_poll(void *state, runner_job *jobs, size_t n, char *errms
         j->exit_code = j->signal = 0;
         if (read_exit(j->dir, j))
             continue;
-        if (parse_job(j->job_id, &sup, &tr) != 0 || !alive(sup)) {
+        if (parse_job(j->job_id, NULL, &sup, &tr) != 0 || !alive(sup)) {
             /* the supervisor may have written the file between the two checks */
             if (!read_exit(j->dir, j)) {
                 j->state = RUNNER_JOB_LOST;
-                if (parse_job(j->job_id, &sup, &tr) == 0)
+                if (parse_job(j->job_id, j->dir, &sup, &tr) == 0 && tr > 1)
                     kill(-tr, SIGKILL); /* nobody watches it any more */
             }
         }
@@ -326,12 +306,15 @@ static st_status local_poll(void *state, runner_job *jobs, size_t n, char *errms
     return ST_OK;
 }
 
-static st_status local_cancel(void *state, const char *job_id, int force, char *errmsg)
+static st_status local_cancel(void *state, const char *job_id, const char *dir, int force,
+                              char *errmsg)
 {
     (void)state;
     pid_t sup, tr;
-    if (parse_job(job_id, &sup, &tr) != 0)
+    if (parse_job(job_id, dir, &sup, &tr) != 0)
         return st_errf(errmsg, ST_EBACKEND, "bad local job id '%s'", job_id);
+    if (tr <= 1)
+        return st_errf(errmsg, ST_EBUSY, "the run in %s has not started yet", dir);
     if (kill(-tr, force ? SIGKILL : SIGTERM) != 0 && errno != ESRCH)
         return st_errf(errmsg, ST_EBACKEND, "kill %ld: %s", (long)tr, strerror(errno));
     return ST_OK;
@@ -350,7 +333,7 @@ static st_status local_adopt(void *state, const char *dir, char *job_id, size_t 
             long a, b;
             buf[n > 0 ? n : 0] = '\0';
             if (sscanf(buf, "%ld %ld", &a, &b) == 2) {
-                snprintf(job_id, cap, "%ld:%ld", a, b);
+                snprintf(job_id, cap, "%ld", a);
                 return ST_OK;
             }
             return ST_ENOTFOUND; /* "abandoned" */

@@ -696,7 +696,8 @@ static st_status tail(runner *r, active *a)
     if (!rc) {
         sqlite3_stmt *st = store_stmt(
             r->st, "UPDATE attempts SET out_off = ?2, mf_off = ?3, n_lines = ?4, n_garbage = ?5,"
-                   " last_metric = ?6, max_cost = ?7, diverged = ?8, final = ?9 WHERE id = ?1");
+                   " last_metric = ?6, max_cost = ?7, diverged = ?8, final = ?9,"
+                   " state = 'running', job_id = ?10 WHERE id = ?1");
         if (!st)
             rc = ST_EDB;
         else {
@@ -711,6 +712,7 @@ static st_status tail(runner *r, active *a)
             sqlite3_bind_int(st, 8, a->diverged);
             if (a->final_line)
                 sqlite3_bind_text(st, 9, a->final_line, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_text(st, 10, a->job_id, -1, SQLITE_TRANSIENT);
             rc = store_exec_stmt(r->st, st, "recording metrics offsets");
         }
     }
@@ -824,7 +826,8 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
     if ((rc = store_begin(r->st)))
         return rc;
     sqlite3_stmt *st = store_stmt(r->st, "UPDATE attempts SET state = 'done', ended = ?2, "
-                                         "exit_code = ?3, signal = ?4, failure = ?5 WHERE id = ?1");
+                                         "exit_code = ?3, signal = ?4, failure = ?5, "
+                                         "job_id = coalesce(?6, job_id) WHERE id = ?1");
     if (!st)
         goto db;
     sqlite3_bind_int64(st, 1, a->attempt_id);
@@ -834,6 +837,8 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
     if (job->state == RUNNER_JOB_SIGNALED)
         sqlite3_bind_int(st, 4, job->signal);
     sqlite3_bind_int(st, 5, (int)kind);
+    if (a->job_id[0])
+        sqlite3_bind_text(st, 6, a->job_id, -1, SQLITE_TRANSIENT);
     if ((rc = store_exec_stmt(r->st, st, "settling an attempt")))
         goto out;
     st = store_stmt(r->st, "UPDATE runs SET status = ?2, failure = ?3, objective = ?4, cost = ?5,"
@@ -1077,22 +1082,8 @@ static st_status launch_run(runner *r, int64_t run_id, const double *x_all, doub
         r->errmsg[0] = '\0';
         return rc;
     }
-    if ((rc = store_begin(r->st)))
-        return rc;
-    st = store_stmt(r->st, "UPDATE attempts SET state = 'running', job_id = ?2 WHERE id = ?1");
-    if (!st) {
-        store_rollback(r->st);
-        return ST_EDB;
-    }
-    sqlite3_bind_int64(st, 1, a->attempt_id);
-    sqlite3_bind_text(st, 2, a->job_id, -1, SQLITE_TRANSIENT);
-    rc = store_exec_stmt(r->st, st, "recording a job id");
-    if (!rc)
-        rc = store_commit(r->st);
-    else
-        store_rollback(r->st);
-    if (rc)
-        return rc;
+    /* the job id reaches the store with the attempt's next write (metrics or its end); a
+     * controller dying before that finds the attempt 'launching' and adopts it from files */
     a->overhead += runner_mono() - t0;
     progress(r, "launched run %lld attempt %u", (long long)run_id, number);
     return ST_OK;
@@ -1297,10 +1288,11 @@ static void kill_attempt(runner *r, active *a, runner_failure why, double now)
     if (a->kill_stage)
         return;
     char em[ST_ERRMSG_MAX];
+    if (r->be->cancel(r->be_state, a->job_id, a->dir, r->cfg->kill_grace_seconds <= 0, em))
+        return; /* not signalable yet: the next poll tries again */
     a->kill_reason = why;
     a->kill_stage = 1;
     a->kill_at = now + r->cfg->kill_grace_seconds;
-    r->be->cancel(r->be_state, a->job_id, r->cfg->kill_grace_seconds <= 0, em);
 }
 
 static void check_limits(runner *r, active *a, double now)
@@ -1308,8 +1300,8 @@ static void check_limits(runner *r, active *a, double now)
     if (a->kill_stage) {
         if (a->kill_stage == 1 && now >= a->kill_at) {
             char em[ST_ERRMSG_MAX];
-            r->be->cancel(r->be_state, a->job_id, 1, em);
-            a->kill_stage = 2;
+            if (!r->be->cancel(r->be_state, a->job_id, a->dir, 1, em))
+                a->kill_stage = 2;
         }
         return;
     }

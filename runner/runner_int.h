@@ -20,7 +20,7 @@
 
 /* ---- store.c ----------------------------------------------------------------------------- */
 
-#define RUNNER_SCHEMA_VERSION 1
+#define RUNNER_SCHEMA_VERSION 2
 #define STORE_STMT_CACHE      64
 
 struct runner_store {
@@ -115,7 +115,8 @@ typedef struct runner_job {
  * ST_EBACKEND (with errmsg), ST_ENOMEM.
  *  submit  launches one attempt; writes a job id (opaque text, stored) into job_id[cap].
  *  poll    fills state/exit_code/signal of n jobs in one batch (one squeue call for Slurm).
- *  cancel  asks a job to stop (SIGTERM or scancel); force: kill now (SIGKILL).
+ *  cancel  asks a job to stop (SIGTERM or scancel); force: kill now (SIGKILL). ST_EBUSY if
+ *          the job cannot be signalled yet (not started): the controller tries again.
  *  adopt   for an attempt recorded as launching by a controller that died: ST_OK and its job
  *          id if it was launched, ST_ENOTFOUND if it never was (and now never will be).
  * poll works from the job id and files alone, so a new controller settles jobs it did not
@@ -128,7 +129,7 @@ typedef struct runner_backend_type {
     st_status (*submit)(void *state, const runner_job_spec *spec, char *job_id, size_t cap,
                         char *errmsg);
     st_status (*poll)(void *state, runner_job *jobs, size_t n, char *errmsg);
-    st_status (*cancel)(void *state, const char *job_id, int force, char *errmsg);
+    st_status (*cancel)(void *state, const char *job_id, const char *dir, int force, char *errmsg);
     st_status (*adopt)(void *state, const char *dir, char *job_id, size_t cap, char *errmsg);
 } runner_backend_type;
 

@@ -52,6 +52,8 @@ static const char *const migrations[RUNNER_SCHEMA_VERSION] = {
     "CREATE TABLE lease(sweep_id INTEGER PRIMARY KEY REFERENCES sweeps(id), owner TEXT NOT NULL,"
     "  host TEXT NOT NULL, pid INTEGER NOT NULL, heartbeat REAL NOT NULL,"
     "  expires REAL NOT NULL);",
+    /* v2: a covering index for status and the Pareto front (no sort, no table reads) */
+    "CREATE INDEX runs_by_status_cost ON runs(sweep_id, status, cost, objective, n_attempts);",
 };
 
 double runner_now(void)
