@@ -95,6 +95,37 @@ $(BUILD)/trainer/%.o: CFLAGS += -O3 -fno-math-errno
 PROGRAMS += $(BUILD)/scaletune-train
 $(BUILD)/scaletune-train: $(BUILD)/trainer/train_main.o $(STATIC)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+# make cuda: the CUDA trainer (build/scaletune-train-cuda) and its parity test, when nvcc exists;
+# sm_75 and newer (nvcc 13 dropped older targets). Not part of `all`.
+CUDA_HOME  ?= /usr/local/cuda
+CUDA_GENCODE ?= -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 \
+                -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
+NVCC_PATH  := $(shell command -v $(NVCC) 2>/dev/null)
+cuda:
+ifeq ($(NVCC_PATH),)
+	@echo "✗ nvcc not found ($(NVCC)): the CUDA trainer is not built (CPU trainer: make)"
+else
+	@echo "✓ nvcc: $(NVCC_PATH)"
+	$(MAKE) --no-print-directory $(BUILD)/scaletune-train-cuda \
+	  $(BUILD)/tests/trainer/test_trainer_cuda_gpu
+	@tests/run-tests.sh $(BUILD)/tests/trainer/test_trainer_cuda_gpu
+endif
+$(BUILD)/cuda/gpt_cuda.o: trainer/gpt_cuda.cu trainer/gpt.h
+	@mkdir -p $(@D)
+	$(NVCC) -O3 -std=c++17 -I. $(CUDA_GENCODE) -Xcompiler -fPIC -c $< -o $@
+$(BUILD)/cuda/train_main.o: trainer/train_main.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DGPT_WITH_CUDA -c $< -o $@
+$(BUILD)/cuda/test_trainer_cuda.o: tests/trainer/test_trainer_cuda.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DGPT_WITH_CUDA -c $< -o $@
+$(BUILD)/scaletune-train-cuda: $(BUILD)/cuda/train_main.o $(BUILD)/cuda/gpt_cuda.o $(STATIC)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) $(CUDA_LIBS) -o $@
+$(BUILD)/tests/trainer/test_trainer_cuda_gpu: $(BUILD)/cuda/test_trainer_cuda.o \
+    $(BUILD)/cuda/gpt_cuda.o $(BUILD)/mod/libtrainer.a $(BUILD)/mod/libcommon.a
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) $(CUDA_LIBS) -o $@
+.PHONY: cuda
 bench-trainer: $(BUILD)/bench/bench_trainer
 	$(BUILD)/bench/bench_trainer
 $(BUILD)/bench/bench_trainer: $(BUILD)/bench/bench_trainer.o $(BUILD)/mod/libtrainer.a \
