@@ -93,8 +93,12 @@ bench-fit: $(BUILD)/bench/bench_fit
 # The hot loops want -O3 (vectorised element loops; gpt_int.h adds AVX2 clones at run time).
 $(BUILD)/trainer/%.o: CFLAGS += -O3 -fno-math-errno
 PROGRAMS += $(BUILD)/scaletune-train
-$(BUILD)/scaletune-train: $(BUILD)/trainer/train_main.o $(STATIC)
+# linked from the trainer's own archives, so that it builds even when another module does not
+$(BUILD)/scaletune-train: $(BUILD)/trainer/train_main.o $(BUILD)/mod/libtrainer.a \
+                          $(BUILD)/mod/libcommon.a
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+# tests/trainer/test_trainer_cli runs the program
+test-trainer: $(BUILD)/scaletune-train
 # make cuda: the CUDA trainer (build/scaletune-train-cuda) and its parity test, when nvcc exists;
 # sm_75 and newer (nvcc 13 dropped older targets). Not part of `all`.
 CUDA_HOME  ?= /usr/local/cuda
