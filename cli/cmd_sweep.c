@@ -27,6 +27,7 @@ static const char usage_text[] =
     "\n"
     "commands:\n"
     "  launch FILE        start the sweep described by FILE (YAML, docs/config.md)\n"
+    "  create FILE        record the sweep without running it (for ask/tell)\n"
     "  resume             go on with a stopped or crashed sweep\n"
     "  status             runs done, running, failed, retried; best; Pareto front; spend\n"
     "  stop               ask the controller that owns the sweep to stop gracefully\n"
@@ -180,7 +181,7 @@ static void setup(runner_options *o, const args *a, progress_state *ps)
     signal(SIGTERM, on_signal);
 }
 
-static int do_launch(const args *a)
+static int do_launch(const args *a, int run)
 {
     if (!a->file) {
         cli_error("scaletune sweep launch sweep.yaml [--db FILE]", "launch needs a sweep file");
@@ -203,6 +204,10 @@ static int do_launch(const args *a)
         cli_error(rc == ST_ESTATE ? "use 'scaletune sweep resume', or change 'name'" : NULL, "%s",
                   em);
         return 1;
+    }
+    if (!run) {
+        runner_destroy(r);
+        return 0;
     }
     return run_controller(r, &ps);
 }
@@ -396,7 +401,9 @@ int cmd_sweep(int argc, char **argv)
         return rc;
     const char *c = argv[1];
     if (!strcmp(c, "launch"))
-        return do_launch(&a);
+        return do_launch(&a, 1);
+    if (!strcmp(c, "create"))
+        return do_launch(&a, 0);
     if (!strcmp(c, "resume"))
         return do_resume(&a);
     if (!strcmp(c, "status"))
