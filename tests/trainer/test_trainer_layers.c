@@ -48,7 +48,7 @@ typedef double (*objective)(void *ctx);
  * largest gradient entry */
 static double fd_check(objective J, void *ctx, double *x, size_t n, const float *got)
 {
-    double *fd = malloc(n * sizeof(double)), err = 0;
+    double *fd = calloc(n ? n : 1, sizeof(double)), err = 0;
     for (size_t i = 0; i < n; i++) {
         double keep = x[i];
         x[i] = keep + H;
