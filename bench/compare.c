@@ -316,6 +316,7 @@ typedef struct figures {
     double regret_100x;         /* relative; inf if the recommendation diverges; NaN if none */
     double lr_ratio_100x;       /* recommended lr / optimal lr at the target */
     double n_runs, n_failed;
+    double spent; /* total cost of the trace */
 } figures;
 
 static int in_band(double truth, double best)
@@ -409,6 +410,7 @@ static void compute_figures(const problem *p, const trace *t, figures *f)
     while (k < N_BUDGET)
         f->at_budget[k++] = inc_truth;
     f->best = inc_truth;
+    f->spent = spent;
     f->n_runs = (double)t->n;
     f->regret_100x = f->lr_ratio_100x = NAN;
     if (!strcmp(p->name, "sim"))
@@ -747,6 +749,7 @@ int main(int argc, char **argv)
 
     /* ---- figures, medians, ratios ---- */
     json_t *root = json_object(), *jp = json_object(), *ratios = json_object();
+    json_t *notes = json_object();
     json_t *cfg = json_object();
     json_object_set_new(cfg, "seeds", json_integer(n_seeds));
     json_object_set_new(cfg, "quick", json_boolean(quick));
@@ -762,18 +765,21 @@ int main(int argc, char **argv)
         json_object_set_new(po, "unit_cost", json_real(p->unit_cost));
         json_object_set_new(po, "budget", json_real(p->budget_units * p->unit_cost));
         json_object_set_new(po, "max_evals", json_integer((json_int_t)p->max_evals));
-        double med_cost[N_OPT], med_regret[N_OPT], med_best[N_OPT];
+        /* med_cost_lb: the median with never-reached seeds counted at their total spend, a lower
+         * bound on the true median (cost to the band is censored at the spend) */
+        double med_cost[N_OPT], med_cost_lb[N_OPT], med_regret[N_OPT], med_best[N_OPT];
         for (int o = 0; o < N_OPT; o++) {
-            med_cost[o] = med_regret[o] = med_best[o] = NAN;
+            med_cost[o] = med_cost_lb[o] = med_regret[o] = med_best[o] = NAN;
             if (!use[o])
                 continue;
-            double c1[256], c1g[256], bud[N_BUDGET][256], best[256], rg[256], lrr[256], fails[256],
-                runs[256], wall[256], sug[256];
+            double c1[256], c1lb[256], c1g[256], bud[N_BUDGET][256], best[256], rg[256], lrr[256],
+                fails[256], runs[256], wall[256], sug[256];
             for (long s = 0; s < n_seeds; s++) {
                 figures f;
                 const trace *t = TR(pi, o, s);
                 compute_figures(p, t, &f);
                 c1[s] = f.cost_to_1pct / p->unit_cost;
+                c1lb[s] = isinf(c1[s]) ? f.spent / p->unit_cost : c1[s];
                 c1g[s] = f.cost_to_1pct_global / p->unit_cost;
                 for (int k = 0; k < N_BUDGET; k++)
                     bud[k][s] = f.at_budget[k];
@@ -808,6 +814,7 @@ int main(int argc, char **argv)
                 med_regret[o] = quantile(rg, (size_t)n_seeds, 0.5);
             }
             med_cost[o] = quantile(c1, (size_t)n_seeds, 0.5);
+            med_cost_lb[o] = quantile(c1lb, (size_t)n_seeds, 0.5);
             med_best[o] = quantile(best, (size_t)n_seeds, 0.5);
             json_object_set_new(oo, opt_names[o], r);
         }
@@ -822,10 +829,33 @@ int main(int argc, char **argv)
             const char *sfx = strcmp(p->name, "sim") ? p->name : NULL;
             snprintf(key, sizeof(key), "cost_to_1pct_vs_%s%s%s", opt_names[o], sfx ? "_" : "",
                      sfx ? sfx : "");
-            json_object_set_new(ratios, key, jnum(med_cost[OPT_SCALETUNE] / med_cost[o]));
+            double a = med_cost[OPT_SCALETUNE], b = med_cost[o];
+            if (isfinite(a) && isfinite(b)) {
+                json_object_set_new(ratios, key, jnum(a / b));
+            } else if (isfinite(a)) {
+                json_object_set_new(ratios, key, jnum(a / med_cost_lb[o]));
+                json_object_set_new(notes, key,
+                                    json_string("upper bound: the baseline's median seed never "
+                                                "reached the band; its spend is a lower bound"));
+            } else if (isfinite(b)) {
+                json_object_set_new(ratios, key, jnum(med_cost_lb[OPT_SCALETUNE] / b));
+                json_object_set_new(notes, key,
+                                    json_string("lower bound: scaletune's median seed never "
+                                                "reached the band; its spend is a lower bound"));
+            } else {
+                json_object_set_new(ratios, key, json_null());
+                json_object_set_new(notes, key,
+                                    json_string("neither median seed reached the band"));
+            }
             if (!sfx) {
                 snprintf(key, sizeof(key), "regret_100x_vs_%s", opt_names[o]);
-                json_object_set_new(ratios, key, jnum(med_regret[OPT_SCALETUNE] / med_regret[o]));
+                a = med_regret[OPT_SCALETUNE];
+                b = med_regret[o];
+                json_object_set_new(
+                    ratios, key, isfinite(a) && isfinite(b) && b > 0 ? jnum(a / b) : json_null());
+                if (!(isfinite(a) && isfinite(b)))
+                    json_object_set_new(notes, key,
+                                        json_string("a median recommendation diverged"));
             }
             /* gap to the best achievable objective, at the end of the budget */
             snprintf(key, sizeof(key), "final_gap_vs_%s%s%s", opt_names[o], sfx ? "_" : "",
@@ -837,6 +867,7 @@ int main(int argc, char **argv)
     }
     json_object_set_new(root, "problems", jp);
     json_object_set_new(root, "ratios", ratios);
+    json_object_set_new(root, "ratio_notes", notes);
     if (json_dump_file(root, out, JSON_INDENT(1) | JSON_REAL_PRECISION(6)) != 0) {
         fprintf(stderr, "compare: cannot write %s: %s\n", out, strerror(errno));
         return 1;

@@ -182,12 +182,16 @@ static void write_md(FILE *f, json_t *root)
                "speed-ups)\n\n| ratio | value |\n|---|---|\n");
     const char *k;
     json_t *v;
+    json_t *notes = json_object_get(root, "ratio_notes");
     json_object_foreach(json_object_get(root, "ratios"), k, v)
     {
+        const char *note = json_string_value(json_object_get(notes, k));
         if (json_is_number(v))
-            fprintf(f, "| %s | %.4g |\n", k, json_number_value(v));
+            fprintf(f, "| %s | %.4g%s%s%s |\n", k, json_number_value(v), note ? " (" : "",
+                    note ? note : "", note ? ")" : "");
         else
-            fprintf(f, "| %s | n/a (a median did not reach the band) |\n", k);
+            fprintf(f, "| %s | n/a%s%s%s |\n", k, note ? " (" : "", note ? note : "",
+                    note ? ")" : "");
     }
     fprintf(f, "\n## Other benchmarks\n\n| benchmark | status | seconds | metric | value |\n"
                "|---|---|---|---|---|\n");
@@ -240,6 +244,7 @@ int main(int argc, char **argv)
     }
     if (cmp) {
         json_object_update(ratios, json_object_get(cmp, "ratios"));
+        json_object_set(root, "ratio_notes", json_object_get(cmp, "ratio_notes"));
         json_object_set(root, "comparisons", cmp);
     } else {
         json_object_set_new(root, "comparisons", json_null());
