@@ -342,9 +342,9 @@ st_status sim_emit(const sim_law *law, const sim_setting *s, uint64_t seed, int 
         if (k == n_report)
             val = t.loss * (1.0 + law->noise_sd * z_final);
         fprintf(out,
-                "{\"event\":\"step\",\"step\":%.0f,\"tokens\":%.17g,\"train_loss\":%.17g,"
-                "\"lr\":%.17g}\n",
-                step, seen, train, schedule_lr(s, step, S));
+                "{\"event\":\"step\",\"step\":%.0f,\"loss\":%.17g,\"tokens\":%.17g,"
+                "\"flops\":%.17g,\"lr\":%.17g}\n",
+                step, train, seen, 6.0 * s->N * seen, schedule_lr(s, step, S));
         fprintf(out, "{\"event\":\"eval\",\"step\":%.0f,\"val_loss\":%.17g}\n", step, val);
     }
     st_rng_destroy(r);
