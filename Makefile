@@ -148,7 +148,8 @@ bench-runner: $(BUILD)/bench/bench_runner $(BUILD)/tests/runner/fake_trainer
 # libFuzzer targets (clang), each run briefly: make fuzz [FUZZ_SECONDS=10]
 FUZZ_SECONDS ?= 10
 FUZZ_BUILD   := build/fuzz
-FUZZ_CFLAGS  := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS)
+FUZZ_CFLAGS  := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+                $(CPPFLAGS)
 FUZZ_LIBSRC  := $(filter-out %_main.c,$(wildcard runner/*.c carbs/*.c common/*.c))
 $(FUZZ_BUILD)/%: fuzz/%.c $(FUZZ_LIBSRC) runner/runner.h runner/runner_int.h
 	@mkdir -p $(@D)

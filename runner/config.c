@@ -87,15 +87,18 @@ static st_status get_number(ctx *c, const yaml_node_t *n, const char *field, dou
     return ST_OK;
 }
 
-static st_status get_count(ctx *c, const yaml_node_t *n, const char *field, double min, double max,
-                           double *out)
+static st_status get_count(ctx *c, const yaml_node_t *n, const char *field, double min,
+                           double max, double *out)
 {
-    st_status rc = get_number(c, n, field, out);
+    double v = 0;
+    *out = 0; /* callers convert *out to an integer type: never leave it out of range */
+    st_status rc = get_number(c, n, field, &v);
     if (rc)
         return rc;
-    if (floor(*out) != *out || *out < min || *out > max)
+    if (floor(v) != v || v < min || v > max)
         return fail(c, n, field, ST_EINVAL, "expected an integer in [%g, %g], got '%s'", min, max,
                     scalar(n));
+    *out = v;
     return ST_OK;
 }
 
