@@ -49,13 +49,16 @@ static st_status validate_options(const carbs_options *o, char *msg)
                        o->search_radius);
     if (isinf(o->exploration_bias))
         return st_errf(msg, ST_EINVAL, "option exploration_bias must be finite (NaN: auto)");
-    if (o->candidates_per_dim == 0)
-        return st_errf(msg, ST_EINVAL, "option candidates_per_dim must be at least 1");
+    if (o->candidates_per_dim == 0 || o->candidates_per_dim > 100000)
+        return st_errf(msg, ST_EINVAL, "option candidates_per_dim must be in [1, 100000]");
     if (!(o->max_suggestion_cost > 0))
         return st_errf(msg, ST_EINVAL, "option max_suggestion_cost must be positive (got %g)",
                        o->max_suggestion_cost);
     if (!(o->min_pareto_cost_fraction >= 0 && o->min_pareto_cost_fraction <= 1))
         return st_errf(msg, ST_EINVAL, "option min_pareto_cost_fraction must be in [0, 1]");
+    if (o->gp_restarts > 64)
+        return st_errf(msg, ST_EINVAL, "option gp_restarts must be at most 64 (got %zu)",
+                       o->gp_restarts);
     if (o->design > CARBS_DESIGN_GAUSSIAN)
         return st_errf(msg, ST_EINVAL, "option design: unknown value %d", (int)o->design);
     if (o->output_transform > CARBS_TRANSFORM_RANK)

@@ -249,6 +249,14 @@ st_status carbs_import(const void *buf, size_t len, carbs **out, char *errmsg)
         goto done;
     }
     get(&r, c->center_b, d * sizeof(double));
+    for (size_t i = 0; i < d && !r.bad; i++)
+        if (!(c->center_b[i] > c->lo_b[i] && c->center_b[i] < c->hi_b[i])) {
+            s = st_errf(msg, ST_EFORMAT,
+                        "optimizer state: search centre of '%s' is outside its "
+                        "bounds",
+                        c->params[i].name);
+            goto done;
+        }
     c->next_id = get_u64(&r);
     c->n_suggest = get_u64(&r);
     c->resample_count = get_u64(&r);

@@ -127,8 +127,8 @@ static void random_point(carbs *c, double *b)
         return;
     }
 
-    size_t d = c->d, k = c->n_design;
-    double *u = b; /* the unit point is built in place */
+    size_t d = c->d, k = c->n_design % 65536; /* the design repeats after 65536 points */
+    double *u = b;                            /* the unit point is built in place */
     gsl_qrng *q = gsl_qrng_alloc(
         dsg == CARBS_DESIGN_SOBOL ? gsl_qrng_sobol : gsl_qrng_reversehalton, (unsigned)d);
     if (!q) {

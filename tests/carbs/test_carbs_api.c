@@ -380,6 +380,55 @@ static void test_warm_start_and_batch(void)
     carbs_destroy(c);
 }
 
+/* carbs_import is a parser of untrusted bytes: random corruptions and truncations of a valid
+ * state must give ST_OK or a format error, never a crash (run under ASan in CI); a state that
+ * imports must still suggest. */
+static void test_import_corruption(void)
+{
+    carbs_options o = carbs_options_default();
+    o.num_random_samples = 2;
+    carbs *c = make(&o);
+    run(c, 6);
+    double x[D];
+    uint64_t id;
+    CHECK_ST(carbs_suggest(c, x, &id), ST_OK);
+    void *buf;
+    size_t len;
+    CHECK_ST(carbs_export(c, &buf, &len), ST_OK);
+    carbs_destroy(c);
+    unsigned char *m = malloc(len);
+    st_rng *r;
+    st_rng_create(3, &r);
+    int n = getenv("ST_TEST_QUICK") ? 60 : 600, bad_status = 0, suggest_fail = 0;
+    for (int t = 0; t < n; t++) {
+        memcpy(m, buf, len);
+        size_t l = len;
+        if (t % 3 == 0) {
+            l = st_rng_uniform_int(r, len);
+        } else {
+            int flips = 1 + (int)st_rng_uniform_int(r, 4);
+            for (int f = 0; f < flips; f++)
+                m[st_rng_uniform_int(r, len)] ^= (unsigned char)(1u << st_rng_uniform_int(r, 8));
+        }
+        carbs *g = NULL;
+        char msg[ST_ERRMSG_MAX];
+        st_status s = carbs_import(m, l, &g, msg);
+        bad_status += !(s == ST_OK || s == ST_EFORMAT || s == ST_ENOMEM);
+        if (s == ST_OK) {
+            st_status s2 = carbs_suggest(g, x, &id);
+            suggest_fail += !(s2 == ST_OK || s2 == ST_ENOMEM);
+        } else {
+            CHECK(g == NULL && msg[0] != 0);
+        }
+        carbs_destroy(g);
+    }
+    CHECK(bad_status == 0);
+    CHECK(suggest_fail == 0);
+    st_rng_destroy(r);
+    free(m);
+    st_free(buf);
+}
+
 int main(void)
 {
     st_global_init();
@@ -388,5 +437,6 @@ int main(void)
     test_failures_and_phases();
     test_determinism_and_state();
     test_warm_start_and_batch();
+    test_import_corruption();
     return check_summary("carbs.api");
 }
