@@ -79,7 +79,6 @@ $(BUILD)/tests/$(1)/%: $(BUILD)/tests/$(1)/%.o $(call mod_libs,$(1))
 test-$(1): $(patsubst %.c,$(BUILD)/%,$(wildcard tests/$(1)/test_*.c)) $$(TEST_PROGRAMS)
 	@tests/run-tests.sh $(patsubst %.c,$(BUILD)/%,$(wildcard tests/$(1)/test_*.c))
 endef
-$(foreach m,$(LIB_DIRS),$(eval $(call MODULE_rules,$(m))))
 
 # ---- carbs ---------------------------------------------------------------------------------
 bench-carbs: $(BUILD)/bench/bench_carbs
@@ -212,6 +211,9 @@ test-bench: $(BUILD)/tests/bench/test_bench_sim $(BUILD)/bench/llmsim/llmsim
 .PHONY: test-bench bench-compare bench
 
 # --------------------------------------------------------------------------------------------
+# expanded here, after every section has added to TEST_PROGRAMS and DEPS_*
+$(foreach m,$(LIB_DIRS),$(eval $(call MODULE_rules,$(m))))
+
 programs: $(PROGRAMS)
 
 test: all $(TESTS) $(TEST_PROGRAMS)
