@@ -3,9 +3,9 @@
  *
  * Reads compare's JSON (optimizers side by side) and the logs of the other benchmarks, whose
  * numbers are lines "BENCH <module>.<metric> [key=value ...] <number> [comment]". Metrics named
- * *speedup* or *_vs_* also go into the `ratios` object under their name without the module
- * prefix (tags appended when two share a name), next to compare's own ratios. It measures
- * nothing itself. Depends on jansson and POSIX directory reading.
+ * *speedup* or *vs_* also go into the `ratios` object (copy_ratios says under which key), next
+ * to compare's own ratios. It measures nothing itself. Depends on jansson and POSIX directory
+ * reading.
  */
 #include <dirent.h>
 #include <math.h>
@@ -18,8 +18,8 @@
 
 /* ---- the other benchmarks' logs ------------------------------------------------------------ */
 
-/* Parses one "BENCH name tags... value" line into metrics and ratios. */
-static void parse_bench_line(char *line, json_t *metrics, json_t *ratios)
+/* Parses one "BENCH name tags... value" line into metrics["name[tags]"]; counts names. */
+static void parse_bench_line(char *line, json_t *metrics, json_t *counts)
 {
     char *save = NULL, *tok = strtok_r(line, " \t\n", &save);
     if (!tok || strcmp(tok, "BENCH"))
@@ -46,15 +46,37 @@ static void parse_bench_line(char *line, json_t *metrics, json_t *ratios)
     char key[512];
     snprintf(key, sizeof(key), "%s%s%s%s", name, tags[0] ? "[" : "", tags, tags[0] ? "]" : "");
     json_object_set_new(metrics, key, json_real(value));
-    if (strstr(name, "speedup") || strstr(name, "_vs_")) {
+    json_object_set_new(counts, name,
+                        json_integer(json_integer_value(json_object_get(counts, name)) + 1));
+}
+
+/* Copies ratio-like metrics (names with "speedup" or "vs_") into `ratios`: the name without its
+ * module prefix ("carbs.suggest_speedup_vs_carbs" -> "suggest_speedup_vs_carbs"; a bare
+ * "trainer.vs_pytorch" keeps it as "trainer_vs_pytorch"), with the tags when a name occurs on
+ * more than one line. */
+static void copy_ratios(json_t *metrics, json_t *counts, json_t *ratios)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(metrics, key, v)
+    {
+        char name[512], out[600];
+        snprintf(name, sizeof(name), "%s", key);
+        char *br = strchr(name, '[');
+        const char *tags = br ? key + (br - name) : "";
+        if (br)
+            *br = '\0';
+        if (!strstr(name, "speedup") && !strstr(name, "vs_"))
+            continue;
         const char *dot = strchr(name, '.');
         const char *base = dot ? dot + 1 : name;
-        if (!json_object_get(ratios, base))
-            json_object_set_new(ratios, base, json_real(value));
-        else {
-            snprintf(key, sizeof(key), "%s[%s]", base, tags);
-            json_object_set_new(ratios, key, json_real(value));
-        }
+        if (!strncmp(base, "vs_", 3) && dot)
+            snprintf(out, sizeof(out), "%.*s_%s", (int)(dot - name), name, base);
+        else
+            snprintf(out, sizeof(out), "%s", base);
+        if (json_integer_value(json_object_get(counts, name)) > 1 || json_object_get(ratios, out))
+            snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s", tags);
+        json_object_set(ratios, out, v);
     }
 }
 
@@ -72,7 +94,7 @@ static json_t *read_logs(const char *dir, json_t *ratios)
             continue;
         char name[256], path[1024];
         snprintf(name, sizeof(name), "%.*s", (int)(n - 4), e->d_name);
-        json_t *b = json_object(), *metrics = json_object();
+        json_t *b = json_object(), *metrics = json_object(), *counts = json_object();
         snprintf(path, sizeof(path), "%s/%s.status", dir, name);
         FILE *f = fopen(path, "r");
         char status[64] = "unknown";
@@ -88,10 +110,12 @@ static json_t *read_logs(const char *dir, json_t *ratios)
         while (f && fgets(line, sizeof(line), f)) {
             if (strstr(line, "No rule to make target"))
                 snprintf(status, sizeof(status), "missing");
-            parse_bench_line(line, metrics, ratios);
+            parse_bench_line(line, metrics, counts);
         }
         if (f)
             fclose(f);
+        copy_ratios(metrics, counts, ratios);
+        json_decref(counts);
         json_object_set_new(b, "status", json_string(status));
         json_object_set_new(b, "wall_s", isfinite(wall) ? json_real(wall) : json_null());
         json_object_set_new(b, "metrics", metrics);
