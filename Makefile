@@ -153,12 +153,14 @@ FUZZ_LIBSRC  := $(filter-out %_main.c,$(wildcard runner/*.c carbs/*.c common/*.c
 $(FUZZ_BUILD)/%: fuzz/%.c $(FUZZ_LIBSRC) runner/runner.h runner/runner_int.h
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) $< $(FUZZ_LIBSRC) $(LDLIBS) -o $@
-fuzz: $(FUZZ_BUILD)/fuzz_metrics $(FUZZ_BUILD)/fuzz_config
-	@mkdir -p $(FUZZ_BUILD)/corpus_metrics $(FUZZ_BUILD)/corpus_config
+fuzz: $(FUZZ_BUILD)/fuzz_metrics $(FUZZ_BUILD)/fuzz_config $(FUZZ_BUILD)/fuzz_carbs_import
+	@mkdir -p $(FUZZ_BUILD)/corpus_metrics $(FUZZ_BUILD)/corpus_config $(FUZZ_BUILD)/corpus_carbs
 	$(FUZZ_BUILD)/fuzz_metrics -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
 	  $(FUZZ_BUILD)/corpus_metrics fuzz/corpus/metrics
 	$(FUZZ_BUILD)/fuzz_config -max_total_time=$(FUZZ_SECONDS) -max_len=8192 \
 	  $(FUZZ_BUILD)/corpus_config fuzz/corpus/config
+	$(FUZZ_BUILD)/fuzz_carbs_import -max_total_time=$(FUZZ_SECONDS) -max_len=8192 \
+	  $(FUZZ_BUILD)/corpus_carbs fuzz/corpus/carbs_state
 .PHONY: fuzz
 
 # ---- report --------------------------------------------------------------------------------
