@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/testfuncs.h"
 #include "carbs/carbs.h"
 
 static double now_ms(void)
@@ -21,19 +22,11 @@ static double now_ms(void)
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double median(double *v, int n)
 {
-    qsort(v, n, sizeof(double), cmp);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    return tf_median(v, n);
 }
 
-/* A handle over D log/linear dimensions holding n observations of a smooth noisy toy with cost. */
 static const char *extra_opts[16]; /* "name=value" from --opt */
 static int n_extra;
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/testfuncs.h"
 #include "carbs/carbs.h"
 
 static double toy(const double *x, double *cost)
@@ -22,38 +23,14 @@ static double toy(const double *x, double *cost)
 
 static double branin(const double *x, double *cost)
 {
-    double b = 5.1 / (4 * M_PI * M_PI), c = 5 / M_PI, t = 1 / (8 * M_PI);
-    double u = x[1] - b * x[0] * x[0] + c * x[0] - 6;
     *cost = 1;
-    return u * u + 10 * (1 - t) * cos(x[0]) + 10;
+    return tf_branin(x);
 }
 
 static double hartmann6(const double *x, double *cost)
 {
-    static const double A[4][6] = {{10, 3, 17, 3.5, 1.7, 8},
-                                   {0.05, 10, 17, 0.1, 8, 14},
-                                   {3, 3.5, 1.7, 10, 17, 8},
-                                   {17, 8, 0.05, 10, 0.1, 14}};
-    static const double P[4][6] = {{.1312, .1696, .5569, .0124, .8283, .5886},
-                                   {.2329, .4135, .8307, .3736, .1004, .9991},
-                                   {.2348, .1451, .3522, .2883, .3047, .6650},
-                                   {.4047, .8828, .8732, .5743, .1091, .0381}};
-    static const double alpha[4] = {1, 1.2, 3, 3.2};
-    double s = 0;
-    for (int i = 0; i < 4; i++) {
-        double e = 0;
-        for (int j = 0; j < 6; j++)
-            e += A[i][j] * (x[j] - P[i][j]) * (x[j] - P[i][j]);
-        s += alpha[i] * exp(-e);
-    }
     *cost = 1;
-    return -s;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    return tf_hartmann6(x);
 }
 
 int main(int argc, char **argv)
@@ -154,8 +131,8 @@ int main(int argc, char **argv)
         printf("BENCH carbs.toys %s seeds=", names[w]);
         for (int s = 0; s < 8; s++)
             printf("%s%.4f", s ? "," : "", best[s]);
-        qsort(best, 8, sizeof(double), cmp);
-        qsort(rnd, 8, sizeof(double), cmp);
+        qsort(best, 8, sizeof(double), tf_cmp_double);
+        qsort(rnd, 8, sizeof(double), tf_cmp_double);
         printf(" median=%.4f random_median=%.4f\n", 0.5 * (best[3] + best[4]),
                0.5 * (rnd[3] + rnd[4]));
     }

@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "bench/sim.h"
+#include "bench/testfuncs.h"
 #include "carbs/carbs.h"
 
 #define MAX_DIM  8
@@ -74,46 +75,12 @@ static void eval_sim(const problem *p, const double *x, uint64_t noise_seed, dou
     *cost = div ? 6.0 * s.N * fmin(s.D, step * s.batch) : t.flops;
 }
 
-/* Branin-Hoo (Dixon & Szego 1978), minimum 0.397887357729738 at (-pi, 12.275) and two more. */
-static double branin(double x1, double x2)
-{
-    const double a = 1, b = 5.1 / (4 * M_PI * M_PI), c = 5 / M_PI, r = 6, s = 10,
-                 t = 1 / (8 * M_PI);
-    double u = x2 - b * x1 * x1 + c * x1 - r;
-    return a * u * u + s * (1 - t) * cos(x1) + s;
-}
-
-/* Hartmann-6 (Dixon & Szego 1978), minimum -3.32236801141551 on [0, 1]^6. */
-static double hartmann6(const double *x)
-{
-    static const double al[4] = {1.0, 1.2, 3.0, 3.2};
-    static const double A[4][6] = {{10, 3, 17, 3.5, 1.7, 8},
-                                   {0.05, 10, 17, 0.1, 8, 14},
-                                   {3, 3.5, 1.7, 10, 17, 8},
-                                   {17, 8, 0.05, 10, 0.1, 14}};
-    static const double P[4][6] = {{1312, 1696, 5569, 124, 8283, 5886},
-                                   {2329, 4135, 8307, 3736, 1004, 9991},
-                                   {2348, 1451, 3522, 2883, 3047, 6650},
-                                   {4047, 8828, 8732, 5743, 1091, 381}};
-    double f = 0;
-    for (int i = 0; i < 4; i++) {
-        double e = 0;
-        for (int j = 0; j < 6; j++) {
-            double d = x[j] - P[i][j] * 1e-4;
-            e += A[i][j] * d * d;
-        }
-        f -= al[i] * exp(-e);
-    }
-    return f;
-}
-
-/* The cost dimension c in [1, 100] (think "epochs"): objective f(x) + c^-1/2, cost c. */
 static void eval_branin(const problem *p, const double *x, uint64_t noise_seed, double *obs,
                         double *truth, double *cost, int *failed)
 {
     (void)p;
     (void)noise_seed;
-    *truth = *obs = branin(x[0], x[1]) + 1.0 / sqrt(x[2]);
+    *truth = *obs = tf_branin(x) + 1.0 / sqrt(x[2]);
     *cost = x[2];
     *failed = 0;
 }
@@ -123,7 +90,7 @@ static void eval_hartmann6(const problem *p, const double *x, uint64_t noise_see
 {
     (void)p;
     (void)noise_seed;
-    *truth = *obs = hartmann6(x) + 1.0 / sqrt(x[6]);
+    *truth = *obs = tf_hartmann6(x) + 1.0 / sqrt(x[6]);
     *cost = x[6];
     *failed = 0;
 }

@@ -160,11 +160,12 @@ static void random_point(carbs *c, double *b)
 /* ---- the models -------------------------------------------------------------------------- */
 
 typedef struct models {
-    size_t ns;  /* successes */
-    double *Xs; /* ns*D basic inputs of the successes */
-    double *ys; /* ns surrogate outputs: sign * QT(y), bigger is better */
-    double *ls; /* ns scaled log costs l' */
-    double *cs; /* ns costs */
+    size_t ns;       /* successes */
+    double *Xs;      /* ns*D basic inputs of the successes */
+    double *ys;      /* ns surrogate outputs: sign * QT(y), bigger is better */
+    double *ls;      /* ns scaled log costs l' */
+    double *cs;      /* ns costs */
+    size_t *obs_idx; /* ns: index of each success among all observations */
     qt qt;
     logcost lc;
     gp *out, *cost, *succ, *par;
@@ -180,6 +181,7 @@ static void models_clear(models *m)
     free(m->ys);
     free(m->ls);
     free(m->cs);
+    free(m->obs_idx);
     qt_clear(&m->qt);
     gp_destroy(m->out);
     gp_destroy(m->cost);
@@ -188,6 +190,26 @@ static void models_clear(models *m)
     pareto_free(m->groups, m->n_groups, m->sel);
     free(m->origins);
     memset(m, 0, sizeof(*m));
+}
+
+/* The successes, in observation order: basic inputs, costs and their observation indices. */
+static st_status load_successes(const carbs *c, models *m)
+{
+    size_t d = c->d, ns = c->n_succ, k = 0;
+    m->ns = ns;
+    m->Xs = malloc((ns ? ns : 1) * d * sizeof(double));
+    m->cs = malloc((ns ? ns : 1) * sizeof(double));
+    m->obs_idx = malloc((ns ? ns : 1) * sizeof(size_t));
+    if (!m->Xs || !m->cs || !m->obs_idx)
+        return ST_ENOMEM;
+    for (size_t i = 0; i < c->n_obs; i++) {
+        if (c->obs_fail[i])
+            continue;
+        memcpy(m->Xs + k * d, c->obs_b + i * d, d * sizeof(double));
+        m->cs[k] = c->obs_c[i];
+        m->obs_idx[k++] = i;
+    }
+    return ST_OK;
 }
 
 static gp_fit_opts fit_opts(const carbs *c)
@@ -222,10 +244,8 @@ static st_status fit_pareto(carbs *c, models *m, int conservative)
     double *value = malloc(m->ns * sizeof(double));
     if (!value)
         return ST_ENOMEM;
-    size_t k = 0; /* successes in observation order, as m->Xs and m->cs */
-    for (size_t i = 0; i < c->n_obs; i++)
-        if (!c->obs_fail[i])
-            value[k++] = sg * c->obs_y[i];
+    for (size_t k = 0; k < m->ns; k++)
+        value[k] = sg * c->obs_y[m->obs_idx[k]];
     st_status s = pareto_groups(m->ns, c->d, m->Xs, value, m->cs, c->o.min_pareto_cost_fraction,
                                 conservative, &m->groups, &m->sel, &m->n_groups, &m->n_sel);
     free(value);
@@ -245,26 +265,18 @@ static st_status fit_pareto(carbs *c, models *m, int conservative)
 static st_status models_fit(carbs *c, models *m, int pareto)
 {
     memset(m, 0, sizeof(*m));
-    size_t d = c->d, ns = c->n_succ;
-    m->ns = ns;
-    m->Xs = malloc(ns * d * sizeof(double));
-    m->ys = malloc(ns * sizeof(double));
-    m->ls = malloc(ns * sizeof(double));
-    m->cs = malloc(ns * sizeof(double));
-    double *yraw = malloc(ns * sizeof(double));
-    if (!m->Xs || !m->ys || !m->ls || !m->cs || !yraw) {
+    size_t ns = c->n_succ;
+    if (load_successes(c, m) != ST_OK)
+        return ST_ENOMEM;
+    m->ys = malloc((ns ? ns : 1) * sizeof(double));
+    m->ls = malloc((ns ? ns : 1) * sizeof(double));
+    double *yraw = malloc((ns ? ns : 1) * sizeof(double));
+    if (!m->ys || !m->ls || !yraw) {
         free(yraw);
         return ST_ENOMEM;
     }
-    size_t k = 0;
-    for (size_t i = 0; i < c->n_obs; i++) {
-        if (c->obs_fail[i])
-            continue;
-        memcpy(m->Xs + k * d, c->obs_b + i * d, d * sizeof(double));
-        yraw[k] = c->obs_y[i];
-        m->cs[k] = c->obs_c[i];
-        k++;
-    }
+    for (size_t k = 0; k < ns; k++)
+        yraw[k] = c->obs_y[m->obs_idx[k]];
     carbs_transform tr = c->o.output_transform;
     if (tr == CARBS_TRANSFORM_AUTO)
         tr = faithful(c) ? CARBS_TRANSFORM_QUANTILE : CARBS_TRANSFORM_RANK;
@@ -594,19 +606,8 @@ static int try_resample(carbs *c, double *x)
         return 0;
     models m;
     memset(&m, 0, sizeof(m));
-    m.ns = c->n_succ;
-    m.Xs = malloc(m.ns * c->d * sizeof(double));
-    m.cs = malloc(m.ns * sizeof(double));
-    size_t *obs_index = malloc(m.ns * sizeof(size_t));
     int done = 0;
-    if (m.Xs && m.cs && obs_index) {
-        size_t k = 0;
-        for (size_t i = 0; i < c->n_obs; i++)
-            if (!c->obs_fail[i]) {
-                memcpy(m.Xs + k * c->d, c->obs_b + i * c->d, c->d * sizeof(double));
-                m.cs[k] = c->obs_c[i];
-                obs_index[k++] = i;
-            }
+    if (load_successes(c, &m) == ST_OK) {
         if (fit_pareto(c, &m, 0) == ST_OK && m.n_sel > 0) {
             size_t best = 0, best_count = SIZE_MAX;
             for (size_t g = 0; g < m.n_sel; g++) {
@@ -624,13 +625,12 @@ static int try_resample(carbs *c, double *x)
                     best = g;
                 }
             }
-            size_t i = obs_index[m.groups[m.sel[best]].members[0]];
+            size_t i = m.obs_idx[m.groups[m.sel[best]].members[0]];
             memcpy(x, c->obs_x + i * c->d, c->d * sizeof(double));
             c->resample_count++;
             done = 1;
         }
     }
-    free(obs_index);
     models_clear(&m);
     return done;
 }
@@ -640,18 +640,9 @@ static void fallback(carbs *c, double *b)
 {
     models m;
     memset(&m, 0, sizeof(m));
-    m.ns = c->n_succ;
-    m.Xs = malloc((m.ns ? m.ns : 1) * c->d * sizeof(double));
-    m.cs = malloc((m.ns ? m.ns : 1) * sizeof(double));
-    if (m.ns && m.Xs && m.cs) {
-        size_t k = 0;
-        for (size_t i = 0; i < c->n_obs; i++)
-            if (!c->obs_fail[i]) {
-                memcpy(m.Xs + k * c->d, c->obs_b + i * c->d, c->d * sizeof(double));
-                m.cs[k++] = c->obs_c[i];
-            }
-    }
-    if (m.ns && m.Xs && m.cs && fit_pareto(c, &m, c->o.pareto_conservative) == ST_OK && m.n_sel > 0)
+    st_status s = load_successes(c, &m);
+    if (s == ST_OK && m.ns > 0 && fit_pareto(c, &m, c->o.pareto_conservative) == ST_OK &&
+        m.n_sel > 0)
         draw_near(c, m.n_sel, m.origins, b);
     else
         draw_near(c, 1, c->center_b, b);
@@ -863,21 +854,9 @@ st_status carbs_pareto(carbs *c, int conservative, size_t cap, size_t *n, double
         return ST_OK;
     models m;
     memset(&m, 0, sizeof(m));
-    m.ns = c->n_succ;
-    m.Xs = malloc(m.ns * c->d * sizeof(double));
-    m.cs = malloc(m.ns * sizeof(double));
-    size_t *idx = malloc(m.ns * sizeof(size_t));
-    st_status s = (!m.Xs || !m.cs || !idx) ? ST_ENOMEM : ST_OK;
-    if (s == ST_OK) {
-        size_t k = 0;
-        for (size_t i = 0; i < c->n_obs; i++)
-            if (!c->obs_fail[i]) {
-                memcpy(m.Xs + k * c->d, c->obs_b + i * c->d, c->d * sizeof(double));
-                m.cs[k] = c->obs_c[i];
-                idx[k++] = i;
-            }
+    st_status s = load_successes(c, &m);
+    if (s == ST_OK)
         s = fit_pareto(c, &m, conservative);
-    }
     if (s == ST_OK) {
         *n = m.n_sel;
         for (size_t g = 0; g < m.n_sel && g < cap; g++) {
@@ -889,12 +868,12 @@ st_status carbs_pareto(carbs *c, int conservative, size_t cap, size_t *n, double
             if (count)
                 count[g] = G->n;
             if (x)
-                memcpy(x + g * c->d, c->obs_x + idx[G->members[0]] * c->d, c->d * sizeof(double));
+                memcpy(x + g * c->d, c->obs_x + m.obs_idx[G->members[0]] * c->d,
+                       c->d * sizeof(double));
         }
     } else {
         st_errf(c->errmsg, s, "pareto: %s", st_strerror(s));
     }
-    free(idx);
     models_clear(&m);
     return s;
 }

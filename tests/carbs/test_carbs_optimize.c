@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "bench/testfuncs.h"
 #include "carbs/carbs.h"
 #include "tests/check.h"
 
@@ -26,35 +27,17 @@ typedef struct problem {
 
 static double branin(const double *x)
 {
-    double b = 5.1 / (4 * M_PI * M_PI), c = 5 / M_PI, t = 1 / (8 * M_PI);
-    double u = x[1] - b * x[0] * x[0] + c * x[0] - 6;
-    return u * u + 10 * (1 - t) * cos(x[0]) + 10;
+    return tf_branin(x);
 }
 
 static double hartmann6(const double *x)
 {
-    static const double A[4][6] = {{10, 3, 17, 3.5, 1.7, 8},
-                                   {0.05, 10, 17, 0.1, 8, 14},
-                                   {3, 3.5, 1.7, 10, 17, 8},
-                                   {17, 8, 0.05, 10, 0.1, 14}};
-    static const double P[4][6] = {{.1312, .1696, .5569, .0124, .8283, .5886},
-                                   {.2329, .4135, .8307, .3736, .1004, .9991},
-                                   {.2348, .1451, .3522, .2883, .3047, .6650},
-                                   {.4047, .8828, .8732, .5743, .1091, .0381}};
-    static const double alpha[4] = {1, 1.2, 3, 3.2};
-    double s = 0;
-    for (int i = 0; i < 4; i++) {
-        double e = 0;
-        for (int j = 0; j < 6; j++)
-            e += A[i][j] * (x[j] - P[i][j]) * (x[j] - P[i][j]);
-        s += alpha[i] * exp(-e);
-    }
-    return -s;
+    return tf_hartmann6(x);
 }
 
 static double rosenbrock(const double *x)
 {
-    return 100 * (x[1] - x[0] * x[0]) * (x[1] - x[0] * x[0]) + (1 - x[0]) * (1 - x[0]);
+    return tf_rosenbrock(x);
 }
 
 static const problem problems[] = {
@@ -117,16 +100,9 @@ static double run_random(const problem *p, uint64_t seed)
     return best;
 }
 
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double median(double *v, int n)
 {
-    qsort(v, n, sizeof(double), cmp);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    return tf_median(v, n);
 }
 
 #define SEEDS 5
