@@ -129,8 +129,15 @@ $(BUILD)/tests/trainer/test_trainer_cuda_gpu: $(BUILD)/cuda/test_trainer_cuda.o 
     $(BUILD)/cuda/gpt_cuda.o $(BUILD)/mod/libtrainer.a $(BUILD)/mod/libcommon.a
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) $(CUDA_LIBS) -o $@
 .PHONY: cuda
+# The PyTorch baseline (bench/pytorch_gpt.py) runs in the same command when Debian's
+# python3-torch is installed; the measured ratios are then printed as trainer.vs_pytorch_measured.
 bench-trainer: $(BUILD)/bench/bench_trainer
-	$(BUILD)/bench/bench_trainer
+	@$(BUILD)/bench/bench_trainer | tee $(BUILD)/bench/trainer.out
+	@/usr/bin/python3 bench/pytorch_gpt.py 2 | tee $(BUILD)/bench/pytorch.out
+	@awk '/^BENCH trainer.tokens_per_s/ && /threads=2/ {split($$3,a,"="); c[a[2]]=$$5} \
+	  /^BENCH trainer.pytorch_tokens_per_s/ {split($$3,a,"="); p[a[2]]=$$5} \
+	  END {for (m in p) if (m in c) printf "BENCH trainer.vs_pytorch_measured model=%s threads=2 %.2f\n", m, c[m]/p[m]}' \
+	  $(BUILD)/bench/trainer.out $(BUILD)/bench/pytorch.out | sort
 $(BUILD)/bench/bench_trainer: $(BUILD)/bench/bench_trainer.o $(BUILD)/mod/libtrainer.a \
                               $(BUILD)/mod/libcommon.a
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
