@@ -170,7 +170,45 @@ fuzz: $(FUZZ_BUILD)/fuzz_metrics $(FUZZ_BUILD)/fuzz_config $(FUZZ_BUILD)/fuzz_ca
 	  $(FUZZ_BUILD)/corpus_carbs fuzz/corpus/carbs_state
 .PHONY: fuzz
 
+# ---- bindings ------------------------------------------------------------------------------
+# The Python binding (bindings/python/scaletune: ctypes over $(SHARED), standard library only),
+# the C example (examples/c/, public headers only), the pkg-config file and the man page.
+# tests/python/test_python_run runs the Python tests (tests/python/test_*.py) inside `make test`;
+# `make test-python` runs them alone. `make install` also installs scaletune.pc, scaletune(1)
+# and the Python module (PREFIX/lib/python3/dist-packages/scaletune).
+EXAMPLES_C := $(patsubst %.c,$(BUILD)/%,$(wildcard examples/c/*.c))
+all: $(EXAMPLES_C)
+$(BUILD)/examples/c/%: $(BUILD)/examples/c/%.o $(STATIC)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+# sanitizer builds: python3 itself is not instrumented, so it must preload the runtimes
+PY_PRELOAD := $(strip $(if $(findstring address,$(SAN)),$(shell $(CC) -print-file-name=libasan.so)) \
+              $(if $(findstring undefined,$(SAN)),$(shell $(CC) -print-file-name=libubsan.so)))
+$(BUILD)/tests/python/test_python_run.o: CPPFLAGS += -DPY_BUILD_DIR='"$(BUILD)"' \
+    $(if $(PY_PRELOAD),-DPY_PRELOAD='"$(PY_PRELOAD)"')
+$(BUILD)/tests/python/test_python_run: $(BUILD)/tests/python/test_python_run.o
+	$(CC) $(LDFLAGS) $^ -o $@
+test-python: all $(BUILD)/tests/python/test_python_run
+	@tests/run-tests.sh $(BUILD)/tests/python/test_python_run
+PC_REQUIRES := $(PKGS)
+PYDIR ?= $(PREFIX)/lib/python3/dist-packages
+install: install-bindings
+install-bindings: all
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 \
+	  $(DESTDIR)$(PYDIR)/scaletune
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(LIBVER)|' -e 's|@REQUIRES@|$(PC_REQUIRES)|' \
+	  scaletune.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/$(NAME).pc
+	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/$(NAME).pc
+	install -m 644 docs/scaletune.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 bindings/python/scaletune/*.py $(DESTDIR)$(PYDIR)/scaletune/
+.PHONY: test-python install-bindings
+
 # ---- report --------------------------------------------------------------------------------
+# Figures are drawn by PLplot (svg device); only report/plot.c includes <plplot.h>.
+PLPLOT_CFLAGS := $(shell pkg-config --cflags plplot)
+LDLIBS  += $(shell pkg-config --libs plplot)
+$(BUILD)/report/plot.o: CPPFLAGS += $(PLPLOT_CFLAGS)
+# tests/report/ runs small sweeps of the simulated trainer
+test-report: $(BUILD)/bench/llmsim/llmsim
 
 # ---- bench ---------------------------------------------------------------------------------
 # bench/sim.c is the simulated LLM-training world (docs/benchmarks.md); llmsim speaks the metrics
