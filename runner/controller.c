@@ -416,6 +416,19 @@ st_status runner_resume(const char *sweep, const runner_options *opts, runner **
             rc = store_exec_stmt(r->st, st, "requeueing stopped runs");
         }
     }
+    /* open runs are re-registered with the rebuilt optimizer under their run id
+     * (store_rebuild_carbs): that is their suggestion id in this generation */
+    if (!rc) {
+        st = store_stmt(r->st, "UPDATE runs SET carbs_id = id, generation = ?2 "
+                               "WHERE sweep_id = ?1 AND status IN (0, 1)");
+        if (!st)
+            rc = ST_EDB;
+        else {
+            sqlite3_bind_int64(st, 1, r->sweep);
+            sqlite3_bind_int64(st, 2, r->generation);
+            rc = store_exec_stmt(r->st, st, "re-registering open runs");
+        }
+    }
     if (!rc)
         rc = store_event(r->st, r->sweep, 0, 0, "resume", r->owner);
     if (!rc)
@@ -566,7 +579,7 @@ static st_status add_active_from_row(runner *r, sqlite3_stmt *st)
     memcpy(a->x_all, sqlite3_column_blob(st, 16), nb);
     a->predicted_cost =
         sqlite3_column_type(st, 17) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 17);
-    a->carbs_id = 0; /* issued by an earlier optimizer: observe with id 0 and explicit x */
+    a->carbs_id = (uint64_t)a->run_id; /* re-registered as outstanding under its run id */
     r->slot_busy[slot] = 1;
     r->n_act++;
     return ST_OK;

@@ -297,9 +297,9 @@ st_status runner_launch(const runner_config *cfg, const runner_options *opts, ru
 /*
  * Resumes sweep `sweep` (NULL: the only one): takes the lease (ST_EBUSY while another live
  * controller holds it), rebuilds the optimizer from the recorded observations in order
- * (carbs_create + carbs_observe; runs still running cannot be re-registered as outstanding, so
- * they are observed later with id 0 and their explicit parameters), settles or re-attaches the
- * attempts that were running, and requeues `stopped` runs.
+ * (carbs_create + carbs_observe), registers the runs still open (pending or running) as
+ * outstanding under their run id (carbs_add_outstanding; observed later with that id), settles
+ * or re-attaches the attempts that were running, and requeues `stopped` runs.
  */
 st_status runner_resume(const char *sweep, const runner_options *opts, runner **out, char *errmsg);
 

@@ -67,8 +67,10 @@ void store_lease_release(runner_store *s, int64_t sweep, const char *owner);
 /* "host:pid" of this process. */
 void runner_owner_id(char *buf, size_t cap);
 
-/* Rebuilds an optimizer for `cfg` from the sweep's observations, in order; `seed_offset` is
- * added to the config's seed (so that asks from fresh processes differ). */
+/* Rebuilds an optimizer for `cfg` from the sweep's observations, in order, then registers the
+ * sweep's open runs (pending or running) as outstanding under their run ids
+ * (carbs_add_outstanding), so later observations of them use that id. `seed_offset` is added
+ * to the config's seed. */
 st_status store_rebuild_carbs(runner_store *s, int64_t sweep, const runner_config *cfg,
                               uint64_t seed_offset, carbs **out);
 /* The optimizer's x (D values) from all parameters (n_params values) and back. */

@@ -572,6 +572,43 @@ st_status store_rebuild_carbs(runner_store *s, int64_t sweep, const runner_confi
         rc = store_fail(s, src, "reading observations");
         goto done;
     }
+
+    /* runs still open (pending, launched, running, asked and not told) are in flight: the
+     * optimizer fantasises at them under their suggestion id (the run's id) instead of
+     * suggesting next to them, and they are observed later under that id */
+    st = store_stmt(s, "SELECT id, x FROM runs WHERE sweep_id = ?1 AND status IN (0, 1) "
+                       "ORDER BY id");
+    if (!st) {
+        rc = ST_EDB;
+        goto done;
+    }
+    sqlite3_bind_int64(st, 1, sweep);
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        if ((size_t)sqlite3_column_bytes(st, 1) != cfg->n_params * sizeof(double))
+            continue; /* settled as bad parameters when launched */
+        double tmp[256];
+        double *allc = cfg->n_params <= 256 ? tmp : malloc(cfg->n_params * sizeof(double));
+        if (!allc) {
+            sqlite3_reset(st);
+            rc = ST_ENOMEM;
+            goto done;
+        }
+        memcpy(allc, sqlite3_column_blob(st, 1), cfg->n_params * sizeof(double));
+        runner_x_to_carbs(cfg, allc, x);
+        if (allc != tmp)
+            free(allc);
+        rc = carbs_add_outstanding(c, (uint64_t)sqlite3_column_int64(st, 0), x);
+        if (rc == ST_ENOMEM) {
+            sqlite3_reset(st);
+            goto done;
+        }
+        /* ST_EINVAL (x outside the space): not registered; observed later with id 0 */
+    }
+    sqlite3_reset(st);
+    if (src != SQLITE_DONE) {
+        rc = store_fail(s, src, "reading open runs");
+        goto done;
+    }
     *out = c;
     c = NULL;
     rc = ST_OK;

@@ -447,18 +447,17 @@ st_status runner_store_ask(runner_store *s, const char *sweep, uint64_t *out_id,
         goto txn;
     sqlite3_stmt *st = store_stmt(s, "SELECT (SELECT count(*) FROM runs WHERE sweep_id = ?1),"
                                      " (SELECT coalesce(sum(cost), 0) FROM runs WHERE sweep_id ="
-                                     " ?1), n_asks FROM sweeps WHERE id = ?1");
+                                     " ?1) FROM sweeps WHERE id = ?1");
     if (!st) {
         rc = ST_EDB;
         goto txn;
     }
     sqlite3_bind_int64(st, 1, id);
-    size_t n_runs = 0, n_asks = 0;
+    size_t n_runs = 0;
     double spent = 0;
     if (sqlite3_step(st) == SQLITE_ROW) {
         n_runs = (size_t)sqlite3_column_int64(st, 0);
         spent = sqlite3_column_double(st, 1);
-        n_asks = (size_t)sqlite3_column_int64(st, 2);
     }
     sqlite3_reset(st);
     if ((cfg->budget_runs && n_runs >= cfg->budget_runs) || spent >= cfg->budget_cost) {
@@ -466,9 +465,11 @@ st_status runner_store_ask(runner_store *s, const char *sweep, uint64_t *out_id,
                      n_runs, spent);
         goto txn;
     }
-    /* outstanding asks cannot be shown to a rebuilt optimizer: a fresh seed per ask keeps
-     * successive asks apart */
-    if ((rc = store_rebuild_carbs(s, id, cfg, 7919 * (n_asks + 1), &cb)))
+    /* the runs already handed out and still open are outstanding in the rebuilt optimizer
+     * (its model fantasises at them); the seed offset is the number of runs recorded, as a
+     * resumed controller uses, because carbs' random phase walks its design by its own
+     * counters and ignores outstanding points */
+    if ((rc = store_rebuild_carbs(s, id, cfg, n_runs, &cb)))
         goto txn;
     x = malloc(carbs_dim(cb) * sizeof(double));
     all = malloc(cfg->n_params * sizeof(double));

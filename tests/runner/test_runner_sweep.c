@@ -243,6 +243,10 @@ static void test_stop_resume(void)
     CHECK(tu_query(db, "SELECT count(*) FROM runs WHERE status = 2") == 3);
     CHECK(tu_query(db, "SELECT count(*) FROM observations") == 3);
     CHECK(tu_query(db, "SELECT count(*) FROM attempts") == 5);
+    /* the resumed controller registered the open runs under their run ids (carbs ids), and the
+     * optimizer's next id came after them */
+    CHECK(tu_query(db, "SELECT count(*) FROM runs WHERE id <= 2 AND carbs_id = id") == 2);
+    CHECK(tu_query(db, "SELECT carbs_id FROM runs WHERE id = 3") >= 3);
     runner_config_destroy(c);
 }
 
