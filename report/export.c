@@ -1,0 +1,608 @@
+/*
+ * export.c — the report handle (create, destroy, getters), the JSON, CSV and Markdown
+ * documents, and the atomic file writer (mkstemp in the target's directory, fsync, rename), so
+ * that a reader never sees half a report. JSON is built with jansson; non-finite numbers are
+ * written as null.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "report/report_int.h"
+
+/* ---- a growing string -------------------------------------------------------------------- */
+
+void rp_buf_add(rp_buf *b, const char *s)
+{
+    size_t l = strlen(s);
+    if (b->oom)
+        return;
+    if (b->n + l + 1 > b->cap) {
+        size_t nc = (b->n + l + 1) * 2;
+        char *np = realloc(b->p, nc);
+        if (!np) {
+            b->oom = 1;
+            return;
+        }
+        b->p = np;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->n, s, l + 1);
+    b->n += l;
+}
+
+void rp_buf_addf(rp_buf *b, const char *fmt, ...)
+{
+    char small[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof(small), fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->oom = 1;
+        return;
+    }
+    if ((size_t)n < sizeof(small)) {
+        rp_buf_add(b, small);
+        return;
+    }
+    char *big = malloc((size_t)n + 1);
+    if (!big) {
+        b->oom = 1;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    rp_buf_add(b, big);
+    free(big);
+}
+
+void rp_buf_html(rp_buf *b, const char *s)
+{
+    char one[2] = {0, 0};
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '&':
+            rp_buf_add(b, "&amp;");
+            break;
+        case '<':
+            rp_buf_add(b, "&lt;");
+            break;
+        case '>':
+            rp_buf_add(b, "&gt;");
+            break;
+        case '"':
+            rp_buf_add(b, "&quot;");
+            break;
+        default:
+            one[0] = *s;
+            rp_buf_add(b, one);
+        }
+    }
+}
+
+void rp_fmt(char *buf, size_t cap, double v, int dash)
+{
+    if (!isfinite(v))
+        snprintf(buf, cap, "%s", dash ? "–" : "");
+    else
+        snprintf(buf, cap, "%.6g", v);
+}
+
+static st_status buf_done(rp_buf *b, char **out)
+{
+    if (b->oom || !b->p) {
+        free(b->p);
+        return ST_ENOMEM;
+    }
+    *out = b->p;
+    return ST_OK;
+}
+
+/* ---- the handle -------------------------------------------------------------------------- */
+
+report_options report_options_default(void)
+{
+    report_options o;
+    memset(&o, 0, sizeof(o));
+    o.target_compute = 0;
+    o.fit_max_cost = INFINITY;
+    o.validate_sweep = NULL;
+    o.n_boot = 200;
+    o.seed = 42;
+    o.band_level = 0.9;
+    o.title = NULL;
+    return o;
+}
+
+st_status report_create(const char *db_path, const char *sweep, const report_options *o,
+                        report **out, char *errmsg)
+{
+    char tmp[ST_ERRMSG_MAX];
+    if (!errmsg)
+        errmsg = tmp;
+    errmsg[0] = '\0';
+    *out = NULL;
+    report_options d = o ? *o : report_options_default();
+    if (!db_path)
+        return st_errf(errmsg, ST_EINVAL, "no store path");
+    if (d.target_compute < 0 || !isfinite(d.target_compute))
+        return st_errf(errmsg, ST_EINVAL, "target compute must be a positive number");
+    if (!(d.band_level > 0 && d.band_level < 1))
+        return st_errf(errmsg, ST_EINVAL, "band level must lie in (0, 1)");
+    if (!(d.fit_max_cost > 0))
+        return st_errf(errmsg, ST_EINVAL, "fit_max_cost must be positive");
+    report *r = calloc(1, sizeof(*r));
+    if (!r)
+        return st_errf(errmsg, ST_ENOMEM, "out of memory");
+    r->o = d;
+    r->db_path = strdup(db_path);
+    r->validate_sweep = d.validate_sweep ? strdup(d.validate_sweep) : NULL;
+    r->title = d.title ? strdup(d.title) : NULL;
+    r->o.validate_sweep = r->validate_sweep;
+    r->o.title = r->title;
+    st_status rc = ST_OK;
+    if (!r->db_path || (d.validate_sweep && !r->validate_sweep) || (d.title && !r->title))
+        rc = ST_ENOMEM;
+    if (!rc)
+        rc = rp_load(r, db_path, sweep);
+    if (!rc && !r->title) {
+        size_t n = strlen(r->sweep) + 32;
+        r->title = malloc(n);
+        if (r->title)
+            snprintf(r->title, n, "scaletune report: %s", r->sweep);
+        else
+            rc = ST_ENOMEM;
+        r->o.title = r->title;
+    }
+    if (rc) {
+        if (rc == ST_ENOMEM && !r->errmsg[0])
+            st_errf(r->errmsg, rc, "out of memory");
+        snprintf(errmsg, ST_ERRMSG_MAX, "%s", r->errmsg);
+        report_destroy(r);
+        return rc;
+    }
+    *out = r;
+    return ST_OK;
+}
+
+void report_destroy(report *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n_runs; i++) {
+        free(r->runs[i].status);
+        free(r->runs[i].failure);
+        free(r->runs[i].x);
+    }
+    free(r->runs);
+    for (size_t i = 0; i < r->n_curves; i++) {
+        free(r->curves[i].x);
+        free(r->curves[i].y);
+    }
+    free(r->curves);
+    for (size_t i = 0; i < r->n_params; i++)
+        free(r->pnames[i]);
+    free(r->pnames);
+    free(r->pspace);
+    free(r->front);
+    free(r->att);
+    free(r->hp);
+    free(r->loss_boot);
+    free(r->title);
+    free(r->validate_sweep);
+    free(r->sweep);
+    free(r->objective);
+    free(r->goal);
+    free(r->cost_metric);
+    free(r->db_path);
+    free(r);
+}
+
+const char *report_errmsg(const report *r)
+{
+    return r ? r->errmsg : "";
+}
+
+size_t report_n_runs(const report *r)
+{
+    return r->n_sweep_runs;
+}
+
+size_t report_n_pareto(const report *r)
+{
+    return r->n_front;
+}
+
+size_t report_n_beyond(const report *r)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_runs; i++)
+        n += r->runs[i].beyond;
+    return n;
+}
+
+size_t report_n_figures(const report *r)
+{
+    /* front, one per searched parameter, loss curves, failures; predicted vs actual when a
+     * run lies beyond the fit (html.c draws exactly these) */
+    return 3 + r->n_hp + (report_n_beyond(r) > 0);
+}
+
+/* ---- JSON -------------------------------------------------------------------------------- */
+
+static json_t *jnum(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *jpair(double lo, double hi)
+{
+    json_t *a = json_array();
+    json_array_append_new(a, jnum(lo));
+    json_array_append_new(a, jnum(hi));
+    return a;
+}
+
+static const char *space_name(int s)
+{
+    return s == 1 ? "log" : s == 2 ? "logit" : s == 0 ? "linear" : "fixed";
+}
+
+st_status report_json_dup(report *r, char **out)
+{
+    *out = NULL;
+    r->errmsg[0] = '\0';
+    json_t *root = json_object(), *runs = json_array(), *front = json_array();
+    json_object_set_new(root, "sweep", json_string(r->sweep));
+    json_object_set_new(root, "objective", json_string(r->objective));
+    json_object_set_new(root, "goal", json_string(r->goal));
+    json_object_set_new(root, "cost_metric", json_string(r->cost_metric));
+    for (size_t i = 0; i < r->n_runs; i++) {
+        const rp_run *u = &r->runs[i];
+        json_t *j = json_object(), *p = json_object();
+        json_object_set_new(j, "id", json_integer((json_int_t)u->id));
+        json_object_set_new(j, "status", json_string(u->status));
+        json_object_set_new(j, "failure", json_string(u->failure));
+        for (size_t k = 0; k < r->n_params; k++)
+            json_object_set_new(p, r->pnames[k], jnum(u->x[k]));
+        json_object_set_new(j, "params", p);
+        json_object_set_new(j, "objective", jnum(u->objective));
+        json_object_set_new(j, "cost", jnum(u->cost));
+        json_object_set_new(j, "attempts", json_integer((json_int_t)u->n_attempts));
+        json_object_set_new(j, "pareto", json_boolean(u->on_front));
+        json_object_set_new(j, "beyond_fit", json_boolean(u->beyond));
+        if (u->validation)
+            json_object_set_new(j, "validation_sweep", json_string(r->validate_sweep));
+        if (u->beyond) {
+            json_t *pr = json_object();
+            json_object_set_new(pr, "objective", jnum(u->pred));
+            json_object_set_new(pr, "lo", jnum(u->pred_lo));
+            json_object_set_new(pr, "hi", jnum(u->pred_hi));
+            json_object_set_new(j, "predicted", pr);
+        }
+        json_array_append_new(runs, j);
+    }
+    json_object_set_new(root, "runs", runs);
+    for (size_t i = 0; i < r->n_front; i++) {
+        const rp_run *u = &r->runs[r->front[i]];
+        json_t *j = json_object();
+        json_object_set_new(j, "id", json_integer((json_int_t)u->id));
+        json_object_set_new(j, "cost", jnum(u->cost));
+        json_object_set_new(j, "objective", jnum(u->objective));
+        json_array_append_new(front, j);
+    }
+    json_object_set_new(root, "pareto", front);
+
+    json_t *fits = json_object(), *loss = json_object(), *hps = json_object();
+    json_object_set_new(loss, "law", json_string("saturating: y = E + A C^-alpha"));
+    json_object_set_new(loss, "ok", json_boolean(r->loss_law.ok));
+    if (r->loss_law.ok) {
+        static const char *const nm[] = {"A", "alpha", "E"};
+        json_t *par = json_object(), *iv = json_object();
+        for (int k = 0; k < 3; k++) {
+            json_object_set_new(par, nm[k], jnum(r->loss_nat[k]));
+            json_object_set_new(iv, nm[k], jpair(r->loss_nat_lo[k], r->loss_nat_hi[k]));
+        }
+        json_object_set_new(loss, "params", par);
+        json_object_set_new(loss, "intervals", iv);
+        json_object_set_new(loss, "n_points", json_integer((json_int_t)r->n_front));
+        json_object_set_new(loss, "n_boot", json_integer((json_int_t)r->n_loss_boot));
+    } else {
+        json_object_set_new(loss, "note", json_string(r->loss_note));
+    }
+    json_object_set_new(fits, "loss_vs_cost", loss);
+    for (size_t i = 0; i < r->n_hp; i++) {
+        const rp_hp *h = &r->hp[i];
+        json_t *j = json_object();
+        json_object_set_new(j, "space", json_string(space_name(h->space)));
+        json_object_set_new(j, "ok", json_boolean(h->ok));
+        if (h->ok) {
+            json_object_set_new(j, "intercept", jnum(h->b0));
+            json_object_set_new(j, "slope", jnum(h->b1));
+            json_object_set_new(j, "slope_interval", jpair(h->b1_lo, h->b1_hi));
+        }
+        json_object_set_new(hps, r->pnames[h->param], j);
+    }
+    json_object_set_new(fits, "hyperparameters", hps);
+    json_object_set_new(fits, "band_level", json_real(r->o.band_level));
+    json_object_set_new(root, "fits", fits);
+
+    json_t *rec = json_object(), *val = json_object(), *iv = json_object(), *pred = json_object();
+    json_object_set_new(rec, "compute", jnum(r->target));
+    for (size_t i = 0; i < r->n_hp; i++) {
+        const rp_hp *h = &r->hp[i];
+        json_object_set_new(val, r->pnames[h->param], jnum(h->at_target));
+        json_object_set_new(iv, r->pnames[h->param], jpair(h->lo, h->hi));
+    }
+    json_object_set_new(rec, "recommended", val);
+    json_object_set_new(rec, "intervals", iv);
+    json_object_set_new(pred, "objective", jnum(r->rec_obj));
+    json_object_set_new(pred, "lo", jnum(r->rec_lo));
+    json_object_set_new(pred, "hi", jnum(r->rec_hi));
+    json_object_set_new(rec, "predicted", pred);
+    json_object_set_new(rec, "p_diverge", jnum(r->p_diverge));
+    json_object_set_new(rec, "source", json_string(r->rec_source));
+    json_object_set_new(root, "recommendation", rec);
+    if (r->has_validation) {
+        json_t *v = json_object();
+        json_object_set_new(v, "run", json_integer((json_int_t)r->val_run));
+        json_object_set_new(v, "actual", jnum(r->val_actual));
+        json_object_set_new(v, "predicted", jnum(r->val_pred));
+        json_object_set_new(v, "lo", jnum(r->val_lo));
+        json_object_set_new(v, "hi", jnum(r->val_hi));
+        json_object_set_new(root, "validation", v);
+    }
+    char *s = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    json_decref(root);
+    if (!s)
+        return st_errf(r->errmsg, ST_ENOMEM, "out of memory");
+    *out = s; /* jansson allocates with malloc (its default): st_free releases it */
+    return ST_OK;
+}
+
+/* ---- CSV --------------------------------------------------------------------------------- */
+
+/* A CSV field: quoted when it holds a comma, quote or newline (RFC 4180). */
+static void csv_field(rp_buf *b, const char *s)
+{
+    if (!strpbrk(s, ",\"\n\r")) {
+        rp_buf_add(b, s);
+        return;
+    }
+    rp_buf_add(b, "\"");
+    for (; *s; s++)
+        rp_buf_add(b, *s == '"' ? "\"\"" : (char[2]){*s, 0});
+    rp_buf_add(b, "\"");
+}
+
+static void csv_num(rp_buf *b, double v)
+{
+    if (isfinite(v))
+        rp_buf_addf(b, "%.17g", v);
+}
+
+st_status report_csv_dup(report *r, char **out)
+{
+    *out = NULL;
+    r->errmsg[0] = '\0';
+    rp_buf b = {0};
+    rp_buf_add(&b, "id,status");
+    for (size_t k = 0; k < r->n_params; k++) {
+        rp_buf_add(&b, ",");
+        csv_field(&b, r->pnames[k]);
+    }
+    rp_buf_add(&b, ",objective,cost,attempts\n");
+    for (size_t i = 0; i < r->n_sweep_runs; i++) {
+        const rp_run *u = &r->runs[i];
+        rp_buf_addf(&b, "%lld,", (long long)u->id);
+        csv_field(&b, u->status);
+        for (size_t k = 0; k < r->n_params; k++) {
+            rp_buf_add(&b, ",");
+            csv_num(&b, u->x[k]);
+        }
+        rp_buf_add(&b, ",");
+        csv_num(&b, u->objective);
+        rp_buf_add(&b, ",");
+        csv_num(&b, u->cost);
+        rp_buf_addf(&b, ",%zu\n", u->n_attempts);
+    }
+    st_status rc = buf_done(&b, out);
+    return rc ? st_errf(r->errmsg, rc, "out of memory") : ST_OK;
+}
+
+/* ---- Markdown ---------------------------------------------------------------------------- */
+
+/* Markdown table cell: '|' escaped. */
+static void md_cell(rp_buf *b, const char *s)
+{
+    for (; *s; s++)
+        rp_buf_add(b, *s == '|' ? "\\|" : (char[2]){*s, 0});
+}
+
+st_status report_md_dup(report *r, char **out)
+{
+    *out = NULL;
+    r->errmsg[0] = '\0';
+    rp_buf b = {0};
+    char v1[64], v2[64], v3[64];
+    rp_buf_add(&b, "# ");
+    md_cell(&b, r->title);
+    rp_buf_add(&b, "\n\n| | |\n| --- | --- |\n| sweep | ");
+    md_cell(&b, r->sweep);
+    rp_buf_add(&b, " |\n| objective | ");
+    md_cell(&b, r->objective);
+    rp_buf_addf(&b, " (%s) |\n| cost | ", r->goal);
+    md_cell(&b, r->cost_metric);
+    size_t n_ok = 0, n_att = 0;
+    for (size_t i = 0; i < r->n_sweep_runs; i++)
+        n_ok += r->runs[i].succeeded, n_att += r->runs[i].n_attempts;
+    rp_buf_addf(&b,
+                " |\n| runs | %zu (%zu succeeded) |\n| attempts | %zu |\n| Pareto runs | %zu |\n",
+                r->n_sweep_runs, n_ok, n_att, r->n_front);
+
+    rp_fmt(v1, sizeof(v1), r->target, 1);
+    rp_buf_addf(&b, "\n## Recommendation at compute %s\n\n", v1);
+    rp_buf_add(&b, "| parameter | value | lo | hi |\n| --- | --- | --- | --- |\n");
+    for (size_t i = 0; i < r->n_hp; i++) {
+        const rp_hp *h = &r->hp[i];
+        rp_fmt(v1, sizeof(v1), h->at_target, 1);
+        rp_fmt(v2, sizeof(v2), h->lo, 1);
+        rp_fmt(v3, sizeof(v3), h->hi, 1);
+        rp_buf_add(&b, "| ");
+        md_cell(&b, r->pnames[h->param]);
+        rp_buf_addf(&b, " | %s | %s | %s |\n", v1, v2, v3);
+    }
+    rp_fmt(v1, sizeof(v1), r->rec_obj, 1);
+    rp_fmt(v2, sizeof(v2), r->rec_lo, 1);
+    rp_fmt(v3, sizeof(v3), r->rec_hi, 1);
+    rp_buf_add(&b, "| predicted ");
+    md_cell(&b, r->objective);
+    rp_buf_addf(&b, " | %s | %s | %s |\n", v1, v2, v3);
+    rp_fmt(v1, sizeof(v1), r->p_diverge, 1);
+    rp_buf_addf(&b, "| p(diverge) | %s | | |\n\nSource: %s.\n", v1, r->rec_source);
+
+    if (r->has_validation) {
+        rp_buf_add(&b, "\n## Validation\n\n| run | actual | predicted | lo | hi |\n"
+                       "| --- | --- | --- | --- | --- |\n");
+        char v4[64];
+        rp_fmt(v1, sizeof(v1), r->val_actual, 1);
+        rp_fmt(v2, sizeof(v2), r->val_pred, 1);
+        rp_fmt(v3, sizeof(v3), r->val_lo, 1);
+        rp_fmt(v4, sizeof(v4), r->val_hi, 1);
+        rp_buf_addf(&b, "| %lld | %s | %s | %s | %s |\n", (long long)r->val_run, v1, v2, v3, v4);
+    }
+
+    rp_buf_add(&b, "\n## Pareto front\n\n| run | cost | objective |\n| --- | --- | --- |\n");
+    for (size_t i = 0; i < r->n_front; i++) {
+        const rp_run *u = &r->runs[r->front[i]];
+        rp_fmt(v1, sizeof(v1), u->cost, 1);
+        rp_fmt(v2, sizeof(v2), u->objective, 1);
+        rp_buf_addf(&b, "| %lld | %s | %s |\n", (long long)u->id, v1, v2);
+    }
+
+    rp_buf_add(&b, "\n## Fits\n\n");
+    if (r->loss_law.ok) {
+        rp_buf_add(&b, "Objective against cost, y = E + A C^-alpha:\n\n| parameter | value | lo | "
+                       "hi |\n| --- | --- | --- | --- |\n");
+        static const char *const nm[] = {"A", "alpha", "E"};
+        for (int k = 0; k < 3; k++) {
+            rp_fmt(v1, sizeof(v1), r->loss_nat[k], 1);
+            rp_fmt(v2, sizeof(v2), r->loss_nat_lo[k], 1);
+            rp_fmt(v3, sizeof(v3), r->loss_nat_hi[k], 1);
+            rp_buf_addf(&b, "| %s | %s | %s | %s |\n", nm[k], v1, v2, v3);
+        }
+    } else {
+        rp_buf_addf(&b, "%s.\n", r->loss_note);
+    }
+    rp_buf_add(&b, "\nParameters along the front, basic coordinate = intercept + slope log10 C:\n\n"
+                   "| parameter | space | intercept | slope | slope lo | slope hi |\n"
+                   "| --- | --- | --- | --- | --- | --- |\n");
+    for (size_t i = 0; i < r->n_hp; i++) {
+        const rp_hp *h = &r->hp[i];
+        char v4[64];
+        rp_fmt(v1, sizeof(v1), h->ok ? h->b0 : NAN, 1);
+        rp_fmt(v2, sizeof(v2), h->ok ? h->b1 : NAN, 1);
+        rp_fmt(v3, sizeof(v3), h->b1_lo, 1);
+        rp_fmt(v4, sizeof(v4), h->b1_hi, 1);
+        rp_buf_add(&b, "| ");
+        md_cell(&b, r->pnames[h->param]);
+        rp_buf_addf(&b, " | %s | %s | %s | %s | %s |\n", space_name(h->space), v1, v2, v3, v4);
+    }
+    st_status rc = buf_done(&b, out);
+    return rc ? st_errf(r->errmsg, rc, "out of memory") : ST_OK;
+}
+
+st_status report_html_dup(report *r, char **out)
+{
+    *out = NULL;
+    r->errmsg[0] = '\0';
+    return rp_html(r, out);
+}
+
+/* ---- atomic files ------------------------------------------------------------------------ */
+
+static st_status write_atomic(report *r, const char *path, const char *text)
+{
+    size_t n = strlen(path);
+    char *tmp = malloc(n + 16);
+    if (!tmp)
+        return st_errf(r->errmsg, ST_ENOMEM, "out of memory");
+    snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        st_errf(r->errmsg, ST_EIO, "%s: cannot create a file there: %s", path, strerror(errno));
+        free(tmp);
+        return ST_EIO;
+    }
+    size_t len = strlen(text), done = 0;
+    int err = 0;
+    while (done < len) {
+        ssize_t w = write(fd, text + done, len - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            err = errno ? errno : EIO;
+            break;
+        }
+        done += (size_t)w;
+    }
+    /* readable like any other output file (mkstemp makes it 0600) */
+    if (!err && fchmod(fd, 0644) != 0)
+        err = errno;
+    if (!err && fsync(fd) != 0)
+        err = errno;
+    if (close(fd) != 0 && !err)
+        err = errno;
+    if (!err && rename(tmp, path) != 0)
+        err = errno;
+    if (err) {
+        unlink(tmp);
+        st_errf(r->errmsg, ST_EIO, "%s: %s", path, strerror(err));
+    }
+    free(tmp);
+    return err ? ST_EIO : ST_OK;
+}
+
+typedef st_status (*dup_fn)(report *r, char **out);
+
+static st_status write_doc(report *r, const char *path, dup_fn fn)
+{
+    r->errmsg[0] = '\0';
+    if (!path)
+        return st_errf(r->errmsg, ST_EINVAL, "no output path");
+    char *s = NULL;
+    st_status rc = fn(r, &s);
+    if (!rc)
+        rc = write_atomic(r, path, s);
+    st_free(s);
+    return rc;
+}
+
+st_status report_write_html(report *r, const char *path)
+{
+    return write_doc(r, path, report_html_dup);
+}
+
+st_status report_write_json(report *r, const char *path)
+{
+    return write_doc(r, path, report_json_dup);
+}
+
+st_status report_write_csv(report *r, const char *path)
+{
+    return write_doc(r, path, report_csv_dup);
+}
+
+st_status report_write_md(report *r, const char *path)
+{
+    return write_doc(r, path, report_md_dup);
+}

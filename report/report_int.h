@@ -1,0 +1,168 @@
+/*
+ * report_int.h — interfaces between the files of report/ (not installed, not public).
+ *   load.c     reads a sweep: the store's JSON export, its config, metric points (read-only)
+ *   analyze.c  Pareto front, loss-against-cost law, parameter laws, bands, recommendation
+ *   plot.c     PLplot "svg" device into memory: figure set-up, axes, bands, legends
+ *   html.c     the HTML page (figures + tables)
+ *   export.c   JSON, CSV, Markdown and the atomic file writer; the public handle functions
+ */
+#ifndef REPORT_INT_H
+#define REPORT_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "report/report.h"
+
+/* Points on the law grids (log-spaced in cost). */
+#define RP_GRID 64
+
+/* One run of the sweep (or of the validation sweep). */
+typedef struct rp_run {
+    int64_t id;
+    char *status;           /* "succeeded", "failed", ... */
+    char *failure;          /* "none", "diverged", ... */
+    double *x;              /* n_params values; NAN for a fixed non-numeric parameter */
+    double objective, cost; /* NAN when not recorded */
+    size_t n_attempts;
+    int succeeded;  /* status "succeeded" with finite objective and cost > 0 */
+    int on_front;   /* on the Pareto front of the fitted runs */
+    int beyond;     /* left out of the fits (cost above fit_max_cost, or validation sweep) */
+    int validation; /* from the validation sweep */
+    double pred, pred_lo, pred_hi; /* beyond runs: the loss law at their cost (NAN if none) */
+} rp_run;
+
+/* One attempt, for failures and retries over time. */
+typedef struct rp_attempt {
+    int64_t run;
+    int number;
+    double started, ended; /* epoch seconds; ended NAN while running */
+    int kind;              /* 0 success, 1 hyperparameter failure, 2 infrastructure failure,
+                              3 unfinished or stopped */
+} rp_attempt;
+
+/* The training curve of one Pareto run (its last attempt's step records). */
+typedef struct rp_curve {
+    int64_t run;
+    size_t n;
+    double *x; /* cost metric at the step when every record has it, else the step */
+    double *y; /* "loss" of the step record */
+    int x_is_cost;
+} rp_curve;
+
+/* A law y(C) on a log-spaced grid of cost, with its pointwise bootstrap band. */
+typedef struct rp_curve_band {
+    int ok;
+    double c[RP_GRID], y[RP_GRID], lo[RP_GRID], hi[RP_GRID]; /* lo/hi NAN without a band */
+} rp_curve_band;
+
+/* A searched parameter along the front: basic coordinate b = b0 + b1 log10 C (CARBS' own
+ * analysis: log10 v for log spaces, logit10 v for logit, v for linear). */
+typedef struct rp_hp {
+    size_t param; /* index into the parameter list */
+    int space;    /* carbs_space_kind */
+    int ok;
+    double b0, b1, b1_lo, b1_hi; /* OLS coefficients, bootstrap interval of the slope */
+    rp_curve_band law;           /* in parameter units */
+    double at_target, lo, hi;    /* law at the target compute with the band */
+} rp_hp;
+
+struct report {
+    char errmsg[ST_ERRMSG_MAX];
+    report_options o;
+    char *title, *validate_sweep;
+    char *sweep, *objective, *goal, *cost_metric;
+    int maximize;
+    char *db_path;
+
+    size_t n_params;
+    char **pnames;
+    int *pspace; /* carbs_space_kind, -1 for fixed parameters */
+
+    rp_run *runs; /* n_sweep_runs of the sweep, then the validation sweep's */
+    size_t n_runs, n_sweep_runs;
+    size_t *front; /* indices into runs, increasing cost */
+    size_t n_front;
+    rp_attempt *att;
+    size_t n_att;
+    rp_curve *curves;
+    size_t n_curves;
+
+    double target;           /* compute of the recommendation */
+    double cost_lo, cost_hi; /* range of the fitted, finished runs' cost */
+    double loss_nat[3];      /* A, alpha, E of y = E + A C^-alpha (C in cost units) */
+    double loss_nat_lo[3], loss_nat_hi[3];
+    rp_curve_band loss_law;
+    double *loss_boot; /* n_loss_boot bootstrap replicates of (A, alpha, E), row-major */
+    size_t n_loss_boot;
+    char loss_note[160]; /* why there is no loss law, or "" */
+    rp_hp *hp;
+    size_t n_hp;
+    double rec_obj, rec_lo, rec_hi; /* predicted objective at the target */
+    double p_diverge;               /* NAN when the source does not estimate it */
+    const char *rec_source;         /* static text */
+    int has_validation;
+    double val_actual, val_pred, val_lo, val_hi;
+    int64_t val_run;
+    size_t n_figures;
+};
+
+/* load.c: fills the data fields from the store. ST_OK, ST_ENOTFOUND, ST_EDB, ST_ENOMEM. */
+st_status rp_load(report *r, const char *db_path, const char *sweep);
+/* analyze.c: front, laws, bands, beyond-fit predictions, recommendation. ST_OK, ST_ENOMEM. */
+st_status rp_analyze(report *r);
+
+/* plot.c: one figure drawn into memory as SVG (without XML prologue or DOCTYPE). */
+typedef struct rp_fig rp_fig;
+/* Starts a figure of w × h points: x and y ranges (already log10 for log axes), log flags
+ * (label the axes as powers of ten), labels. ST_OK, ST_ENOMEM. */
+st_status rp_fig_begin(rp_fig **out, int w, int h, double xmin, double xmax, double ymin,
+                       double ymax, int xlog, int ylog, const char *xlabel, const char *ylabel,
+                       const char *title);
+/* Colour i of the palette (0 black, 1 grey, 2.. distinct colours). */
+void rp_fig_line(rp_fig *f, size_t n, const double *x, const double *y, int colour, double width,
+                 int dashed);
+void rp_fig_points(rp_fig *f, size_t n, const double *x, const double *y, int colour, int glyph,
+                   double size);
+/* A filled band between lo and hi (n points each over x), translucent. Skips NAN points. */
+void rp_fig_band(rp_fig *f, size_t n, const double *x, const double *lo, const double *hi,
+                 int colour);
+/* Error bars: vertical (dir 0) from lo to hi at x, or horizontal (dir 1) at y. */
+void rp_fig_errbars(rp_fig *f, size_t n, const double *at, const double *lo, const double *hi,
+                    int colour, int dir);
+/* Adds a legend entry (drawn at rp_fig_end): a line (glyph < 0) or a glyph, or a band. */
+void rp_fig_legend(rp_fig *f, const char *text, int colour, int glyph, int line, int band);
+/* Writes a note in the middle of the plot area (e.g. "no data"). */
+void rp_fig_note(rp_fig *f, const char *text);
+/* Finishes; *svg (malloc'd, NUL-terminated) is the <svg ...>...</svg> element. Frees f.
+ * ST_OK, ST_ENOMEM, ST_EINTERNAL. */
+st_status rp_fig_end(rp_fig *f, char **svg);
+
+/* html.c */
+st_status rp_html(report *r, char **out);
+
+/* A growing string (export.c). */
+typedef struct rp_buf {
+    char *p;
+    size_t n, cap;
+    int oom;
+} rp_buf;
+void rp_buf_add(rp_buf *b, const char *s);
+void rp_buf_addf(rp_buf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Appends s with & < > " escaped. */
+void rp_buf_html(rp_buf *b, const char *s);
+/* A number as text: "%.6g", or "" / "–" for NAN (empty non-zero: dash). */
+void rp_fmt(char *buf, size_t cap, double v, int dash);
+
+/* The loss law at cost C (analyze.c): value and band (NAN without a law / a band). */
+void rp_loss_at(const report *r, double C, double *y, double *lo, double *hi);
+
+/* Inverse of the basic coordinate (analyze.c): value of the parameter at basic b. */
+double rp_basic_to_value(int space, double b);
+double rp_value_to_basic(int space, double v);
+
+#endif
