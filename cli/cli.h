@@ -21,4 +21,7 @@ int cmd_fit(int argc, char **argv);
 /* cli/cmd_sweep.c: `scaletune sweep launch|resume|status|stop|export|ask|tell`. */
 int cmd_sweep(int argc, char **argv);
 
+/* cli/cmd_report.c: `scaletune report` (HTML, JSON, CSV and Markdown of a sweep). */
+int cmd_report(int argc, char **argv);
+
 #endif
