@@ -189,7 +189,8 @@ $(BUILD)/tests/python/test_python_run: $(BUILD)/tests/python/test_python_run.o
 	$(CC) $(LDFLAGS) $^ -o $@
 test-python: all $(BUILD)/tests/python/test_python_run
 	@tests/run-tests.sh $(BUILD)/tests/python/test_python_run
-PC_REQUIRES := $(PKGS)
+# (=, not :=: the report section below adds PLplot to LDLIBS)
+PC_REQUIRES = $(PKGS) $(if $(filter -lplplot%,$(LDLIBS)),plplot)
 PYDIR ?= $(PREFIX)/lib/python3/dist-packages
 install: install-bindings
 install-bindings: all

@@ -9,52 +9,52 @@
 
 Modules: optimizer (Param, Space, Optimizer: carbs/carbs.h), sweep (Sweep: ask/tell against a
 sweep store, runner/runner.h), fit (scaling-law fits: fit/fit.h), metrics (the metrics-protocol
-emitter; pure Python). Library errors raise ScaletuneError with the library's message.
-The API is documented in docs/api.md.
+emitter). Library errors raise ScaletuneError with the library's message. The library is loaded
+on first use of anything but `metrics`, so a training script that only reports metrics does not
+need libscaletune.so. The API is documented in docs/api.md.
 """
 
+import importlib
+
 from . import metrics
-from ._lib import ScaletuneError
-from ._lib import lib as _clib
-from ._lib import path as library_path
-from ._lib import text as _text
-from .fit import (
-    allocate,
-    approach1,
-    approach2,
-    chinchilla,
-    compute_for_loss,
-    fit_law,
-    hp_preset,
-    law_info,
-    laws,
-    loss_at,
-)
-from .fit import predict as predict_law
-from .optimizer import Optimizer, Param, Space, option_names
-from .sweep import Sweep
 
-__version__ = _text(_clib.st_version())
+# name -> (submodule, attribute): imported, and the library loaded, on first access (PEP 562)
+_LAZY = {
+    "ScaletuneError": ("_lib", "ScaletuneError"),
+    "library_path": ("_lib", "path"),
+    "Param": ("optimizer", "Param"),
+    "Space": ("optimizer", "Space"),
+    "Optimizer": ("optimizer", "Optimizer"),
+    "option_names": ("optimizer", "option_names"),
+    "Sweep": ("sweep", "Sweep"),
+    "fit_law": ("fit", "fit_law"),
+    "predict_law": ("fit", "predict"),
+    "chinchilla": ("fit", "chinchilla"),
+    "allocate": ("fit", "allocate"),
+    "compute_for_loss": ("fit", "compute_for_loss"),
+    "loss_at": ("fit", "loss_at"),
+    "approach1": ("fit", "approach1"),
+    "approach2": ("fit", "approach2"),
+    "hp_preset": ("fit", "hp_preset"),
+    "laws": ("fit", "laws"),
+    "law_info": ("fit", "law_info"),
+}
 
-__all__ = [
-    "ScaletuneError",
-    "Param",
-    "Space",
-    "Optimizer",
-    "option_names",
-    "Sweep",
-    "metrics",
-    "fit_law",
-    "predict_law",
-    "chinchilla",
-    "allocate",
-    "compute_for_loss",
-    "loss_at",
-    "approach1",
-    "approach2",
-    "hp_preset",
-    "laws",
-    "law_info",
-    "library_path",
-    "__version__",
-]
+__all__ = ["metrics", "__version__"] + list(_LAZY)
+
+
+def __getattr__(name):
+    if name == "__version__":
+        lib = importlib.import_module("._lib", __name__)
+        value = lib.text(lib.lib.st_version())
+    elif name in _LAZY:
+        mod, attr = _LAZY[name]
+        value = getattr(importlib.import_module("." + mod, __name__), attr)
+    else:
+        raise AttributeError("module 'scaletune' has no attribute %r" % name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -8,8 +8,8 @@ else to standard output, flushed after every line:
     metrics.final(val_loss=v, flops=6*N*D, params=N, tokens=D)
     metrics.diverged(s, "loss is nan")      # or let step() notice a non-finite loss
 Non-finite numbers are written as null (strict JSON; the runner reads null as NaN). Values may
-be anything float() accepts (a 0-d torch tensor, a numpy scalar). Pure Python: it does not
-load libscaletune.so.
+be anything float() accepts (a 0-d torch tensor, a numpy scalar). Pure Python: importing it
+does not load libscaletune.so.
 """
 
 import json
