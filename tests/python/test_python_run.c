@@ -17,12 +17,13 @@
 #define PY_BUILD_DIR "build"
 #endif
 
-/* The interpreter: $PYTHON, else Debian's /usr/bin/python3, else python3 on PATH; NULL if none. */
+/* The interpreter: $PYTHON (NULL if that is not executable), else Debian's /usr/bin/python3,
+ * else python3 on PATH; NULL if none. */
 static const char *find_python(char *buf, size_t n)
 {
     const char *env = getenv("PYTHON");
     if (env && *env)
-        return env;
+        return access(env, X_OK) == 0 ? env : NULL;
     if (access("/usr/bin/python3", X_OK) == 0)
         return "/usr/bin/python3";
     FILE *p = popen("command -v python3 2>/dev/null", "r");
@@ -112,8 +113,7 @@ int main(void)
             CHECK(1);
         } else if (!strcmp(res, "FAIL") || !strcmp(res, "ERROR") ||
                    !strcmp(res, "unexpected success")) {
-            fprintf(stderr, "FAIL python %s\n", line);
-            CHECK(0);
+            check_report(0, "python", 0, line); /* "FAIL python:0: test_x (...) ... FAIL" */
             n_fail_lines++;
         } else if (!strncmp(res, "skipped", 7)) {
             if (n_skipped++ < 3)
