@@ -57,7 +57,7 @@ static inline char *rt_path(const char *name)
 /* Runs sweep `name` of `runs` simulated runs into store `db`. ST_OK or the runner's status. */
 static inline st_status rt_sweep(const char *db, const char *name, size_t runs)
 {
-    char text[4096], em[ST_ERRMSG_MAX];
+    char text[10240], em[ST_ERRMSG_MAX];
     snprintf(text, sizeof(text),
              "name: %s\n"
              /* every 4th run's first attempt crashes (exit 1): an infrastructure failure */

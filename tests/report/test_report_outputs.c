@@ -1,0 +1,384 @@
+/*
+ * test_report_outputs.c — a real sweep of the simulated trainer (with retried crashes) turned
+ * into a report: the front against the store's own runner_store_pareto, parameter slopes
+ * against a closed-form least-squares slope, the law at the target against E + A C^-alpha,
+ * CSV values against the store's export, the HTML's structure (balanced tags, one <svg> per
+ * figure, no network reference), runs beyond the fit (by cost and by a validation sweep),
+ * atomic writes and the error paths (missing sweep, unwritable path, not a store).
+ */
+#include <dirent.h>
+#include <jansson.h>
+#include <math.h>
+
+#include "report/report.h"
+#include "tests/report/report_test_util.h"
+
+static size_t n_runs_main(void)
+{
+    return getenv("ST_TEST_QUICK") ? 14 : 24;
+}
+
+static json_t *load_json(report *r)
+{
+    char *s = NULL;
+    CHECK_ST(report_json_dup(r, &s), ST_OK);
+    json_error_t je;
+    json_t *root = s ? json_loads(s, 0, &je) : NULL;
+    if (s && !root)
+        fprintf(stderr, "json: %s at line %d\n", je.text, je.line);
+    CHECK(root != NULL);
+    st_free(s);
+    return root;
+}
+
+/* The HTML document's structure. */
+static void check_html(const char *h, size_t n_fig)
+{
+    CHECK(!strncmp(h, "<!DOCTYPE html>", 15));
+    CHECK(rt_count(h, "<html") == 1 && rt_count(h, "</html>") == 1);
+    CHECK(rt_count(h, "<body>") == 1 && rt_count(h, "</body>") == 1);
+    CHECK(rt_count(h, "<head>") == 1 && rt_count(h, "</head>") == 1);
+    CHECK(rt_count(h, "<svg") == n_fig);
+    CHECK(rt_count(h, "</svg>") == n_fig);
+    CHECK(rt_count(h, "<figure>") == n_fig && rt_count(h, "</figure>") == n_fig);
+    CHECK(rt_count(h, "<table>") == rt_count(h, "</table>"));
+    /* self-contained: no script, no external reference but the SVG namespace */
+    CHECK(rt_count(h, "<script") == 0);
+    CHECK(rt_count(h, "<link") == 0);
+    CHECK(rt_count(h, "http://") == rt_count(h, "xmlns=\"http://www.w3.org/2000/svg\""));
+    CHECK(rt_count(h, "https://") == 0);
+    CHECK(rt_count(h, "<?xml") == 0 && rt_count(h, "<!DOCTYPE svg") == 0);
+    /* the figures hold drawn marks and text */
+    CHECK(rt_count(h, "<polyline") > 100);
+    CHECK(rt_count(h, "<text") > 20);
+}
+
+/* Slope of the least-squares line y = a + b x (closed form). */
+static double ols_slope(size_t n, const double *x, const double *y)
+{
+    double mx = 0, my = 0, sxy = 0, sxx = 0;
+    for (size_t i = 0; i < n; i++)
+        mx += x[i] / (double)n, my += y[i] / (double)n;
+    for (size_t i = 0; i < n; i++)
+        sxy += (x[i] - mx) * (y[i] - my), sxx += (x[i] - mx) * (x[i] - mx);
+    return sxy / sxx;
+}
+
+static void test_main(const char *db)
+{
+    report_options o = report_options_default();
+    o.n_boot = getenv("ST_TEST_QUICK") ? 40 : 200;
+    report *r = NULL;
+    char em[ST_ERRMSG_MAX];
+    CHECK_ST(report_create(db, "sim", &o, &r, em), ST_OK);
+    if (!r) {
+        fprintf(stderr, "%s\n", em);
+        return;
+    }
+    size_t n = n_runs_main();
+    CHECK(report_n_runs(r) == n);
+    CHECK(report_n_pareto(r) >= 4);
+    CHECK(report_n_beyond(r) == 0);
+    CHECK(report_n_figures(r) == 3 + 3); /* front, N/tokens/lr, curves, failures */
+
+    /* the front equals the store's own (same rule, separate implementation) */
+    runner_store *s = NULL;
+    CHECK_ST(runner_store_open(db, &s, em), ST_OK);
+    size_t np = 0;
+    uint64_t ids[256];
+    double pc[256], po[256];
+    CHECK_ST(runner_store_pareto(s, "sim", 256, &np, ids, pc, po), ST_OK);
+    json_t *root = load_json(r);
+    json_t *front = json_object_get(root, "pareto"), *runs = json_object_get(root, "runs");
+    CHECK(json_array_size(front) == np && np == report_n_pareto(r));
+    for (size_t i = 0; i < np && i < json_array_size(front); i++) {
+        json_t *p = json_array_get(front, i);
+        CHECK(json_integer_value(json_object_get(p, "id")) == (json_int_t)ids[i]);
+        CHECK_REL(json_number_value(json_object_get(p, "cost")), pc[i], 1e-15);
+        CHECK_REL(json_number_value(json_object_get(p, "objective")), po[i], 1e-15);
+    }
+    CHECK(json_array_size(runs) == n);
+    CHECK(!strcmp(json_string_value(json_object_get(root, "cost_metric")), "flops"));
+
+    /* slope of log10 lr on log10 cost along the front, by the closed form */
+    double lx[256], ly[256];
+    for (size_t i = 0; i < np; i++) {
+        for (size_t k = 0; k < json_array_size(runs); k++) {
+            json_t *u = json_array_get(runs, k);
+            if (json_integer_value(json_object_get(u, "id")) == (json_int_t)ids[i])
+                ly[i] =
+                    log10(json_number_value(json_object_get(json_object_get(u, "params"), "lr")));
+        }
+        lx[i] = log10(pc[i]);
+    }
+    json_t *fits = json_object_get(root, "fits");
+    json_t *hlr = json_object_get(json_object_get(fits, "hyperparameters"), "lr");
+    CHECK(!strcmp(json_string_value(json_object_get(hlr, "space")), "log"));
+    CHECK_REL(json_number_value(json_object_get(hlr, "slope")), ols_slope(np, lx, ly), 1e-9);
+    json_t *si = json_object_get(hlr, "slope_interval");
+    double slo = json_number_value(json_array_get(si, 0)),
+           shi = json_number_value(json_array_get(si, 1));
+    CHECK(slo <= shi);
+    CHECK(json_object_get(json_object_get(fits, "hyperparameters"), "batch") == NULL);
+
+    /* the loss law: a decreasing saturating law, and the recommendation is its value */
+    json_t *loss = json_object_get(fits, "loss_vs_cost");
+    CHECK(json_is_true(json_object_get(loss, "ok")));
+    json_t *par = json_object_get(loss, "params");
+    double A = json_number_value(json_object_get(par, "A"));
+    double al = json_number_value(json_object_get(par, "alpha"));
+    double E = json_number_value(json_object_get(par, "E"));
+    CHECK(A > 0 && al > 0 && E > 0);
+    json_t *rec = json_object_get(root, "recommendation");
+    double C = json_number_value(json_object_get(rec, "compute"));
+    double cmax = 0;
+    for (size_t k = 0; k < json_array_size(runs); k++) {
+        json_t *u = json_array_get(runs, k);
+        if (!strcmp(json_string_value(json_object_get(u, "status")), "succeeded"))
+            cmax = fmax(cmax, json_number_value(json_object_get(u, "cost")));
+    }
+    CHECK_REL(C, 10 * cmax, 1e-12); /* default target: ten times the costliest run */
+    json_t *pred = json_object_get(rec, "predicted");
+    double y = json_number_value(json_object_get(pred, "objective"));
+    CHECK_REL(y, E + A * pow(C, -al), 1e-12);
+    double lo = json_number_value(json_object_get(pred, "lo"));
+    double hi = json_number_value(json_object_get(pred, "hi"));
+    CHECK(lo < hi && lo <= y * 1.02 && hi >= y * 0.98);
+    CHECK(y < po[np - 1]); /* extrapolating a decreasing law */
+    json_t *recd = json_object_get(rec, "recommended"), *iv = json_object_get(rec, "intervals");
+    CHECK(json_object_size(recd) == 3 && json_object_size(iv) == 3);
+    CHECK(json_object_get(rec, "p_diverge") != NULL);
+    /* N's law at the target equals 10^(b0 + b1 log10 C) */
+    json_t *hN = json_object_get(json_object_get(fits, "hyperparameters"), "N");
+    double b0 = json_number_value(json_object_get(hN, "intercept"));
+    double b1 = json_number_value(json_object_get(hN, "slope"));
+    CHECK_REL(json_number_value(json_object_get(recd, "N")), pow(10, b0 + b1 * log10(C)), 1e-9);
+    CHECK(json_object_get(root, "validation") == NULL);
+    json_decref(root);
+
+    /* CSV: header, one row per run, values equal to the store's export */
+    char *csv = NULL, *scsv = NULL;
+    CHECK_ST(report_csv_dup(r, &csv), ST_OK);
+    CHECK_ST(runner_store_export_csv(s, "sim", &scsv), ST_OK);
+    const char *head = "id,status,N,tokens,lr,batch,objective,cost,attempts\n";
+    CHECK(csv && !strncmp(csv, head, strlen(head)));
+    CHECK(csv && rt_count(csv, "\n") == n + 1);
+    size_t n_retried = 0;
+    if (csv && scsv) {
+        /* store CSV: suggestion_id,status,failure,objective,cost,attempts,N,tokens,lr,batch */
+        char *save1 = NULL, *save2 = NULL;
+        char *l1 = strtok_r(csv, "\n", &save1), *l2 = strtok_r(scsv, "\n", &save2);
+        size_t rows = 0;
+        while ((l1 = strtok_r(NULL, "\n", &save1)) && (l2 = strtok_r(NULL, "\n", &save2))) {
+            char st1[32], st2[32], fl[32];
+            long long id1, id2, a1, a2;
+            double N1, t1, lr1, b1v, o1, c1, o2, c2, N2, t2, lr2, bb2;
+            int k1 = sscanf(l1, "%lld,%31[^,],%lf,%lf,%lf,%lf,%lf,%lf,%lld", &id1, st1, &N1, &t1,
+                            &lr1, &b1v, &o1, &c1, &a1);
+            int k2 = sscanf(l2, "%lld,%31[^,],%31[^,],%lf,%lf,%lld,%lf,%lf,%lf,%lf", &id2, st2, fl,
+                            &o2, &c2, &a2, &N2, &t2, &lr2, &bb2);
+            if (k1 == 9 && k2 == 10) {
+                CHECK(id1 == id2 && !strcmp(st1, st2) && a1 == a2);
+                CHECK(o1 == o2 && c1 == c2 && N1 == N2 && t1 == t2 && lr1 == lr2 && b1v == bb2);
+                n_retried += a1 > 1;
+                rows++;
+            } else {
+                /* a failed run has empty objective/cost cells: compare the id only */
+                CHECK(atoll(l1) == atoll(l2));
+                rows++;
+            }
+        }
+        CHECK(rows == n);
+    }
+    CHECK(n_retried >= 2); /* every 4th run's first attempt crashed */
+    st_free(csv);
+    st_free(scsv);
+    runner_store_close(s);
+
+    /* HTML and Markdown */
+    char *html = NULL, *md = NULL;
+    CHECK_ST(report_html_dup(r, &html), ST_OK);
+    if (html)
+        check_html(html, report_n_figures(r));
+    st_free(html);
+    CHECK_ST(report_md_dup(r, &md), ST_OK);
+    CHECK(md && strstr(md, "## Recommendation at compute") && strstr(md, "| lr |") &&
+          strstr(md, "## Pareto front"));
+    st_free(md);
+
+    /* files: atomic (no temporary left), readable, and the same text as the dup */
+    CHECK_ST(report_write_html(r, rt_path("r.html")), ST_OK);
+    CHECK_ST(report_write_json(r, rt_path("r.json")), ST_OK);
+    CHECK_ST(report_write_csv(r, rt_path("r.csv")), ST_OK);
+    CHECK_ST(report_write_md(r, rt_path("r.md")), ST_OK);
+    char *f = rt_slurp(rt_path("r.json")), *d = NULL;
+    CHECK_ST(report_json_dup(r, &d), ST_OK);
+    CHECK(f && d && !strcmp(f, d));
+    free(f);
+    st_free(d);
+    DIR *dir = opendir(rt_dir);
+    size_t n_tmp = 0;
+    for (struct dirent *e; dir && (e = readdir(dir));)
+        n_tmp += strstr(e->d_name, ".tmp.") != NULL;
+    if (dir)
+        closedir(dir);
+    CHECK(n_tmp == 0);
+
+    /* an unwritable path: ST_EIO naming it, and the existing file is untouched */
+    CHECK_ST(report_write_html(r, "/nonexistent-dir/r.html"), ST_EIO);
+    CHECK(strstr(report_errmsg(r), "/nonexistent-dir/r.html") != NULL);
+    report_destroy(r);
+}
+
+/* Runs above fit_max_cost are predicted, not fitted; the largest one is the validation. */
+static void test_beyond(const char *db)
+{
+    report_options o = report_options_default();
+    o.n_boot = 40;
+    report *r = NULL;
+    char em[ST_ERRMSG_MAX];
+    CHECK_ST(report_create(db, "sim", &o, &r, em), ST_OK);
+    if (!r)
+        return;
+    json_t *root = load_json(r);
+    /* cut between the second- and third-largest costs of succeeded runs */
+    double c[256];
+    size_t m = 0;
+    json_t *runs = json_object_get(root, "runs");
+    for (size_t i = 0; i < json_array_size(runs); i++) {
+        json_t *u = json_array_get(runs, i);
+        if (!strcmp(json_string_value(json_object_get(u, "status")), "succeeded"))
+            c[m++] = json_number_value(json_object_get(u, "cost"));
+    }
+    json_decref(root);
+    report_destroy(r);
+    for (size_t i = 1; i < m; i++) /* sort descending */
+        for (size_t j = i; j > 0 && c[j] > c[j - 1]; j--) {
+            double t = c[j];
+            c[j] = c[j - 1];
+            c[j - 1] = t;
+        }
+    o.fit_max_cost = sqrt(c[1] * c[2]);
+    CHECK_ST(report_create(db, NULL, &o, &r, em), ST_OK);
+    if (!r)
+        return;
+    CHECK(report_n_beyond(r) >= 2);
+    CHECK(report_n_figures(r) == 3 + 3 + 1);
+    root = load_json(r);
+    json_t *v = json_object_get(root, "validation");
+    CHECK(v != NULL);
+    json_t *par =
+        json_object_get(json_object_get(json_object_get(root, "fits"), "loss_vs_cost"), "params");
+    double A = json_number_value(json_object_get(par, "A"));
+    double al = json_number_value(json_object_get(par, "alpha"));
+    double E = json_number_value(json_object_get(par, "E"));
+    runs = json_object_get(root, "runs");
+    for (size_t i = 0; i < json_array_size(runs); i++) {
+        json_t *u = json_array_get(runs, i);
+        if (json_integer_value(json_object_get(u, "id")) !=
+            json_integer_value(json_object_get(v, "run")))
+            continue;
+        double cost = json_number_value(json_object_get(u, "cost"));
+        CHECK_REL(cost, c[0], 1e-15); /* the costliest run */
+        CHECK(json_is_true(json_object_get(u, "beyond_fit")));
+        CHECK_REL(json_number_value(json_object_get(v, "actual")),
+                  json_number_value(json_object_get(u, "objective")), 0);
+        CHECK_REL(json_number_value(json_object_get(v, "predicted")), E + A * pow(cost, -al),
+                  1e-12);
+    }
+    CHECK(json_number_value(json_object_get(v, "lo")) <
+          json_number_value(json_object_get(v, "hi")));
+    /* the beyond runs are off the fitted front */
+    json_t *front = json_object_get(root, "pareto");
+    for (size_t i = 0; i < json_array_size(front); i++)
+        CHECK(json_number_value(json_object_get(json_array_get(front, i), "cost")) <
+              o.fit_max_cost);
+    json_decref(root);
+    char *html = NULL;
+    CHECK_ST(report_html_dup(r, &html), ST_OK);
+    if (html) {
+        check_html(html, report_n_figures(r));
+        CHECK(strstr(html, "<figcaption>Runs beyond the fit:") != NULL);
+        CHECK(strstr(html, "<h2>Validation</h2>") != NULL);
+    }
+    st_free(html);
+    report_destroy(r);
+}
+
+/* A second sweep in the same store as the validation runs. */
+static void test_validate_sweep(const char *db)
+{
+    CHECK_ST(rt_sweep(db, "big", 3), ST_OK);
+    report_options o = report_options_default();
+    o.n_boot = 30;
+    o.validate_sweep = "big";
+    o.title = "with <validation> & more";
+    report *r = NULL;
+    char em[ST_ERRMSG_MAX];
+    CHECK_ST(report_create(db, "sim", &o, &r, em), ST_OK);
+    if (!r)
+        return;
+    CHECK(report_n_runs(r) == n_runs_main());
+    CHECK(report_n_beyond(r) == 3);
+    char *csv = NULL, *html = NULL;
+    CHECK_ST(report_csv_dup(r, &csv), ST_OK);
+    CHECK(csv && rt_count(csv, "\n") == n_runs_main() + 1); /* the sweep's runs only */
+    st_free(csv);
+    CHECK_ST(report_html_dup(r, &html), ST_OK);
+    CHECK(html && strstr(html, "<title>with &lt;validation&gt; &amp; more</title>"));
+    if (html)
+        check_html(html, report_n_figures(r));
+    st_free(html);
+    json_t *root = load_json(r);
+    CHECK(json_object_get(root, "validation") != NULL);
+    json_decref(root);
+    report_destroy(r);
+
+    /* a validation sweep that does not exist */
+    o.validate_sweep = "nope";
+    CHECK_ST(report_create(db, "sim", &o, &r, em), ST_ENOTFOUND);
+    CHECK(r == NULL && strstr(em, "nope"));
+    /* two sweeps and no name */
+    CHECK(report_create(db, NULL, NULL, &r, em) != ST_OK && r == NULL);
+}
+
+static void test_errors(const char *db)
+{
+    report *r = NULL;
+    char em[ST_ERRMSG_MAX];
+    CHECK_ST(report_create(db, "missing", NULL, &r, em), ST_ENOTFOUND);
+    CHECK(r == NULL && strstr(em, "missing"));
+    CHECK_ST(report_create(NULL, "sim", NULL, &r, em), ST_EINVAL);
+    report_options o = report_options_default();
+    o.band_level = 1.5;
+    CHECK_ST(report_create(db, "sim", &o, &r, em), ST_EINVAL);
+    /* not a store */
+    FILE *f = fopen(rt_path("junk.db"), "w");
+    if (f) {
+        fputs("this is not a database, just some text long enough to have a header page\n", f);
+        fclose(f);
+    }
+    CHECK_ST(report_create(rt_path("junk.db"), NULL, NULL, &r, em), ST_EDB);
+    CHECK(r == NULL);
+    report_destroy(NULL);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    rt_init(argv[0]);
+    if (access(rt_sim, X_OK) != 0) {
+        fprintf(stderr, "llmsim not found at %s (make build/bench/llmsim/llmsim)\n", rt_sim);
+        CHECK(0);
+        return check_summary("report.outputs");
+    }
+    char db[4200];
+    snprintf(db, sizeof(db), "%s", rt_path("sweeps.db")); /* rt_path's buffers rotate */
+    CHECK_ST(rt_sweep(db, "sim", n_runs_main()), ST_OK);
+    test_main(db);
+    test_beyond(db);
+    test_validate_sweep(db);
+    test_errors(db);
+    rt_cleanup();
+    return check_summary("report.outputs");
+}
