@@ -1,0 +1,196 @@
+/*
+ * extrapolate.h — from a sweep of small runs to the settings of a large run (the main job).
+ * Works on plain arrays (parameter values with their spaces, cost, objective, failed flag,
+ * optional model size N and tokens D per run), so fit/ does not depend on runner/ or carbs/.
+ * Two analyses: (1) CARBS' own: the Pareto front of objective against cost, each parameter's
+ * basic coordinate regressed on ln cost along it, a saturating power law of the objective
+ * against cost, bootstrap over Pareto groups; (2) the model: every run, failures included, fits
+ * L(N, D) (Chinchilla) times hyperparameter penalties around laws in N and D, a logistic
+ * stability boundary from the diverged runs, bootstrap replicates of both; the recommendation
+ * minimises the expected loss at the target compute with divergence charged.
+ * Method: docs/algorithms/extrapolation.md. Not here: reading the store (cli/cmd_extrapolate.c).
+ */
+#ifndef FIT_EXTRAPOLATE_H
+#define FIT_EXTRAPOLATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/st.h"
+#include "fit/fit.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Search space of a parameter: its basic coordinate b (the axis of the laws). */
+typedef enum fit_xp_space {
+    FIT_XP_LINEAR = 0, /* b = v */
+    FIT_XP_LOG = 1,    /* b = ln v (laws are power laws) */
+    FIT_XP_LOGIT = 2,  /* b = ln(v / (1 - v)) */
+} fit_xp_space;
+
+/* What a parameter means to the model. FIT_XP_AUTO guesses from the name (fit_xp_role_guess). */
+typedef enum fit_xp_role {
+    FIT_XP_AUTO = -1,
+    FIT_XP_OTHER = 0, /* a hyperparameter with an optimum that may move with N and D (warmup,
+                         weight decay, ...) */
+    FIT_XP_N = 1,     /* the model size itself (parameters) */
+    FIT_XP_D = 2,     /* the training tokens themselves */
+    FIT_XP_SIZE = 3,  /* sets the model size with others (d_model, n_layer); N comes from runs */
+    FIT_XP_LR = 4,    /* the (peak) learning rate: also the axis of the stability boundary */
+    FIT_XP_BATCH = 5, /* the batch size */
+} fit_xp_role;
+
+/* Names: "N": n, params, n_params, model_size; "D": d, tokens, n_tokens, train_tokens, data;
+ * "SIZE": d_model, n_embd, width, n_layer(s), depth, n_head(s); "LR": lr, learning_rate, eta;
+ * "BATCH": batch, batch_size, bs; anything else OTHER. Case-insensitive. */
+fit_xp_role fit_xp_role_guess(const char *name);
+/* "auto", "other", "N", "D", "size", "lr", "batch" (static). */
+const char *fit_xp_role_name(fit_xp_role r);
+
+/* One parameter of the sweep, in the sweep's order. */
+typedef struct fit_xp_param {
+    const char *name; /* copied by fit_xp_set_runs */
+    fit_xp_space space;
+    fit_xp_role role; /* FIT_XP_AUTO: from the name */
+    double min, max;  /* bounds of the recommendation, parameter units (±INFINITY: none) */
+    int is_integer;   /* round the recommendation to a multiple of `rounding` (> 0) */
+    double rounding;
+} fit_xp_param;
+
+/* Defaults: linear space, role AUTO, no bounds, not integer, rounding 1. */
+void fit_xp_param_init(fit_xp_param *p, const char *name, fit_xp_space space);
+
+typedef enum fit_xp_method {
+    FIT_XP_METHOD_AUTO = 0,  /* MODEL when N, D and a learning rate are known, else FRONT */
+    FIT_XP_METHOD_FRONT = 1, /* CARBS' analysis: the front laws extrapolated to C */
+    FIT_XP_METHOD_MODEL = 2, /* every run: L(N, D) x penalties, stability, expected loss */
+} fit_xp_method;
+
+typedef struct fit_xp_options {
+    fit_xp_method method; /* default AUTO */
+    int maximize;         /* 1: the objective is maximised (then only FRONT applies) */
+    double level;         /* central interval level, default 0.9 */
+    size_t n_boot;        /* bootstrap replicates, default 200 */
+    uint64_t seed;        /* default 42 */
+    size_t n_threads;     /* for fit/'s fitters, 0 = 1 */
+    double max_p_diverge; /* the recommendation keeps p_diverge <= this, default 0.05 */
+    double fail_loss;     /* loss charged to a diverged run in the expected loss; NAN (default)
+                             = 2x the worst successful objective */
+    double far_factor;    /* warn when C > far_factor x the largest run's cost, default 10 */
+} fit_xp_options;
+
+fit_xp_options fit_xp_options_default(void);
+
+/* Warning bits (fit_xp_warnings). */
+#define FIT_XP_WARN_FAR        1u   /* C far beyond the largest run (> far_factor) */
+#define FIT_XP_WARN_VERY_FAR   2u   /* C more than 1000x beyond the largest run */
+#define FIT_XP_WARN_BELOW      4u   /* C below the largest run: interpolation, not a forecast */
+#define FIT_XP_WARN_FEW_FRONT  8u   /* fewer than 4 Pareto groups: front laws are weak */
+#define FIT_XP_WARN_NO_MODEL   16u  /* MODEL asked/possible but its fit failed: FRONT used */
+#define FIT_XP_WARN_BOUND      32u  /* a recommended value was clamped to its bound */
+#define FIT_XP_WARN_P_DIVERGE  64u  /* p_diverge above max_p_diverge even at the lowest lr */
+#define FIT_XP_WARN_FEW_FAILED 128u /* no diverged run: the stability boundary is unknown */
+#define FIT_XP_WARN_NARROW_ND  256u /* N or D spans less than a factor 4: Chinchilla weak */
+
+typedef struct fit_xp fit_xp;
+
+/* Creates an empty extrapolator with default options. ST_OK or ST_ENOMEM. */
+st_status fit_xp_create(fit_xp **out);
+/* NULL is a no-op. */
+void fit_xp_destroy(fit_xp *xp);
+/* Message of the last failing call ("" if none); owned by xp. */
+const char *fit_xp_errmsg(const fit_xp *xp);
+/* Copies *o. ST_EINVAL for level outside (0, 1), max_p_diverge outside (0, 1]. */
+st_status fit_xp_set_options(fit_xp *xp, const fit_xp_options *o);
+
+/*
+ * Copies the runs. params: n_params descriptions; x: n × n_params values (row-major, parameter
+ * units, the sweep's order); cost and objective: n each (NAN allowed where failed); failed: n
+ * flags or NULL (a run with a non-finite objective counts as failed); N and D: n each or NULL
+ * (model size and tokens from the runs' records; NAN where unknown; a parameter with role N or D
+ * takes precedence). Clears earlier results. ST_EINVAL names the bad run and parameter;
+ * ST_EEMPTY with fewer than 3 successful runs.
+ */
+st_status fit_xp_set_runs(fit_xp *xp, size_t n_params, const fit_xp_param *params, size_t n,
+                          const double *x, const double *cost, const double *objective,
+                          const int *failed, const double *N, const double *D);
+
+/*
+ * Runs both analyses and recommends settings at compute C (cost units, > 0).
+ * Returns ST_OK (check fit_xp_warnings), ST_ESTATE (no runs), ST_EINVAL (C), ST_EEMPTY
+ * (no usable front), ST_ENUMERIC, ST_ENOMEM.
+ */
+st_status fit_xp_run(fit_xp *xp, double C);
+
+/* ---- results (valid after fit_xp_run returned ST_OK; borrowed) ------------------------- */
+
+typedef struct fit_xp_result {
+    double compute;                    /* C */
+    double largest_cost;               /* the largest successful run's cost */
+    fit_xp_method method;              /* the method that gave the recommendation */
+    const double *value;               /* n_params recommended values (parameter units) */
+    const double *lo, *hi;             /* n_params interval ends at `level` */
+    double objective;                  /* predicted objective of the recommended run */
+    double objective_lo, objective_hi; /* its interval (model and run noise) */
+    double p_diverge; /* predicted probability that the run diverges (NAN: FRONT) */
+    double N, D;      /* recommended model size and tokens (NAN when unknown) */
+    double N_lo, N_hi, D_lo, D_hi;
+    unsigned warnings;        /* FIT_XP_WARN_* */
+    const char *warning_text; /* human-readable, "; "-separated, "" if none */
+} fit_xp_result;
+
+/* Fills *r. ST_ESTATE before a successful fit_xp_run. */
+st_status fit_xp_get_result(const fit_xp *xp, fit_xp_result *r);
+size_t fit_xp_n_params(const fit_xp *xp);
+const char *fit_xp_param_name(const fit_xp *xp, size_t i);
+fit_xp_role fit_xp_param_role(const fit_xp *xp, size_t i); /* resolved (never AUTO) */
+
+/* The Pareto front: groups of runs with identical parameters, increasing mean cost, strictly
+ * improving mean objective. run: index of the group's first run. */
+size_t fit_xp_front_n(const fit_xp *xp);
+void fit_xp_front_get(const fit_xp *xp, size_t k, size_t *run, double *cost, double *objective,
+                      size_t *count);
+
+/* Law of parameter i along the front: b = coef[0] + coef[1] ln cost (b basic coordinate);
+ * slope_ci: interval of coef[1] over the group bootstrap. ST_ENOTFOUND when not fitted. */
+st_status fit_xp_front_law(const fit_xp *xp, size_t i, double coef[2], double slope_ci[2]);
+/* The saturating law of the objective along the front, natural (A, alpha, E):
+ * y = E + A cost^-alpha. ST_ENOTFOUND when not fitted (too few groups, maximised objective). */
+st_status fit_xp_front_loss_law(const fit_xp *xp, double natural[3]);
+/*
+ * Curves with bands for plots: for m costs C[], the front law of parameter i (parameter units)
+ * or, with i == (size_t)-1, of the objective: mid (median over replicates, or the fit), lo, hi
+ * at `level`. Any of mid/lo/hi may be NULL. ST_ENOTFOUND when that law was not fitted.
+ */
+st_status fit_xp_front_curve(const fit_xp *xp, size_t i, size_t m, const double *C, double *mid,
+                             double *lo, double *hi);
+/* CARBS' recommendation at the target compute: the front laws evaluated there (n_params). */
+st_status fit_xp_front_recommend(const fit_xp *xp, double *value);
+
+/* The model (METHOD_MODEL), ST_ENOTFOUND when it was not fitted. */
+/* Chinchilla natural parameters (A, B, E, alpha, beta) of L(N, D) and the allocation at C. */
+st_status fit_xp_chinchilla(const fit_xp *xp, double natural[5], fit_alloc *alloc);
+/* Law of hyperparameter i (roles LR, BATCH, OTHER): b_opt = coef[0] + coef[1] ln N +
+ * coef[2] ln D; curv, sat: the penalty k (1 - exp(-curv u^2 / k)), k = sat, u = b - b_opt. */
+st_status fit_xp_hp_law(const fit_xp *xp, size_t i, double coef[3], double *curv, double *sat);
+/* Stability boundary: P(diverge) = 1 / (1 + exp(-(g[0] + g[1] ln lr + g[2] ln N + g[3] w))),
+ * w the basic coordinate of the warmup-like parameter (0 when none). ST_ENOTFOUND without
+ * a learning rate. */
+st_status fit_xp_divergence(const fit_xp *xp, double g[4]);
+/* Cost model: cost = exp(k) N D (k fitted on the successful runs). */
+st_status fit_xp_cost_model(const fit_xp *xp, double *k);
+
+/*
+ * Prediction of the model for one setting x (n_params values; N and D given, or NAN to take
+ * them from x's N/D parameters): objective (median over replicates) and interval at `level`
+ * including run noise, and p_diverge. Any output may be NULL. ST_ENOTFOUND without a model.
+ */
+st_status fit_xp_predict(const fit_xp *xp, const double *x, double N, double D, double *objective,
+                         double *lo, double *hi, double *p_diverge);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FIT_EXTRAPOLATE_H */
