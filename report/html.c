@@ -449,8 +449,7 @@ static st_status fig_failures(report *r, rp_buf *b)
                                 "attempts (cumulative)", "Failures and retries over time");
     if (!rc) {
         static const char *const names[] = {"finished attempts", "succeeded",
-                                            "hyperparameter failures",
-                                            "infrastructure failures (retried)"};
+                                            "hyperparam. failures", "infra failures"};
         static const int cols[] = {C_BLACK, C_GREEN, C_RED, C_ORANGE};
         for (int k = 0; k < 4; k++) {
             rp_fig_line(f, np, t, c[k], cols[k], k ? 1.8 : 1.2, k == 0);
