@@ -203,6 +203,26 @@ install-bindings: all
 	install -m 644 bindings/python/scaletune/*.py $(DESTDIR)$(PYDIR)/scaletune/
 .PHONY: test-python install-bindings
 
+# ---- slurm ---------------------------------------------------------------------------------
+# The Slurm backends against a real one-node cluster on 127.0.0.1 (scripts/slurm-localhost starts
+# munged, slurmctld, slurmd and two slurmrestd; needs root and scripts/install-deps --slurm).
+# tests/slurm/slurm_*.c are not test_*.c, so `make test` leaves them out; `make test-slurm` starts
+# the cluster, runs them, stops it and ends with "N passed, N failed".
+SLURM_TESTS := $(patsubst %.c,$(BUILD)/%,$(wildcard tests/slurm/slurm_*.c))
+SLURM_ENV    = eval "$$(scripts/slurm-localhost env)" && export ST_SLURM_SCRIPT=scripts/slurm-localhost
+$(BUILD)/tests/slurm/%: $(BUILD)/tests/slurm/%.o $(call mod_libs,runner)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+test-slurm: $(SLURM_TESTS) $(BUILD)/tests/runner/fake_trainer
+	@scripts/slurm-localhost start || { echo "0 passed, 1 failed"; exit 1; }
+	@$(SLURM_ENV) && tests/run-tests.sh $(SLURM_TESTS); rc=$$?; scripts/slurm-localhost stop; exit $$rc
+bench-slurm: $(BUILD)/bench/bench_slurm $(BUILD)/tests/runner/fake_trainer
+	@scripts/slurm-localhost start
+	@$(SLURM_ENV) && $(BUILD)/bench/bench_slurm $(BUILD)/tests/runner/fake_trainer; rc=$$?; \
+	  scripts/slurm-localhost stop; exit $$rc
+$(BUILD)/bench/bench_slurm: $(BUILD)/bench/bench_slurm.o $(call mod_libs,runner)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+.PHONY: test-slurm bench-slurm
+
 # ---- report --------------------------------------------------------------------------------
 # Figures are drawn by PLplot (svg device); only report/plot.c includes <plplot.h>.
 PLPLOT_CFLAGS := $(shell pkg-config --cflags plplot)

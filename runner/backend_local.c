@@ -25,8 +25,9 @@ typedef struct local {
     size_t n_children, cap_children;
 } local;
 
-static st_status local_create(void **state, char *errmsg)
+static st_status local_create(const runner_config *cfg, void **state, char *errmsg)
 {
+    (void)cfg;
     (void)errmsg;
     *state = calloc(1, sizeof(local));
     return *state ? ST_OK : ST_ENOMEM;

@@ -87,8 +87,8 @@ static st_status get_number(ctx *c, const yaml_node_t *n, const char *field, dou
     return ST_OK;
 }
 
-static st_status get_count(ctx *c, const yaml_node_t *n, const char *field, double min,
-                           double max, double *out)
+static st_status get_count(ctx *c, const yaml_node_t *n, const char *field, double min, double max,
+                           double *out)
 {
     double v = 0;
     *out = 0; /* callers convert *out to an integer type: never leave it out of range */
@@ -582,6 +582,232 @@ static st_status load_optimizer(ctx *c, const yaml_node_t *map)
     return ST_OK;
 }
 
+/* ---- backend ----------------------------------------------------------------------------- */
+
+/* Slurm's time formats: "M", "M:S", "H:M:S", "D-H", "D-H:M", "D-H:M:S", or a number of minutes;
+ * seconds round up to a whole minute. 0 on a bad string. */
+static unsigned parse_time_limit(const char *s)
+{
+    unsigned long f[4] = {0, 0, 0, 0}, days = 0;
+    size_t n = 0;
+    const char *p = s;
+    const char *dash = strchr(s, '-');
+    char *end;
+    if (dash) {
+        days = strtoul(s, &end, 10);
+        if (end != dash || dash == s)
+            return 0;
+        p = dash + 1;
+    }
+    while (n < 3) {
+        if (*p < '0' || *p > '9')
+            return 0;
+        f[n++] = strtoul(p, &end, 10);
+        if (*end == '\0')
+            break;
+        if (*end != ':')
+            return 0;
+        p = end + 1;
+    }
+    if (*end != '\0')
+        return 0;
+    double min;
+    if (dash) /* D-H, D-H:M, D-H:M:S */
+        min = days * 1440.0 + f[0] * 60.0 + (n > 1 ? f[1] : 0) + (n > 2 ? ceil(f[2] / 60.0) : 0);
+    else if (n == 1) /* M */
+        min = f[0];
+    else if (n == 2) /* M:S */
+        min = f[0] + ceil(f[1] / 60.0);
+    else /* H:M:S */
+        min = f[0] * 60.0 + f[1] + ceil(f[2] / 60.0);
+    return min >= 1 && min < 4294967295.0 ? (unsigned)min : 0;
+}
+
+static st_status get_policy(ctx *c, const yaml_node_t *n, const char *field, int allow_fail,
+                            runner_slurm_policy *out)
+{
+    const char *s = scalar(n);
+    if (s && !strcmp(s, "retry"))
+        *out = RUNNER_SLURM_RETRY;
+    else if (s && allow_fail && !strcmp(s, "fail"))
+        *out = RUNNER_SLURM_FAIL;
+    else if (s && !allow_fail && !strcmp(s, "stop"))
+        *out = RUNNER_SLURM_STOP;
+    else
+        return fail(c, n, field, ST_EINVAL,
+                    allow_fail ? "expected fail or retry" : "expected retry or stop");
+    return ST_OK;
+}
+
+static st_status get_positive(ctx *c, const yaml_node_t *n, const char *field, double *out)
+{
+    st_status rc = get_number(c, n, field, out);
+    if (!rc && !(*out > 0 && isfinite(*out)))
+        rc = fail(c, n, field, ST_EINVAL, "must be a finite number > 0");
+    return rc;
+}
+
+static st_status load_rest(ctx *c, const yaml_node_t *map)
+{
+    runner_slurm_config *sc = &c->cfg->slurm;
+    st_status rc = expect_map(c, map, "backend.rest");
+    if (rc)
+        return rc;
+    yaml_node_t *k, *v;
+    const char *key;
+    FOREACH_PAIR(c, map, k, v, key)
+    {
+        char f[96];
+        snprintf(f, sizeof(f), "backend.rest.%s", key ? key : "?");
+        if (key && !strcmp(key, "url")) {
+            rc = get_string(c, v, f, &sc->rest_url);
+            if (!rc && strncmp(sc->rest_url, "http://", 7) && strncmp(sc->rest_url, "https://", 8))
+                rc = fail(c, v, f, ST_EINVAL, "expected http://host:port or https://...");
+            size_t l = rc ? 0 : strlen(sc->rest_url);
+            while (l > 8 && sc->rest_url[l - 1] == '/') /* the API paths add their own '/' */
+                sc->rest_url[--l] = '\0';
+        } else if (key && !strcmp(key, "socket")) {
+            rc = get_string(c, v, f, &sc->rest_socket);
+        } else if (key && !strcmp(key, "user")) {
+            rc = get_string(c, v, f, &sc->rest_user);
+        } else if (key && !strcmp(key, "token_env")) {
+            rc = get_string(c, v, f, &sc->token_env);
+        } else if (key && !strcmp(key, "token_file")) {
+            rc = get_string(c, v, f, &sc->token_file);
+        } else {
+            rc = fail(c, k, "backend.rest", ST_EINVAL,
+                      "unknown key '%s' (url, socket, user, token_env, token_file)",
+                      key ? key : "?");
+        }
+        if (rc)
+            return rc;
+    }
+    if (!sc->rest_url == !sc->rest_socket)
+        return fail(c, map, "backend.rest", ST_EINVAL,
+                    "needs exactly one of 'url' (JWT) and 'socket' (local authentication)");
+    if (sc->token_env && sc->token_file)
+        return fail(c, map, "backend.rest", ST_EINVAL,
+                    "the token comes from 'token_env' or 'token_file', not both");
+    if (sc->rest_socket && (sc->token_env || sc->token_file))
+        return fail(c, map, "backend.rest", ST_EINVAL,
+                    "a unix socket uses local authentication: no token");
+    if (sc->rest_url && !sc->token_file && !sc->token_env) {
+        sc->token_env = xstrdup("SLURM_JWT");
+        if (!sc->token_env)
+            return ST_ENOMEM;
+    }
+    return ST_OK;
+}
+
+static st_status load_backend(ctx *c, const yaml_node_t *map)
+{
+    runner_config *cfg = c->cfg;
+    runner_slurm_config *sc = &cfg->slurm;
+    st_status rc = expect_map(c, map, "backend");
+    if (rc)
+        return rc;
+    yaml_node_t *k, *v;
+    const char *key;
+    const yaml_node_t *kind = NULL, *rest = NULL, *slurm_only = NULL;
+    FOREACH_PAIR(c, map, k, v, key)
+    {
+        char f[96];
+        double d;
+        snprintf(f, sizeof(f), "backend.%s", key ? key : "?");
+        if (!key)
+            return fail(c, k, "backend", ST_EINVAL, "keys must be strings");
+        if (strcmp(key, "kind"))
+            slurm_only = k;
+        if (!strcmp(key, "kind")) {
+            const char *s = scalar(v);
+            kind = v;
+            if (s && !strcmp(s, "local"))
+                cfg->backend = RUNNER_BACKEND_LOCAL;
+            else if (s && !strcmp(s, "slurm"))
+                cfg->backend = RUNNER_BACKEND_SLURM;
+            else
+                rc = fail(c, v, f, ST_EINVAL, "expected local or slurm");
+        } else if (!strcmp(key, "via")) {
+            const char *s = scalar(v);
+            if (s && !strcmp(s, "cli"))
+                sc->via = RUNNER_SLURM_CLI;
+            else if (s && !strcmp(s, "rest"))
+                sc->via = RUNNER_SLURM_REST;
+            else
+                rc = fail(c, v, f, ST_EINVAL, "expected cli (sbatch, squeue) or rest (slurmrestd)");
+        } else if (!strcmp(key, "partition")) {
+            rc = get_string(c, v, f, &sc->partition);
+        } else if (!strcmp(key, "account")) {
+            rc = get_string(c, v, f, &sc->account);
+        } else if (!strcmp(key, "qos")) {
+            rc = get_string(c, v, f, &sc->qos);
+        } else if (!strcmp(key, "gres")) {
+            rc = get_string(c, v, f, &sc->gres);
+        } else if (!strcmp(key, "time_limit")) {
+            const char *s = scalar(v);
+            sc->time_limit_minutes = s ? parse_time_limit(s) : 0;
+            if (!sc->time_limit_minutes)
+                rc = fail(c, v, f, ST_EINVAL,
+                          "expected minutes or Slurm's [D-]H:M:S, at least one minute");
+        } else if (!strcmp(key, "cpus_per_task")) {
+            rc = get_count(c, v, f, 1, 65535, &d);
+            sc->cpus_per_task = (unsigned)d;
+        } else if (!strcmp(key, "extra")) {
+            if (v->type == YAML_SEQUENCE_NODE &&
+                v->data.sequence.items.top == v->data.sequence.items.start)
+                continue; /* [] */
+            rc = load_str_list(c, v, f, &sc->extra, &sc->n_extra);
+            for (size_t i = 0; !rc && i < sc->n_extra; i++)
+                if (sc->extra[i][0] != '-')
+                    rc = fail(c, v, f, ST_EINVAL, "item %zu: '%s' is not an option (--name=value)",
+                              i, sc->extra[i]);
+        } else if (!strcmp(key, "on_timeout")) {
+            rc = get_policy(c, v, f, 1, &sc->on_timeout);
+        } else if (!strcmp(key, "on_cancelled")) {
+            rc = get_policy(c, v, f, 0, &sc->on_cancelled);
+        } else if (!strcmp(key, "poll_seconds")) {
+            rc = get_positive(c, v, f, &sc->poll_min_seconds);
+        } else if (!strcmp(key, "poll_max_seconds")) {
+            rc = get_positive(c, v, f, &sc->poll_max_seconds);
+        } else if (!strcmp(key, "files_grace_seconds")) {
+            rc = get_number(c, v, f, &sc->files_grace_seconds);
+            if (!rc && !(sc->files_grace_seconds >= 0 && isfinite(sc->files_grace_seconds)))
+                rc = fail(c, v, f, ST_EINVAL, "must be >= 0");
+        } else if (!strcmp(key, "command_timeout_seconds")) {
+            rc = get_positive(c, v, f, &sc->command_timeout_seconds);
+        } else if (!strcmp(key, "rest")) {
+            rest = v;
+            rc = load_rest(c, v);
+        } else {
+            rc = fail(c, k, "backend", ST_EINVAL,
+                      "unknown key '%s' (kind, via, partition, account, qos, time_limit, gres, "
+                      "cpus_per_task, extra, on_timeout, on_cancelled, poll_seconds, "
+                      "poll_max_seconds, files_grace_seconds, command_timeout_seconds, rest)",
+                      key);
+        }
+        if (rc)
+            return rc;
+    }
+    if (!kind)
+        return fail(c, map, "backend", ST_EINVAL, "needs 'kind' (local or slurm)");
+    if (cfg->backend == RUNNER_BACKEND_LOCAL && slurm_only)
+        return fail(c, slurm_only, "backend", ST_EINVAL, "'%s' needs kind: slurm",
+                    scalar(slurm_only));
+    if (cfg->backend == RUNNER_BACKEND_SLURM && sc->via == RUNNER_SLURM_REST && !rest)
+        return fail(c, map, "backend", ST_EINVAL,
+                    "via: rest needs 'rest: {url: ..., user: ..., token_env: ...}' or "
+                    "'rest: {socket: ...}'");
+    if (cfg->backend == RUNNER_BACKEND_SLURM && sc->via == RUNNER_SLURM_CLI && rest)
+        return fail(c, rest, "backend.rest", ST_EINVAL, "only with via: rest");
+    if (sc->via == RUNNER_SLURM_REST && sc->n_extra)
+        return fail(c, map, "backend.extra", ST_EINVAL,
+                    "sbatch options apply to via: cli only (slurmrestd takes no sbatch options)");
+    if (sc->poll_max_seconds < sc->poll_min_seconds)
+        return fail(c, map, "backend.poll_max_seconds", ST_EINVAL,
+                    "must be at least poll_seconds (%g)", sc->poll_min_seconds);
+    return ST_OK;
+}
+
 /* Checks templates and the cost expression against the parameter names. */
 static st_status check_refs(ctx *c, const yaml_node_t *cmd, const yaml_node_t *env,
                             const yaml_node_t *cost)
@@ -627,7 +853,7 @@ static st_status load_root(ctx *c, const yaml_node_t *root)
         return rc;
     runner_config *cfg = c->cfg;
     const yaml_node_t *cmd = NULL, *env = NULL, *cost = NULL, *params = NULL, *obj = NULL,
-                      *budget = NULL;
+                      *budget = NULL, *backend = NULL;
     yaml_node_t *k, *v;
     const char *key;
     FOREACH_PAIR(c, root, k, v, key)
@@ -671,10 +897,13 @@ static st_status load_root(ctx *c, const yaml_node_t *root)
             cfg->seed = (uint64_t)d;
         } else if (!strcmp(key, "optimizer")) {
             rc = load_optimizer(c, v);
+        } else if (!strcmp(key, "backend")) {
+            backend = v;
+            rc = load_backend(c, v);
         } else {
             rc = fail(c, k, key, ST_EINVAL,
                       "unknown key (name, command, env, workdir, objective, cost, parameters, "
-                      "budget, parallel, retries, timeouts, seed, optimizer)");
+                      "budget, parallel, retries, timeouts, seed, optimizer, backend)");
         }
         if (rc)
             return rc;
@@ -695,6 +924,9 @@ static st_status load_root(ctx *c, const yaml_node_t *root)
         if (!cfg->cost_metric)
             return ST_ENOMEM;
     }
+    if (cfg->backend == RUNNER_BACKEND_SLURM && cfg->n_gpus)
+        return fail(c, backend, "backend", ST_EINVAL,
+                    "Slurm hands out GPUs: use backend.gres (e.g. gpu:1), not parallel.gpus");
     if (cfg->cost_expr && isinf(cfg->max_cost_per_run))
         return fail(c, cost, "cost.expr", ST_EINVAL,
                     "is used to refuse runs above budget.max_cost_per_run, which is not set");
@@ -733,6 +965,12 @@ st_status runner_config_load_string(const char *text, size_t len, const char *la
     cfg->no_metrics_seconds = INFINITY;
     cfg->straggler_factor = 10;
     cfg->kill_grace_seconds = 5;
+    cfg->slurm.on_timeout = RUNNER_SLURM_FAIL;
+    cfg->slurm.on_cancelled = RUNNER_SLURM_RETRY;
+    cfg->slurm.poll_min_seconds = 1;
+    cfg->slurm.poll_max_seconds = 30;
+    cfg->slurm.files_grace_seconds = 30;
+    cfg->slurm.command_timeout_seconds = 60;
     cfg->text = malloc(len + 1);
     if (!cfg->text) {
         free(cfg);
@@ -841,6 +1079,17 @@ void runner_config_destroy(runner_config *c)
     free_list(c->opt_names, c->n_opts);
     free_list(c->opt_values, c->n_opts);
     free(c->text);
+    runner_slurm_config *sc = &c->slurm;
+    free(sc->partition);
+    free(sc->account);
+    free(sc->qos);
+    free(sc->gres);
+    free_list(sc->extra, sc->n_extra);
+    free(sc->rest_url);
+    free(sc->rest_socket);
+    free(sc->rest_user);
+    free(sc->token_env);
+    free(sc->token_file);
     free(c);
 }
 
@@ -894,6 +1143,12 @@ const char *runner_failure_name(runner_failure f)
         return "launch";
     case RUNNER_FAIL_STOPPED:
         return "stopped";
+    case RUNNER_FAIL_NODE:
+        return "node_failure";
+    case RUNNER_FAIL_CANCELLED:
+        return "cancelled";
+    case RUNNER_FAIL_TIME_LIMIT:
+        return "time_limit";
     }
     return "unknown";
 }

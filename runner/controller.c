@@ -66,6 +66,9 @@ struct runner {
     double best;
     int finished, stopping;
     double last_beat;
+    double launch_pause_until; /* monotonic: the backend was unreachable, no launch before */
+    double launch_pause;       /* the current pause, doubled while the backend stays away */
+    int backend_down;          /* the last poll could not ask the scheduler */
     double *ov;
     size_t n_ov, cap_ov;
     char errmsg[ST_ERRMSG_MAX];
@@ -172,17 +175,12 @@ static st_status runner_alloc(const runner_options *opts, runner **out, char *er
     if (r->opts.lease_seconds <= 0)
         r->opts.lease_seconds = 15;
     r->buf = malloc(READ_CHUNK + 1);
-    r->be = runner_backend_local;
     runner_owner_id(r->owner, sizeof(r->owner));
     if (!r->buf) {
         runner_destroy(r);
         return ST_ENOMEM;
     }
-    st_status rc = r->be->create(&r->be_state, errmsg);
-    if (rc) {
-        runner_destroy(r);
-        return rc;
-    }
+    st_status rc;
     if (!r->opts.db_path) {
         runner_destroy(r);
         return st_errf(errmsg, ST_EINVAL, "runner: no database path");
@@ -194,6 +192,20 @@ static st_status runner_alloc(const runner_options *opts, runner **out, char *er
     }
     *out = r;
     return ST_OK;
+}
+
+/* The backend the config names (the local one by default), created with the config. */
+static st_status attach_backend(runner *r, char *errmsg)
+{
+    if (r->cfg->backend == RUNNER_BACKEND_SLURM)
+        r->be = r->cfg->slurm.via == RUNNER_SLURM_REST ? runner_backend_slurm_rest
+                                                       : runner_backend_slurm_cli;
+    else
+        r->be = runner_backend_local;
+    st_status rc = r->be->create(r->cfg, &r->be_state, errmsg);
+    if (rc)
+        r->be = NULL;
+    return rc;
 }
 
 /* Sizes the per-slot arrays once the config is known. */
@@ -262,6 +274,8 @@ st_status runner_launch(const runner_config *cfg, const runner_options *opts, ru
     rc = runner_config_load_string(cfg->text, strlen(cfg->text), cfg->name, &r->cfg, errmsg);
     if (!rc)
         rc = alloc_slots(r);
+    if (!rc)
+        rc = attach_backend(r, errmsg);
     if (!rc)
         rc = store_rebuild_carbs(r->st, 0, r->cfg, 0, &r->cb);
     if (rc) {
@@ -383,6 +397,8 @@ st_status runner_resume(const char *sweep, const runner_options *opts, runner **
     }
     if (!rc)
         rc = alloc_slots(r);
+    if (!rc)
+        rc = attach_backend(r, errmsg);
     if (!rc)
         rc = store_lease_take(r->st, r->sweep, r->owner, r->opts.lease_seconds);
     if (rc)
@@ -773,8 +789,14 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
 
     if (a->kill_reason != RUNNER_FAIL_NONE) {
         kind = a->kill_reason;
+        if (kind == RUNNER_FAIL_LAUNCH) /* the backend's message */
+            snprintf(why, sizeof(why), "%s", job->reason);
+    } else if (job->failure != RUNNER_FAIL_NONE) {
+        kind = job->failure; /* the scheduler's verdict (Slurm states) */
+        snprintf(why, sizeof(why), "%s", job->reason);
     } else if (job->state == RUNNER_JOB_LOST) {
         kind = RUNNER_FAIL_LOST;
+        snprintf(why, sizeof(why), "%s", job->reason);
     } else if (a->diverged || (job->state == RUNNER_JOB_EXITED && job->exit_code == 3)) {
         kind = RUNNER_FAIL_DIVERGED;
     } else if (job->state == RUNNER_JOB_EXITED && job->exit_code == 4) {
@@ -998,6 +1020,64 @@ static void free_strv(char **v)
     free(v);
 }
 
+/* The backend could not be reached and submitted nothing: the newest attempt is abandoned
+ * without charging the run (back to pending, as if never launched), and launching pauses for a
+ * while that doubles while the backend stays away. */
+static st_status unlaunch(runner *r, const char *why)
+{
+    active *a = &r->act[r->n_act - 1];
+    double b = r->launch_pause > 0 ? 2 * r->launch_pause : r->cfg->backoff_seconds;
+    if (b > r->cfg->backoff_max_seconds)
+        b = r->cfg->backoff_max_seconds;
+    if (b < 0.1)
+        b = 0.1;
+    r->launch_pause = b;
+    r->launch_pause_until = runner_mono() + b;
+    char msg[ST_ERRMSG_MAX + 96];
+    snprintf(msg, sizeof(msg), "run %lld attempt %u not submitted (%s); launching again in %gs",
+             (long long)a->run_id, a->number, why, b);
+    st_status rc = store_begin(r->st);
+    if (rc)
+        return rc;
+    sqlite3_stmt *st = store_stmt(r->st, "UPDATE attempts SET state = 'abandoned', ended = ?2 "
+                                         "WHERE id = ?1");
+    if (!st) {
+        store_rollback(r->st);
+        return ST_EDB;
+    }
+    sqlite3_bind_int64(st, 1, a->attempt_id);
+    sqlite3_bind_double(st, 2, runner_now());
+    rc = store_exec_stmt(r->st, st, "abandoning an attempt");
+    if (!rc) {
+        st = store_stmt(r->st, "UPDATE runs SET status = 0, n_attempts = n_attempts - 1 "
+                               "WHERE id = ?1");
+        if (!st)
+            rc = ST_EDB;
+        else {
+            sqlite3_bind_int64(st, 1, a->run_id);
+            rc = store_exec_stmt(r->st, st, "requeueing a run");
+        }
+    }
+    if (!rc)
+        rc = store_event(r->st, r->sweep, a->run_id, a->attempt_id, "backend", msg);
+    if (!rc)
+        rc = store_commit(r->st);
+    else
+        store_rollback(r->st);
+    if (rc)
+        return rc;
+    set_status_count(r, RUNNER_RUN_RUNNING, RUNNER_RUN_PENDING);
+    if (a->number > 1 && r->n_retried)
+        r->n_retried--;
+    r->slot_busy[a->slot] = 0;
+    free(a->dir);
+    free(a->final_line);
+    free(a->x_all);
+    r->n_act--;
+    progress(r, "%s", msg);
+    return ST_OK;
+}
+
 /* Launches run `run_id` (x_all copied) in a free slot: one transaction records the attempt as
  * launching before anything starts, a second one its job id. */
 static st_status launch_run(runner *r, int64_t run_id, const double *x_all, double predicted,
@@ -1086,9 +1166,17 @@ static st_status launch_run(runner *r, int64_t run_id, const double *x_all, doub
     free_strv(env);
     if (rc == ST_ENOMEM)
         return rc;
+    if (rc == ST_ENETWORK)
+        return unlaunch(r, em);
+    r->launch_pause = 0;
     if (rc) {
         /* the run could not start: settle it as a launch failure (retried with backoff) */
-        runner_job job = {a->job_id, a->dir, RUNNER_JOB_LOST, 0, 0};
+        runner_job job;
+        memset(&job, 0, sizeof(job));
+        job.job_id = a->job_id;
+        job.dir = a->dir;
+        job.state = RUNNER_JOB_LOST;
+        snprintf(job.reason, sizeof(job.reason), "%s", em);
         a->kill_reason = RUNNER_FAIL_LAUNCH;
         snprintf(r->errmsg, sizeof(r->errmsg), "%s", em);
         rc = settle(r, r->n_act - 1, &job);
@@ -1222,7 +1310,8 @@ static st_status launch_some(runner *r, int *changed)
     if (!x_all)
         return ST_ENOMEM;
     st_status rc = ST_OK;
-    while (!rc && !r->stopping && r->n_act < r->cfg->slots) {
+    while (!rc && !r->stopping && r->n_act < r->cfg->slots &&
+           runner_mono() >= r->launch_pause_until) {
         int64_t run_id = 0;
         uint64_t cid = 0;
         double predicted = NAN;
@@ -1371,8 +1460,25 @@ static st_status step(runner *r, int *done, int *changed)
             r->jobs[i].job_id = r->act[i].job_id;
             r->jobs[i].dir = r->act[i].dir;
         }
-        if ((rc = r->be->poll(r->be_state, r->jobs, r->n_act, r->errmsg)))
+        for (size_t i = 0; i < r->n_act; i++) {
+            r->jobs[i].failure = RUNNER_FAIL_NONE;
+            r->jobs[i].reason[0] = '\0';
+        }
+        char em[ST_ERRMSG_MAX] = "";
+        rc = r->be->poll(r->be_state, r->jobs, r->n_act, em);
+        if (rc == ST_ENETWORK) {
+            /* the scheduler is away (restarting, unreachable): jobs keep running, files still
+             * settle the finished ones; say so once per outage */
+            if (!r->backend_down)
+                progress(r, "backend unreachable, waiting: %s", em);
+            r->backend_down = 1;
+        } else if (rc) {
+            snprintf(r->errmsg, sizeof(r->errmsg), "%s", em);
             return rc;
+        } else if (r->backend_down) {
+            r->backend_down = 0;
+            progress(r, "backend reachable again");
+        }
         double now = runner_now();
         /* walk backwards: settle() moves the last attempt into the freed place */
         for (size_t i = r->n_act; i-- > 0;) {

@@ -83,6 +83,47 @@ typedef struct runner_param_spec {
     double fixed_value; /* its numeric value, NaN if not a number */
 } runner_param_spec;
 
+/* Where attempts run: `backend: {kind: local | slurm, ...}` (docs/backends/slurm.md). */
+typedef enum runner_backend_kind {
+    RUNNER_BACKEND_LOCAL = 0, /* a supervised process group per attempt on this machine */
+    RUNNER_BACKEND_SLURM = 1, /* one Slurm batch job per attempt */
+} runner_backend_kind;
+
+typedef enum runner_slurm_via {
+    RUNNER_SLURM_CLI = 0,  /* sbatch --parsable, squeue, scancel */
+    RUNNER_SLURM_REST = 1, /* slurmrestd, API v0.0.38, over libcurl */
+} runner_slurm_via;
+
+/* What a Slurm state that is neither success nor a plain failure turns into. */
+typedef enum runner_slurm_policy {
+    RUNNER_SLURM_RETRY = 0, /* an infrastructure failure: retried with backoff, not observed */
+    RUNNER_SLURM_FAIL = 1,  /* a hyperparameter failure: observed as failed */
+    RUNNER_SLURM_STOP = 2,  /* the run becomes `stopped` (resume relaunches it) */
+} runner_slurm_policy;
+
+/* The `backend:` block when kind is slurm. NULL strings and zeros: the cluster's defaults. */
+typedef struct runner_slurm_config {
+    runner_slurm_via via;
+    char *partition, *account, *qos;
+    unsigned time_limit_minutes; /* 0: the partition's default */
+    char *gres;                  /* e.g. "gpu:1" (per node) */
+    unsigned cpus_per_task;
+    char **extra; /* more sbatch options, e.g. "--mem=32G" (cli route only), n_extra items */
+    size_t n_extra;
+    runner_slurm_policy on_timeout;   /* TIMEOUT and DEADLINE: fail (default) or retry */
+    runner_slurm_policy on_cancelled; /* CANCELLED by someone else: retry (default) or stop */
+    double poll_min_seconds;          /* batched queries: first interval, default 1 */
+    double poll_max_seconds;          /* backoff cap while nothing changes, default 30 */
+    double files_grace_seconds;       /* wait this long for an ended job's exit file, 30 */
+    double command_timeout_seconds;   /* one sbatch/squeue/REST call, default 60 */
+    /* rest: exactly one of url and socket; user and a token source for url (JWT) */
+    char *rest_url;    /* "http://host:6820" */
+    char *rest_socket; /* slurmrestd's unix socket (local authentication, no token) */
+    char *rest_user;   /* X-SLURM-USER-NAME; NULL: the controller's user name */
+    char *token_env;   /* environment variable holding the JWT, default SLURM_JWT */
+    char *token_file;  /* or a file holding it (re-read at each request) */
+} runner_slurm_config;
+
 /*
  * A loaded sweep file. Fields are read-only for callers; defaults are those of docs/config.md.
  * Strings and arrays are owned by the config.
@@ -119,6 +160,8 @@ typedef struct runner_config {
     char **opt_values;
     size_t n_opts;
     char *text; /* the file's text, stored with the sweep so resume needs no file */
+    runner_backend_kind backend; /* default local */
+    runner_slurm_config slurm;   /* when backend is RUNNER_BACKEND_SLURM */
 } runner_config;
 
 /*
@@ -176,6 +219,10 @@ typedef enum runner_failure {
     RUNNER_FAIL_LOST = 10,    /* the supervisor vanished without writing an exit status */
     RUNNER_FAIL_LAUNCH = 11,  /* the backend could not launch it (fork, directory, exec) */
     RUNNER_FAIL_STOPPED = 12, /* stopped by the user (run status `stopped`) */
+    /* infrastructure failures reported by a scheduler (Slurm): retried, never observed */
+    RUNNER_FAIL_NODE = 13,       /* the node failed or the job was preempted (NODE_FAIL, ...) */
+    RUNNER_FAIL_CANCELLED = 14,  /* cancelled outside scaletune (scancel), on_cancelled: retry */
+    RUNNER_FAIL_TIME_LIMIT = 15, /* the scheduler's time limit, with on_timeout: retry */
 } runner_failure;
 
 /* "diverged", "oom", ... (static). */

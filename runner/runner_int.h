@@ -7,6 +7,8 @@
  *   store.c          the SQLite store: schema, migrations, transactions, lease
  *   store_query.c    status, Pareto front, export, ask/tell
  *   backend_local.c  the local backend: supervisor per attempt, process groups
+ *   backend_slurm.c  the Slurm backend: job scripts, state mapping, batched polling, adoption;
+ *                    the sbatch/squeue/scancel route (backend_slurm_rest.c: the slurmrestd one)
  *   controller.c     the loop: suggest, launch, poll, parse, observe, retry, stop, resume
  */
 #ifndef RUNNER_INT_H
@@ -87,7 +89,7 @@ st_status runner_template_expand(const runner_config *cfg, const char *t, const 
 /* A parameter value as substituted: integers without decimals, doubles round-tripping. */
 void runner_format_value(const runner_param_spec *ps, double v, char *buf, size_t cap);
 
-/* ---- backends (backend_local.c; Slurm later) --------------------------------------------- */
+/* ---- backends (backend_local.c, backend_slurm*.c) ---------------------------------------- */
 
 /* What to launch: everything already expanded. `dir` exists and is the attempt's directory:
  * the backend writes stdout.log and stderr.log there, and the exit status where it can. */
@@ -110,13 +112,23 @@ typedef struct runner_job {
     const char *dir;    /* in */
     runner_job_state state;
     int exit_code, signal;
+    /* out, for a finished job: a failure kind the backend decided (a scheduler's state such as
+     * NODE_FAIL or OUT_OF_MEMORY) and why, or RUNNER_FAIL_NONE to classify by exit status; the
+     * controller clears both before each poll */
+    runner_failure failure;
+    char reason[160];
 } runner_job;
 
 /*
  * A backend, as GSL's _type objects: the controller only calls these. Statuses: ST_OK,
- * ST_EBACKEND (with errmsg), ST_ENOMEM.
+ * ST_EBACKEND (with errmsg), ST_ENOMEM, and ST_ENETWORK where said.
+ *  create  with the sweep's config, which outlives the state.
  *  submit  launches one attempt; writes a job id (opaque text, stored) into job_id[cap].
- *  poll    fills state/exit_code/signal of n jobs in one batch (one squeue call for Slurm).
+ *          ST_ENETWORK: the scheduler could not be reached and nothing was submitted (the
+ *          controller puts the run back in the queue without charging it and waits).
+ *  poll    fills state/exit_code/signal (and failure/reason) of n jobs in one batch (one squeue
+ *          call for Slurm). ST_ENETWORK: the scheduler could not be asked; every job is still
+ *          filled (from its files where they tell, else RUNNING) and the controller goes on.
  *  cancel  asks a job to stop (SIGTERM or scancel); force: kill now (SIGKILL). ST_EBUSY if
  *          the job cannot be signalled yet (not started): the controller tries again.
  *  adopt   for an attempt recorded as launching by a controller that died: ST_OK and its job
@@ -126,7 +138,7 @@ typedef struct runner_job {
  */
 typedef struct runner_backend_type {
     const char *name;
-    st_status (*create)(void **state, char *errmsg);
+    st_status (*create)(const runner_config *cfg, void **state, char *errmsg);
     void (*destroy)(void *state);
     st_status (*submit)(void *state, const runner_job_spec *spec, char *job_id, size_t cap,
                         char *errmsg);
@@ -136,5 +148,7 @@ typedef struct runner_backend_type {
 } runner_backend_type;
 
 extern const runner_backend_type *const runner_backend_local;
+extern const runner_backend_type *const runner_backend_slurm_cli;
+extern const runner_backend_type *const runner_backend_slurm_rest;
 
 #endif
