@@ -87,6 +87,8 @@ bench-carbs: $(BUILD)/bench/bench_carbs
 # ---- fit -----------------------------------------------------------------------------------
 bench-fit: $(BUILD)/bench/bench_fit
 	$(BUILD)/bench/bench_fit
+# the extrapolation test runs bench/'s simulator in-process (its known truth and oracle)
+$(BUILD)/tests/fit/test_fit_extrapolate: $(BUILD)/bench/sim.o
 
 # ---- trainer -------------------------------------------------------------------------------
 # The hot loops want -O3 (vectorised element loops; gpt_int.h adds AVX2 clones at run time).

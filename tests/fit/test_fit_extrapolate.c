@@ -1,0 +1,320 @@
+/*
+ * test_fit_extrapolate.c — fit/extrapolate.h: role names, the Pareto front and its OLS laws on
+ * hand-made runs (closed forms), the model's recovery of known laws from noise-free runs it can
+ * represent exactly, and the study on bench/'s simulator (known truth, sim_oracle): a random
+ * search sweep run in-process, the recommendation at 100x the largest run, its regret against
+ * the oracle (< 1%) and its predicted divergence probability (< 5%); the front method's regret
+ * is printed beside it. ST_TEST_QUICK: one seed and fewer replicates.
+ */
+#include "bench/sim.h"
+#include "common/st.h"
+#include "fit/extrapolate.h"
+#include "tests/check.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void test_roles(void)
+{
+    CHECK(fit_xp_role_guess("lr") == FIT_XP_LR);
+    CHECK(fit_xp_role_guess("Learning_Rate") == FIT_XP_LR);
+    CHECK(fit_xp_role_guess("tokens") == FIT_XP_D);
+    CHECK(fit_xp_role_guess("N") == FIT_XP_N);
+    CHECK(fit_xp_role_guess("d_model") == FIT_XP_SIZE);
+    CHECK(fit_xp_role_guess("batch_size") == FIT_XP_BATCH);
+    CHECK(fit_xp_role_guess("warmup") == FIT_XP_OTHER);
+    CHECK(!strcmp(fit_xp_role_name(FIT_XP_LR), "lr"));
+}
+
+/* Front: runs on an exact law lr = 0.5 C^-0.25 with objective 2 + 10 C^-0.3, plus dominated
+ * runs and failures; OLS along the front gives the law exactly. */
+static void test_front(void)
+{
+    fit_xp_param p[2];
+    fit_xp_param_init(&p[0], "lr", FIT_XP_LOG);
+    fit_xp_param_init(&p[1], "warmup", FIT_XP_LINEAR);
+    enum { n = 16 };
+    double x[n * 2], cost[n], obj[n];
+    int failed[n] = {0};
+    for (size_t i = 0; i < 8; i++) {
+        double C = pow(10, 12 + 0.5 * (double)i);
+        cost[i] = C;
+        x[2 * i] = 0.5 * pow(C, -0.25);
+        x[2 * i + 1] = 0.1 + 0.01 * log(C); /* linear in ln C */
+        obj[i] = 2 + 10 * pow(C, -0.3);
+    }
+    for (size_t i = 8; i < 14; i++) { /* dominated: more cost, worse objective */
+        cost[i] = cost[i - 8] * 1.5;
+        x[2 * i] = 0.01 * (double)(i + 1);
+        x[2 * i + 1] = 0.5;
+        obj[i] = obj[i - 8] * 1.2;
+    }
+    for (size_t i = 14; i < n; i++) {
+        cost[i] = NAN;
+        x[2 * i] = 1;
+        x[2 * i + 1] = 0.5;
+        obj[i] = NAN;
+        failed[i] = 1;
+    }
+    fit_xp *xp = NULL;
+    CHECK_ST(fit_xp_create(&xp), ST_OK);
+    fit_xp_options o = fit_xp_options_default();
+    o.n_boot = 50;
+    CHECK_ST(fit_xp_set_options(xp, &o), ST_OK);
+    CHECK_ST(fit_xp_set_runs(xp, 2, p, n, x, cost, obj, failed, NULL, NULL), ST_OK);
+    CHECK_ST(fit_xp_run(xp, 1e17), ST_OK);
+    CHECK(fit_xp_front_n(xp) == 8);
+    double coef[2], ci[2];
+    CHECK_ST(fit_xp_front_law(xp, 0, coef, ci), ST_OK);
+    CHECK_ABS(coef[0], log(0.5), 1e-9);
+    CHECK_ABS(coef[1], -0.25, 1e-12);
+    CHECK_ABS(ci[0], -0.25, 1e-9); /* exact data: every replicate gives the same slope */
+    CHECK_ST(fit_xp_front_law(xp, 1, coef, NULL), ST_OK);
+    CHECK_ABS(coef[1], 0.01, 1e-12);
+    fit_xp_result r;
+    CHECK_ST(fit_xp_get_result(xp, &r), ST_OK);
+    CHECK(r.method == FIT_XP_METHOD_FRONT); /* no N, D: the front */
+    CHECK_REL(r.value[0], 0.5 * pow(1e17, -0.25), 1e-9);
+    CHECK_REL(r.objective, 2 + 10 * pow(1e17, -0.3), 1e-3);
+    CHECK(r.warnings & FIT_XP_WARN_FAR);
+    double nat[3];
+    CHECK_ST(fit_xp_front_loss_law(xp, nat), ST_OK);
+    CHECK_REL(nat[1], 0.3, 2e-2);
+    CHECK_REL(nat[2], 2.0, 1e-2);
+    /* errors */
+    CHECK_ST(fit_xp_run(xp, -1), ST_EINVAL);
+    CHECK_ST(fit_xp_get_result(xp, &r), ST_ESTATE);
+    double bad[2] = {-1, 0};
+    CHECK_ST(fit_xp_set_runs(xp, 2, p, 1, bad, cost, obj, NULL, NULL, NULL), ST_EINVAL);
+    CHECK(strstr(fit_xp_errmsg(xp), "lr") != NULL);
+    CHECK_ST(fit_xp_set_runs(xp, 2, p, 2, x, cost, obj, NULL, NULL, NULL), ST_EEMPTY);
+    fit_xp_destroy(xp);
+}
+
+/* The model recovers a world it can represent: ln L = Chinchilla + ln(1 + c u^2) exactly, with
+ * lr_opt = 0.02 (N/1e7)^-0.5 (D/1e9)^0.3; runs with lr far above lr_max(N) fail. */
+static void test_model_recovery(void)
+{
+    const double A = 400, B = 2000, E = 1.8, al = 0.34, be = 0.28, c = 0.02;
+    fit_xp_param p[3];
+    fit_xp_param_init(&p[0], "N", FIT_XP_LOG);
+    fit_xp_param_init(&p[1], "D", FIT_XP_LOG);
+    fit_xp_param_init(&p[2], "lr", FIT_XP_LOG);
+    enum { n = 200 };
+    double x[n * 3], cost[n], obj[n];
+    int failed[n];
+    st_rng *rng = NULL;
+    st_rng_create(7, &rng);
+    for (size_t i = 0; i < n; i++) {
+        double N = exp(log(1e6) + st_rng_uniform(rng) * log(100.0));
+        double D = exp(log(1e8) + st_rng_uniform(rng) * log(100.0));
+        double lopt = log(0.02) - 0.5 * log(N / 1e7) + 0.3 * log(D / 1e9);
+        double u = (st_rng_uniform(rng) - 0.5) * 6;
+        double lr = exp(lopt + u);
+        x[3 * i] = N;
+        x[3 * i + 1] = D;
+        x[3 * i + 2] = lr;
+        failed[i] = log(lr) > log(0.2) - 0.4 * log(N / 1e7);
+        cost[i] = failed[i] ? NAN : 6 * N * D;
+        obj[i] = failed[i] ? NAN
+                           : (E + A * pow(N, -al) + B * pow(D, -be)) *
+                                 (1 + 0.5 * (1 - exp(-c * u * u / 0.5)));
+    }
+    st_rng_destroy(rng);
+    fit_xp *xp = NULL;
+    fit_xp_create(&xp);
+    fit_xp_options o = fit_xp_options_default();
+    o.n_boot = 20;
+    fit_xp_set_options(xp, &o);
+    CHECK_ST(fit_xp_set_runs(xp, 3, p, n, x, cost, obj, failed, NULL, NULL), ST_OK);
+    double Cmax = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!failed[i] && cost[i] > Cmax)
+            Cmax = cost[i];
+    CHECK_ST(fit_xp_run(xp, 100 * Cmax), ST_OK);
+    fit_xp_result r;
+    fit_xp_get_result(xp, &r);
+    CHECK(r.method == FIT_XP_METHOD_MODEL);
+    double nat[5], coef[3], curv, sat, k;
+    CHECK_ST(fit_xp_chinchilla(xp, nat, NULL), ST_OK);
+    CHECK_REL(nat[2], E, 1e-3);
+    CHECK_REL(nat[3], al, 1e-3);
+    CHECK_REL(nat[4], be, 1e-3);
+    CHECK_ST(fit_xp_hp_law(xp, 2, coef, &curv, &sat), ST_OK);
+    CHECK_ABS(coef[1], -0.5, 1e-3);
+    CHECK_ABS(coef[2], 0.3, 1e-3);
+    CHECK_ABS(coef[0], log(0.02) + 0.5 * log(1e7) - 0.3 * log(1e9), 1e-2);
+    CHECK_REL(curv, c, 1e-2);
+    CHECK_ST(fit_xp_cost_model(xp, &k), ST_OK);
+    CHECK_ABS(k, log(6.0), 1e-12);
+    double g[4];
+    CHECK_ST(fit_xp_divergence(xp, g), ST_OK);
+    /* boundary ln lr = ln 0.2 - 0.4 ln(N/1e7): slope ratio -g2/g1 near -0.4 */
+    CHECK(g[1] > 2);
+    CHECK_ABS(-g[2] / g[1], -0.4, 0.15);
+    /* allocation: the recommended N matches Chinchilla's closed form (eq. 4) on the truth */
+    double a = be / (al + be), G = pow(al * A / (be * B), 1 / (al + be));
+    double Nopt = G * pow(100 * Cmax / 6, a);
+    CHECK_REL(r.N, Nopt, 0.1);
+    CHECK(r.p_diverge < 0.05);
+    CHECK(r.objective_lo <= r.objective && r.objective <= r.objective_hi);
+    /* predict at a training run: close to its observed objective */
+    double pr, lo, hi, pd;
+    size_t i0 = 0;
+    while (failed[i0])
+        i0++;
+    CHECK_ST(fit_xp_predict(xp, &x[3 * i0], NAN, NAN, &pr, &lo, &hi, &pd), ST_OK);
+    CHECK_REL(pr, obj[i0], 1e-3);
+    fit_xp_destroy(xp);
+}
+
+/* ---- the simulator study ---------------------------------------------------------------- */
+
+typedef struct study {
+    double regret_model, regret_front, p_div, pred_err;
+    int div_model, div_front, in_interval;
+    double ratio_lr; /* recommended lr / oracle lr */
+} study;
+
+static double true_loss(const sim_law *w, const double *v)
+{
+    sim_setting s = {v[0], v[1], v[2], v[3], v[4], v[5]};
+    if (s.batch > s.D)
+        s.batch = s.D;
+    if (!(s.warmup >= 0 && s.warmup < 1))
+        s.warmup = 0.01;
+    sim_terms t;
+    if (sim_eval(w, &s, &t, NULL) != ST_OK)
+        return INFINITY;
+    return t.diverged ? INFINITY : t.loss;
+}
+
+static void run_study(uint64_t seed, size_t n, size_t n_boot, study *out)
+{
+    sim_law w = sim_law_default();
+    const char *names[6] = {"N", "D", "lr", "batch", "warmup", "weight_decay"};
+    fit_xp_space sp[6] = {FIT_XP_LOG, FIT_XP_LOG, FIT_XP_LOG, FIT_XP_LOG, FIT_XP_LOGIT, FIT_XP_LOG};
+    /* the search box (random search, log-uniform; warmup uniform in logit) */
+    const double lo[6] = {2e6, 4e7, 1e-4, 2e3, 0.002, 1e-3};
+    const double hi[6] = {6e7, 2e9, 0.5, 1e6, 0.3, 1.0};
+    fit_xp_param p[6];
+    for (size_t j = 0; j < 6; j++)
+        fit_xp_param_init(&p[j], names[j], sp[j]);
+    p[4].min = 1e-4;
+    p[4].max = 0.5;
+    double *x = malloc(n * 6 * sizeof(double)), *cost = malloc(n * sizeof(double));
+    double *obj = malloc(n * sizeof(double));
+    int *failed = malloc(n * sizeof(int));
+    st_rng *rng = NULL;
+    st_rng_create(seed, &rng);
+    double Cmax = 0;
+    for (size_t i = 0; i < n; i++) {
+        double *v = &x[6 * i];
+        for (size_t j = 0; j < 6; j++) {
+            double u = st_rng_uniform(rng);
+            if (sp[j] == FIT_XP_LOGIT) {
+                double a = log(lo[j] / (1 - lo[j])), b = log(hi[j] / (1 - hi[j]));
+                v[j] = 1 / (1 + exp(-(a + u * (b - a))));
+            } else {
+                v[j] = exp(log(lo[j]) + u * log(hi[j] / lo[j]));
+            }
+        }
+        if (v[3] > v[1])
+            v[3] = v[1];
+        sim_setting s = {v[0], v[1], v[2], v[3], v[4], v[5]};
+        double o, ds;
+        int dv;
+        sim_run(&w, &s, seed * 100003 + i, &o, &dv, &ds, NULL);
+        failed[i] = dv;
+        obj[i] = dv ? NAN : o;
+        cost[i] = dv ? NAN : 6 * v[0] * v[1];
+        if (!dv && cost[i] > Cmax)
+            Cmax = cost[i];
+    }
+    st_rng_destroy(rng);
+    double C = 100 * Cmax;
+    sim_setting opt;
+    double L_opt;
+    sim_oracle(&w, C, &opt, &L_opt);
+
+    fit_xp *xp = NULL;
+    fit_xp_create(&xp);
+    fit_xp_options o = fit_xp_options_default();
+    o.n_boot = n_boot;
+    o.seed = seed;
+    fit_xp_set_options(xp, &o);
+    CHECK_ST(fit_xp_set_runs(xp, 6, p, n, x, cost, obj, failed, NULL, NULL), ST_OK);
+    st_status s = fit_xp_run(xp, C);
+    CHECK_ST(s, ST_OK);
+    if (s != ST_OK)
+        fprintf(stderr, "  %s\n", fit_xp_errmsg(xp));
+    fit_xp_result r;
+    memset(out, 0, sizeof(*out));
+    if (fit_xp_get_result(xp, &r) == ST_OK) {
+        CHECK(r.method == FIT_XP_METHOD_MODEL);
+        double L = true_loss(&w, r.value);
+        out->regret_model = (L - L_opt) / L_opt;
+        out->div_model = isinf(L);
+        out->p_div = r.p_diverge;
+        out->pred_err = (r.objective - L) / L;
+        out->in_interval = r.objective_lo <= L && L <= r.objective_hi;
+        out->ratio_lr = r.value[2] / opt.lr;
+        double fv[6];
+        fit_xp_front_recommend(xp, fv);
+        double Lf = true_loss(&w, fv);
+        out->regret_front = (Lf - L_opt) / L_opt;
+        out->div_front = isinf(Lf);
+        printf("seed %llu: C %.3g (100x), oracle N %.3g D %.3g lr %.3g loss %.5f\n",
+               (unsigned long long)seed, C, opt.N, opt.D, opt.lr, L_opt);
+        printf("  model: N %.3g D %.3g lr %.3g batch %.3g warmup %.4f wd %.3g -> true %.5f, "
+               "predicted %.5f [%.5f, %.5f], p_diverge %.3f\n",
+               r.value[0], r.value[1], r.value[2], r.value[3], r.value[4], r.value[5], L,
+               r.objective, r.objective_lo, r.objective_hi, r.p_diverge);
+        printf("  front: N %.3g D %.3g lr %.3g -> true %.5f%s\n", fv[0], fv[1], fv[2], Lf,
+               isinf(Lf) ? " (diverges)" : "");
+        if (r.warning_text[0])
+            printf("  warnings: %s\n", r.warning_text);
+    }
+    fit_xp_destroy(xp);
+    free(x);
+    free(cost);
+    free(obj);
+    free(failed);
+}
+
+static void test_simulator(void)
+{
+    int quick = getenv("ST_TEST_QUICK") != NULL;
+    size_t n_seeds = quick ? 1 : 3, n_runs = quick ? 200 : 300, n_boot = quick ? 20 : 100;
+    double worst = 0, worst_p = 0;
+    for (size_t k = 0; k < n_seeds; k++) {
+        study st;
+        run_study(1 + k, n_runs, n_boot, &st);
+        printf("  regret model %.3f%%  front %.3f%%%s  p_diverge %.3f  lr/lr_opt %.2f  "
+               "prediction error %+.2f%%  in interval %d\n",
+               100 * st.regret_model, 100 * st.regret_front, st.div_front ? " (diverged)" : "",
+               st.p_div, st.ratio_lr, 100 * st.pred_err, st.in_interval);
+        CHECK(!st.div_model);
+        CHECK(st.regret_model < 0.01);
+        CHECK(st.p_div < 0.05);
+        CHECK(fabs(st.pred_err) < 0.02);
+        worst = fmax(worst, st.regret_model);
+        worst_p = fmax(worst_p, st.p_div);
+    }
+    printf("simulator: worst regret at 100x %.3f%% (target < 1%%), worst p_diverge %.3f "
+           "(target < 0.05), %zu seeds x %zu runs\n",
+           100 * worst, worst_p, n_seeds, n_runs);
+}
+
+int main(void)
+{
+    st_global_init();
+    test_roles();
+    test_front();
+    test_model_recovery();
+    test_simulator();
+    st_global_cleanup();
+    return check_summary("fit.extrapolate");
+}
