@@ -24,4 +24,7 @@ int cmd_sweep(int argc, char **argv);
 /* cli/cmd_report.c: `scaletune report` (HTML, JSON, CSV and Markdown of a sweep). */
 int cmd_report(int argc, char **argv);
 
+/* cli/cmd_extrapolate.c: `scaletune extrapolate` (settings of a large run from a sweep). */
+int cmd_extrapolate(int argc, char **argv);
+
 #endif

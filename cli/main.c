@@ -19,6 +19,7 @@ static const struct {
     {"version", cmd_version, "print the version"},
     {"fit", cmd_fit, "fit a scaling law to runs (CSV); 'fit allocate' for N_opt, D_opt"},
     {"sweep", cmd_sweep, "run a sweep: launch, resume, status, stop, export, ask, tell"},
+    {"extrapolate", cmd_extrapolate, "settings of a large run from a sweep, with intervals"},
     {"report", cmd_report, "write a sweep's HTML report (and JSON, CSV, Markdown)"},
 };
 
