@@ -104,6 +104,13 @@ void slurm_job_name(const char *dir, char *buf, size_t cap)
     snprintf(buf, cap, "st-%016llx", (unsigned long long)h);
 }
 
+int slurm_refusal_is_transient(const char *msg)
+{
+    return strstr(msg, "Required node not available") ||
+           strstr(msg, "temporarily unable to accept") ||
+           strstr(msg, "Resource temporarily unavailable");
+}
+
 void slurm_secret_vars(const runner_slurm_config *sc, const char *out[4])
 {
     size_t k = 0;
@@ -591,6 +598,8 @@ static st_status slurm_submit(void *state, const runner_job_spec *spec, char *jo
     slurm_job_name(spec->dir, name, sizeof(name));
     rc = s->route->submit(s, script, name, spec, job_id, cap, errmsg);
     free(script);
+    if (rc == ST_EBACKEND && slurm_refusal_is_transient(errmsg))
+        rc = ST_ENETWORK;
     return rc;
 }
 

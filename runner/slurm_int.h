@@ -81,6 +81,11 @@ st_status slurm_job_script(const runner_job_spec *spec, char **out);
 /* "st-" and 16 hex digits of a hash of the attempt directory: the job's name in Slurm. */
 void slurm_job_name(const char *dir, char *buf, size_t cap);
 
+/* 1 if Slurm refused a submission for a passing reason (nodes not registered yet after a
+ * slurmctld restart, "temporarily unable to accept"): the submission is then treated as not
+ * made, and launching waits (ST_ENETWORK), instead of failing the attempt. */
+int slurm_refusal_is_transient(const char *msg);
+
 /* Environment variables never passed to jobs or sbatch: tokens. NULL-terminated, from sc. */
 void slurm_secret_vars(const runner_slurm_config *sc, const char *out[4]);
 
