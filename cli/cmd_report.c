@@ -35,6 +35,9 @@ static void usage(FILE *f)
             "  --bootstrap N         bootstrap replicates for the bands (default 200; 0: none)\n"
             "  --seed S              bootstrap seed (default 42)\n"
             "  --level L             central probability of the bands (default 0.9)\n"
+            "  --method M            recommendation: auto (default: the model of every run when\n"
+            "                        model size, tokens and a learning rate are known), front\n"
+            "                        (CARBS' laws along the Pareto front), model\n"
             "  --title TEXT          page title\n"
             "Docs: docs/cli/report.md\n");
 }
@@ -135,6 +138,17 @@ int cmd_report(int argc, char **argv)
             o.band_level = d;
         } else if (!strcmp(a, "--title")) {
             o.title = v;
+        } else if (!strcmp(a, "--method")) {
+            if (!strcmp(v, "auto"))
+                o.method = 0;
+            else if (!strcmp(v, "front"))
+                o.method = 1;
+            else if (!strcmp(v, "model"))
+                o.method = 2;
+            else {
+                cli_error("methods: auto, front, model", "--method: unknown method '%s'", v);
+                return 2;
+            }
         } else {
             cli_error("run 'scaletune report --help'", "unknown option '%s'", a);
             return 2;

@@ -138,6 +138,8 @@ st_status report_create(const char *db_path, const char *sweep, const report_opt
         return st_errf(errmsg, ST_EINVAL, "target compute must be a positive number");
     if (!(d.band_level > 0 && d.band_level < 1))
         return st_errf(errmsg, ST_EINVAL, "band level must lie in (0, 1)");
+    if (d.method < 0 || d.method > 2)
+        return st_errf(errmsg, ST_EINVAL, "method must be 0 (auto), 1 (front) or 2 (model)");
     if (!(d.fit_max_cost > 0))
         return st_errf(errmsg, ST_EINVAL, "fit_max_cost must be positive");
     report *r = calloc(1, sizeof(*r));
@@ -193,10 +195,18 @@ void report_destroy(report *r)
         free(r->pnames[i]);
     free(r->pnames);
     free(r->pspace);
+    free(r->pint);
+    free(r->pmin);
+    free(r->pmax);
+    free(r->pround);
+    fit_xp_destroy(r->xp);
+    free(r->xp_run);
+    free(r->front_cost);
+    free(r->front_obj);
+    free(r->front_count);
     free(r->front);
     free(r->att);
     free(r->hp);
-    free(r->loss_boot);
     free(r->title);
     free(r->validate_sweep);
     free(r->sweep);
@@ -287,6 +297,7 @@ st_status report_json_dup(report *r, char **out)
             json_object_set_new(pr, "objective", jnum(u->pred));
             json_object_set_new(pr, "lo", jnum(u->pred_lo));
             json_object_set_new(pr, "hi", jnum(u->pred_hi));
+            json_object_set_new(pr, "p_diverge", jnum(u->pred_p));
             json_object_set_new(j, "predicted", pr);
         }
         json_array_append_new(runs, j);
@@ -296,8 +307,9 @@ st_status report_json_dup(report *r, char **out)
         const rp_run *u = &r->runs[r->front[i]];
         json_t *j = json_object();
         json_object_set_new(j, "id", json_integer((json_int_t)u->id));
-        json_object_set_new(j, "cost", jnum(u->cost));
-        json_object_set_new(j, "objective", jnum(u->objective));
+        json_object_set_new(j, "cost", jnum(r->front_cost[i]));
+        json_object_set_new(j, "objective", jnum(r->front_obj[i]));
+        json_object_set_new(j, "runs", json_integer((json_int_t)r->front_count[i]));
         json_array_append_new(front, j);
     }
     json_object_set_new(root, "pareto", front);
@@ -307,41 +319,85 @@ st_status report_json_dup(report *r, char **out)
     json_object_set_new(loss, "ok", json_boolean(r->loss_law.ok));
     if (r->loss_law.ok) {
         static const char *const nm[] = {"A", "alpha", "E"};
-        json_t *par = json_object(), *iv = json_object();
-        for (int k = 0; k < 3; k++) {
+        json_t *par = json_object(), *at = json_object();
+        for (int k = 0; k < 3; k++)
             json_object_set_new(par, nm[k], jnum(r->loss_nat[k]));
-            json_object_set_new(iv, nm[k], jpair(r->loss_nat_lo[k], r->loss_nat_hi[k]));
-        }
         json_object_set_new(loss, "params", par);
-        json_object_set_new(loss, "intervals", iv);
         json_object_set_new(loss, "n_points", json_integer((json_int_t)r->n_front));
-        json_object_set_new(loss, "n_boot", json_integer((json_int_t)r->n_loss_boot));
+        json_object_set_new(loss, "n_boot", json_integer((json_int_t)r->o.n_boot));
+        json_object_set_new(at, "objective", jnum(r->loss_at));
+        json_object_set_new(at, "lo", jnum(r->loss_at_lo));
+        json_object_set_new(at, "hi", jnum(r->loss_at_hi));
+        json_object_set_new(loss, "at_target", at);
     } else {
-        json_object_set_new(loss, "note", json_string(r->loss_note));
+        json_object_set_new(loss, "note", json_string(r->xp ? r->loss_note : r->xp_note));
     }
     json_object_set_new(fits, "loss_vs_cost", loss);
+    json_object_set_new(fits, "hyperparameter_law",
+                        json_string("b = intercept + slope ln C; b = ln v (log space), "
+                                    "ln(v / (1 - v)) (logit), v (linear)"));
     for (size_t i = 0; i < r->n_hp; i++) {
         const rp_hp *h = &r->hp[i];
         json_t *j = json_object();
         json_object_set_new(j, "space", json_string(space_name(h->space)));
+        if (r->xp)
+            json_object_set_new(j, "role",
+                                json_string(fit_xp_role_name(fit_xp_param_role(r->xp, h->xi))));
         json_object_set_new(j, "ok", json_boolean(h->ok));
         if (h->ok) {
             json_object_set_new(j, "intercept", jnum(h->b0));
             json_object_set_new(j, "slope", jnum(h->b1));
             json_object_set_new(j, "slope_interval", jpair(h->b1_lo, h->b1_hi));
+            json_t *at = json_object();
+            json_object_set_new(at, "value", jnum(h->at_target));
+            json_object_set_new(at, "lo", jnum(h->lo));
+            json_object_set_new(at, "hi", jnum(h->hi));
+            json_object_set_new(j, "at_target", at);
         }
         json_object_set_new(hps, r->pnames[h->param], j);
     }
     json_object_set_new(fits, "hyperparameters", hps);
     json_object_set_new(fits, "band_level", json_real(r->o.band_level));
+    double ch[5], k, g[4];
+    if (r->xp && fit_xp_chinchilla(r->xp, ch, NULL) == ST_OK) {
+        json_t *m = json_object(), *c = json_object(), *hl = json_object();
+        static const char *const cn[5] = {"A", "B", "E", "alpha", "beta"};
+        for (int q = 0; q < 5; q++)
+            json_object_set_new(c, cn[q], jnum(ch[q]));
+        json_object_set_new(m, "law", json_string("L(N, D) = E + A N^-alpha + B D^-beta"));
+        json_object_set_new(m, "chinchilla", c);
+        if (fit_xp_cost_model(r->xp, &k) == ST_OK)
+            json_object_set_new(m, "cost_ln_k", jnum(k)); /* cost = exp(k) N D */
+        for (size_t i = 0; i < r->n_hp; i++) {
+            double coef[3], curv, sat;
+            if (fit_xp_hp_law(r->xp, r->hp[i].xi, coef, &curv, &sat) != ST_OK)
+                continue;
+            json_t *l = json_object();
+            json_object_set_new(l, "intercept", jnum(coef[0]));
+            json_object_set_new(l, "slope_lnN", jnum(coef[1]));
+            json_object_set_new(l, "slope_lnD", jnum(coef[2]));
+            json_object_set_new(l, "curvature", jnum(curv));
+            json_object_set_new(l, "saturation", jnum(sat));
+            json_object_set_new(hl, r->pnames[r->hp[i].param], l);
+        }
+        json_object_set_new(m, "hyperparameter_laws", hl);
+        if (fit_xp_divergence(r->xp, g) == ST_OK) {
+            json_t *d = json_array();
+            for (int q = 0; q < 4; q++)
+                json_array_append_new(d, jnum(g[q]));
+            json_object_set_new(m, "divergence_logit", d);
+        }
+        json_object_set_new(fits, "model", m);
+    }
     json_object_set_new(root, "fits", fits);
 
     json_t *rec = json_object(), *val = json_object(), *iv = json_object(), *pred = json_object();
     json_object_set_new(rec, "compute", jnum(r->target));
+    json_object_set_new(rec, "method", json_string(rp_method_name(r)));
     for (size_t i = 0; i < r->n_hp; i++) {
         const rp_hp *h = &r->hp[i];
-        json_object_set_new(val, r->pnames[h->param], jnum(h->at_target));
-        json_object_set_new(iv, r->pnames[h->param], jpair(h->lo, h->hi));
+        json_object_set_new(val, r->pnames[h->param], jnum(h->rec));
+        json_object_set_new(iv, r->pnames[h->param], jpair(h->rec_lo, h->rec_hi));
     }
     json_object_set_new(rec, "recommended", val);
     json_object_set_new(rec, "intervals", iv);
@@ -350,6 +406,22 @@ st_status report_json_dup(report *r, char **out)
     json_object_set_new(pred, "hi", jnum(r->rec_hi));
     json_object_set_new(rec, "predicted", pred);
     json_object_set_new(rec, "p_diverge", jnum(r->p_diverge));
+    if (r->xp) {
+        json_t *nd = json_object();
+        json_object_set_new(nd, "N", jnum(r->res.N));
+        json_object_set_new(nd, "N_interval", jpair(r->res.N_lo, r->res.N_hi));
+        json_object_set_new(nd, "D", jnum(r->res.D));
+        json_object_set_new(nd, "D_interval", jpair(r->res.D_lo, r->res.D_hi));
+        json_object_set_new(rec, "size", nd);
+    }
+    json_t *warn = json_array();
+    for (const char *w = r->xp ? r->res.warning_text : r->xp_note; w && *w;) {
+        const char *e = strstr(w, "; ");
+        size_t len = e ? (size_t)(e - w) : strlen(w);
+        json_array_append_new(warn, json_stringn(w, len));
+        w = e ? e + 2 : NULL;
+    }
+    json_object_set_new(rec, "warnings", warn);
     json_object_set_new(rec, "source", json_string(r->rec_source));
     json_object_set_new(root, "recommendation", rec);
     if (r->has_validation) {
@@ -450,13 +522,13 @@ st_status report_md_dup(report *r, char **out)
                 r->n_sweep_runs, n_ok, n_att, r->n_front);
 
     rp_fmt(v1, sizeof(v1), r->target, 1);
-    rp_buf_addf(&b, "\n## Recommendation at compute %s\n\n", v1);
+    rp_buf_addf(&b, "\n## Recommendation at compute %s (method: %s)\n\n", v1, rp_method_name(r));
     rp_buf_add(&b, "| parameter | value | lo | hi |\n| --- | --- | --- | --- |\n");
     for (size_t i = 0; i < r->n_hp; i++) {
         const rp_hp *h = &r->hp[i];
-        rp_fmt(v1, sizeof(v1), h->at_target, 1);
-        rp_fmt(v2, sizeof(v2), h->lo, 1);
-        rp_fmt(v3, sizeof(v3), h->hi, 1);
+        rp_fmt(v1, sizeof(v1), h->rec, 1);
+        rp_fmt(v2, sizeof(v2), h->rec_lo, 1);
+        rp_fmt(v3, sizeof(v3), h->rec_hi, 1);
         rp_buf_add(&b, "| ");
         md_cell(&b, r->pnames[h->param]);
         rp_buf_addf(&b, " | %s | %s | %s |\n", v1, v2, v3);
@@ -469,6 +541,12 @@ st_status report_md_dup(report *r, char **out)
     rp_buf_addf(&b, " | %s | %s | %s |\n", v1, v2, v3);
     rp_fmt(v1, sizeof(v1), r->p_diverge, 1);
     rp_buf_addf(&b, "| p(diverge) | %s | | |\n\nSource: %s.\n", v1, r->rec_source);
+    const char *warn = r->xp ? r->res.warning_text : r->xp_note;
+    if (warn && *warn) {
+        rp_buf_add(&b, "\nWarnings: ");
+        md_cell(&b, warn);
+        rp_buf_add(&b, ".\n");
+    }
 
     if (r->has_validation) {
         rp_buf_add(&b, "\n## Validation\n\n| run | actual | predicted | lo | hi |\n"
@@ -484,8 +562,8 @@ st_status report_md_dup(report *r, char **out)
     rp_buf_add(&b, "\n## Pareto front\n\n| run | cost | objective |\n| --- | --- | --- |\n");
     for (size_t i = 0; i < r->n_front; i++) {
         const rp_run *u = &r->runs[r->front[i]];
-        rp_fmt(v1, sizeof(v1), u->cost, 1);
-        rp_fmt(v2, sizeof(v2), u->objective, 1);
+        rp_fmt(v1, sizeof(v1), r->front_cost[i], 1);
+        rp_fmt(v2, sizeof(v2), r->front_obj[i], 1);
         rp_buf_addf(&b, "| %lld | %s | %s |\n", (long long)u->id, v1, v2);
     }
 
@@ -496,14 +574,17 @@ st_status report_md_dup(report *r, char **out)
         static const char *const nm[] = {"A", "alpha", "E"};
         for (int k = 0; k < 3; k++) {
             rp_fmt(v1, sizeof(v1), r->loss_nat[k], 1);
-            rp_fmt(v2, sizeof(v2), r->loss_nat_lo[k], 1);
-            rp_fmt(v3, sizeof(v3), r->loss_nat_hi[k], 1);
-            rp_buf_addf(&b, "| %s | %s | %s | %s |\n", nm[k], v1, v2, v3);
+            rp_buf_addf(&b, "| %s | %s | | |\n", nm[k], v1);
         }
+        rp_fmt(v1, sizeof(v1), r->loss_at, 1);
+        rp_fmt(v2, sizeof(v2), r->loss_at_lo, 1);
+        rp_fmt(v3, sizeof(v3), r->loss_at_hi, 1);
+        rp_buf_addf(&b, "| y at the target | %s | %s | %s |\n", v1, v2, v3);
     } else {
-        rp_buf_addf(&b, "%s.\n", r->loss_note);
+        rp_buf_addf(&b, "%s.\n", r->xp ? r->loss_note : r->xp_note);
     }
-    rp_buf_add(&b, "\nParameters along the front, basic coordinate = intercept + slope log10 C:\n\n"
+    rp_buf_add(&b, "\nParameters along the front, basic coordinate (ln v for log spaces, "
+                   "ln(v / (1 - v)) for logit, v for linear) = intercept + slope ln C:\n\n"
                    "| parameter | space | intercept | slope | slope lo | slope hi |\n"
                    "| --- | --- | --- | --- | --- | --- |\n");
     for (size_t i = 0; i < r->n_hp; i++) {

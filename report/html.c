@@ -92,17 +92,24 @@ static st_status fig_front(report *r, rp_buf *b)
         range_add(&Y, u->objective);
     }
     for (size_t i = 0; i < r->n_front; i++) {
-        fx[i] = lg(r->runs[r->front[i]].cost);
-        fy[i] = r->runs[r->front[i]].objective;
+        fx[i] = lg(r->front_cost[i]);
+        fy[i] = r->front_obj[i];
     }
     double lx[RP_GRID];
+    int model = r->xp && r->res.method == FIT_XP_METHOD_MODEL;
     if (r->loss_law.ok) {
         range_add(&X, lg(r->target));
         for (size_t g = 0; g < RP_GRID; g++)
             lx[g] = lg(r->loss_law.c[g]);
+        range_add(&Y, r->loss_at_lo);
+        range_add(&Y, r->loss_at_hi);
+        range_add(&Y, r->loss_at);
+    }
+    if (model) {
+        range_add(&X, lg(r->target));
+        range_add(&Y, r->rec_obj);
         range_add(&Y, r->rec_lo);
         range_add(&Y, r->rec_hi);
-        range_add(&Y, r->rec_obj);
     }
     range_pad(&X, 0.06);
     range_pad(&Y, 0.06);
@@ -124,10 +131,17 @@ static st_status fig_front(report *r, rp_buf *b)
     rp_fig_line(f, r->n_front, fx, fy, C_BLACK, 1.2, 0);
     rp_fig_points(f, r->n_front, fx, fy, C_BLACK, G_DOT, 1.1);
     rp_fig_points(f, nb, bx, by, C_RED, G_SQUARE, 1.3);
-    double tx = lg(r->target), ty = r->rec_obj, tlo = r->rec_lo, thi = r->rec_hi;
+    double tx = lg(r->target), ty = r->loss_at, tlo = r->loss_at_lo, thi = r->loss_at_hi;
     if (r->loss_law.ok && isfinite(ty)) {
         rp_fig_errbars(f, 1, &tx, &tlo, &thi, C_ORANGE, 0);
         rp_fig_points(f, 1, &tx, &ty, C_ORANGE, G_DOT, 1.3);
+    }
+    double mx = tx, my = r->rec_obj, mlo = r->rec_lo, mhi = r->rec_hi;
+    if (model && isfinite(my)) {
+        /* drawn just right of the target so that both bars stay visible */
+        mx += 0.012 * (X.hi - X.lo);
+        rp_fig_errbars(f, 1, &mx, &mlo, &mhi, C_GREEN, 0);
+        rp_fig_points(f, 1, &mx, &my, C_GREEN, G_DOT, 1.3);
     }
     rp_fig_legend(f, "runs", C_GREY, 1, 0, 0);
     rp_fig_legend(f, "Pareto front", C_BLACK, 0, 1, 0);
@@ -136,10 +150,12 @@ static st_status fig_front(report *r, rp_buf *b)
         char t[64];
         snprintf(t, sizeof(t), "%.0f%% band", 100 * r->o.band_level);
         rp_fig_legend(f, t, C_BLUE, -1, 0, 1);
-        rp_fig_legend(f, "at target", C_ORANGE, 0, 0, 0);
+        rp_fig_legend(f, "law at target", C_ORANGE, 0, 0, 0);
     } else {
-        rp_fig_note(f, r->loss_note);
+        rp_fig_note(f, r->xp ? r->loss_note : r->xp_note);
     }
+    if (model && isfinite(my))
+        rp_fig_legend(f, "model at target", C_GREEN, 0, 0, 0);
     if (nb)
         rp_fig_legend(f, "beyond the fit", C_RED, 3, 0, 0);
     char *svg = NULL;
@@ -147,15 +163,21 @@ static st_status fig_front(report *r, rp_buf *b)
     free(mem);
     if (rc)
         return rc;
-    char cap[512];
+    char cap[640];
+    int cn = 0;
     if (r->loss_law.ok)
-        snprintf(cap, sizeof(cap),
-                 "Objective against cost. Black: the Pareto front (%zu runs); blue: the "
-                 "saturating law y = E + A C^-alpha fitted to it with its %.0f%% bootstrap band; "
-                 "orange: the prediction at the target compute %.3g.",
-                 r->n_front, 100 * r->o.band_level, r->target);
+        cn = snprintf(cap, sizeof(cap),
+                      "Objective against cost. Black: the Pareto front (%zu groups of identical "
+                      "settings); blue: the saturating law y = E + A C^-alpha fitted to it with "
+                      "its %.0f%% bootstrap band; orange: the law at the target compute %.3g.",
+                      r->n_front, 100 * r->o.band_level, r->target);
     else
-        snprintf(cap, sizeof(cap), "Objective against cost; %s.", r->loss_note);
+        cn = snprintf(cap, sizeof(cap), "Objective against cost; %s.",
+                      r->xp ? r->loss_note : r->xp_note);
+    if (model && isfinite(my) && cn > 0 && (size_t)cn < sizeof(cap))
+        snprintf(cap + cn, sizeof(cap) - (size_t)cn,
+                 " Green: the model's predicted objective for the recommended settings, with its "
+                 "interval (run noise included).");
     caption(b, svg, cap);
     free(svg);
     return ST_OK;
@@ -184,7 +206,14 @@ static st_status fig_hp(report *r, const rp_hp *h, rp_buf *b)
     }
     for (size_t i = 0; i < r->n_front; i++) {
         const rp_run *u = &r->runs[r->front[i]];
-        fx[nf] = lg(u->cost), fy[nf++] = YV(u->x[h->param]);
+        fx[nf] = lg(r->front_cost[i]), fy[nf++] = YV(u->x[h->param]);
+    }
+    int model = r->xp && r->res.method == FIT_XP_METHOD_MODEL && isfinite(h->rec);
+    if (model) {
+        range_add(&X, lg(r->target));
+        range_add(&Y, YV(h->rec));
+        range_add(&Y, YV(h->rec_lo));
+        range_add(&Y, YV(h->rec_hi));
     }
     if (h->ok) {
         for (size_t g = 0; g < RP_GRID; g++) {
@@ -228,6 +257,12 @@ static st_status fig_hp(report *r, const rp_hp *h, rp_buf *b)
         rp_fig_errbars(f, 1, &tx, &tlo, &thi, C_ORANGE, 0);
         rp_fig_points(f, 1, &tx, &ty, C_ORANGE, G_DOT, 1.3);
     }
+    double mx = tx + 0.012 * (X.hi - X.lo), my = YV(h->rec), mlo = YV(h->rec_lo),
+           mhi = YV(h->rec_hi);
+    if (model) {
+        rp_fig_errbars(f, 1, &mx, &mlo, &mhi, C_GREEN, 0);
+        rp_fig_points(f, 1, &mx, &my, C_GREEN, G_DOT, 1.3);
+    }
 #undef YV
     rp_fig_legend(f, "runs", C_GREY, 1, 0, 0);
     rp_fig_legend(f, "Pareto front", C_BLACK, 0, 0, 0);
@@ -236,22 +271,28 @@ static st_status fig_hp(report *r, const rp_hp *h, rp_buf *b)
         char t[64];
         snprintf(t, sizeof(t), "%.0f%% band", 100 * r->o.band_level);
         rp_fig_legend(f, t, C_BLUE, -1, 0, 1);
-        rp_fig_legend(f, "at target", C_ORANGE, 0, 0, 0);
+        rp_fig_legend(f, "law at target", C_ORANGE, 0, 0, 0);
     } else {
-        rp_fig_note(f, "too few front points for a law");
+        rp_fig_note(f, r->xp ? "too few front points for a law" : r->xp_note);
     }
+    if (model)
+        rp_fig_legend(f, "recommended", C_GREEN, 0, 0, 0);
     char *svg = NULL;
     rc = rp_fig_end(f, &svg);
     free(mem);
     if (rc)
         return rc;
-    char cap[512];
-    snprintf(cap, sizeof(cap),
-             "%s against cost. Black: the Pareto runs; blue: %s fitted along the front "
-             "(least squares on log10 cost) with its %.0f%% bootstrap band; orange: the law at "
-             "the target compute %.3g.",
-             pn, ylog ? "a power law" : (h->space == 2 ? "a line in logit space" : "a line"),
-             100 * r->o.band_level, r->target);
+    char cap[640];
+    int cn =
+        snprintf(cap, sizeof(cap),
+                 "%s against cost. Black: the Pareto runs; blue: %s fitted along the front "
+                 "(least squares on ln cost) with its %.0f%% bootstrap band over the "
+                 "front's groups; orange: the law at the target compute %.3g.",
+                 pn, ylog ? "a power law" : (h->space == 2 ? "a line in logit space" : "a line"),
+                 100 * r->o.band_level, r->target);
+    if (model && cn > 0 && (size_t)cn < sizeof(cap))
+        snprintf(cap + cn, sizeof(cap) - (size_t)cn,
+                 " Green: the model's recommendation with its interval.");
     caption(b, svg, cap);
     free(svg);
     return ST_OK;
@@ -372,7 +413,10 @@ static st_status fig_pred(report *r, rp_buf *b)
     rp_fig_legend(f, "y = x", C_GREY, -1, 2, 0);
     rp_fig_legend(f, "runs beyond the fit", C_RED, 3, 0, 0);
     if (!m)
-        rp_fig_note(f, r->loss_law.ok ? "no finished run beyond the fit" : r->loss_note);
+        rp_fig_note(f, !r->xp ? r->xp_note
+                       : (r->loss_law.ok || r->res.method == FIT_XP_METHOD_MODEL)
+                           ? "no finished run beyond the fit"
+                           : r->loss_note);
     char *svg = NULL;
     rc = rp_fig_end(f, &svg);
     free(mem);
@@ -380,9 +424,11 @@ static st_status fig_pred(report *r, rp_buf *b)
         return rc;
     char cap[400];
     snprintf(cap, sizeof(cap),
-             "Runs beyond the fit: the law's prediction at each run's cost (with its %.0f%% "
-             "band, horizontal bars) against the objective it reached; on the grey line they "
-             "agree.",
+             "Runs beyond the fit: %s (with its %.0f%% interval, horizontal bars) against the "
+             "objective it reached; on the grey line they agree.",
+             r->xp && r->res.method == FIT_XP_METHOD_MODEL
+                 ? "the model's prediction at each run's settings, model size and tokens"
+                 : "the front law's prediction at each run's cost",
              100 * r->o.band_level);
     caption(b, svg, cap);
     free(svg);
@@ -550,6 +596,37 @@ static void summary(report *r, rp_buf *b)
     rp_buf_add(b, "</table>\n");
 }
 
+/* One "name value lo hi" row. */
+static void row4(rp_buf *b, const char *name, double v, double lo, double hi)
+{
+    rp_buf_add(b, "<tr><td class=\"l\">");
+    rp_buf_html(b, name);
+    rp_buf_add(b, "</td>");
+    num_cell(b, v);
+    num_cell(b, lo);
+    num_cell(b, hi);
+    rp_buf_add(b, "</tr>\n");
+}
+
+/* Warnings ("; "-separated) as a list. */
+static void warnings(rp_buf *b, const char *w)
+{
+    if (!w || !*w)
+        return;
+    rp_buf_add(b, "<ul class=\"note\">\n");
+    while (w && *w) {
+        const char *e = strstr(w, "; ");
+        size_t len = e ? (size_t)(e - w) : strlen(w);
+        char item[512];
+        snprintf(item, sizeof(item), "%.*s", (int)(len < sizeof(item) ? len : sizeof(item) - 1), w);
+        rp_buf_add(b, "<li>");
+        rp_buf_html(b, item);
+        rp_buf_add(b, "</li>\n");
+        w = e ? e + 2 : NULL;
+    }
+    rp_buf_add(b, "</ul>\n");
+}
+
 static void recommendation(report *r, rp_buf *b)
 {
     char v[64];
@@ -561,25 +638,23 @@ static void recommendation(report *r, rp_buf *b)
                 100 * r->o.band_level);
     for (size_t i = 0; i < r->n_hp; i++) {
         const rp_hp *h = &r->hp[i];
-        rp_buf_add(b, "<tr><td class=\"l\">");
-        rp_buf_html(b, r->pnames[h->param]);
-        rp_buf_add(b, "</td>");
-        num_cell(b, h->at_target);
-        num_cell(b, h->lo);
-        num_cell(b, h->hi);
-        rp_buf_add(b, "</tr>\n");
+        row4(b, r->pnames[h->param], h->rec, h->rec_lo, h->rec_hi);
     }
-    rp_buf_add(b, "<tr><td class=\"l\">predicted ");
-    rp_buf_html(b, r->objective);
-    rp_buf_add(b, "</td>");
-    num_cell(b, r->rec_obj);
-    num_cell(b, r->rec_lo);
-    num_cell(b, r->rec_hi);
-    rp_buf_add(b, "</tr>\n<tr><td class=\"l\">probability of divergence</td>");
+    if (r->xp && isfinite(r->res.N))
+        row4(b, "model size N", r->res.N, r->res.N_lo, r->res.N_hi);
+    if (r->xp && isfinite(r->res.D))
+        row4(b, "tokens D", r->res.D, r->res.D_lo, r->res.D_hi);
+    char t[200];
+    snprintf(t, sizeof(t), "predicted %s", r->objective);
+    row4(b, t, r->rec_obj, r->rec_lo, r->rec_hi);
+    rp_buf_add(b, "<tr><td class=\"l\">probability of divergence</td>");
     num_cell(b, r->p_diverge);
-    rp_buf_add(b, "<td></td><td></td></tr>\n</table>\n<p class=\"note\">Source: ");
+    rp_buf_add(b, "<td></td><td></td></tr>\n</table>\n<p class=\"note\">Method: ");
+    rp_buf_html(b, rp_method_name(r));
+    rp_buf_add(b, ". Source: ");
     rp_buf_html(b, r->rec_source);
     rp_buf_add(b, ".</p>\n");
+    warnings(b, r->xp ? r->res.warning_text : r->xp_note);
     if (r->has_validation) {
         rp_buf_add(b, "<h2>Validation</h2>\n<table>\n<tr><th>run</th><th>actual</th>"
                       "<th>predicted</th><th>lo</th><th>hi</th><th class=\"l\">inside</th>"
@@ -595,35 +670,83 @@ static void recommendation(report *r, rp_buf *b)
     }
 }
 
+/* The model of every run (when the engine fitted it). */
+static void model_fits(report *r, rp_buf *b)
+{
+    double ch[5], k, g[4];
+    if (!r->xp || fit_xp_chinchilla(r->xp, ch, NULL) != ST_OK)
+        return;
+    rp_buf_add(b, "<p>The model of every run: L(N, D) = E + A N<sup>&minus;&alpha;</sup> + B "
+                  "D<sup>&minus;&beta;</sup>, times a penalty for each hyperparameter away from "
+                  "its optimum b<sub>opt</sub> = c<sub>0</sub> + c<sub>N</sub> ln N + "
+                  "c<sub>D</sub> ln D (b its basic coordinate, as above).</p>\n<table>\n<tr>"
+                  "<th>A</th><th>B</th><th>E</th><th>&alpha;</th><th>&beta;</th>"
+                  "<th>cost ln k</th></tr>\n<tr>");
+    for (int q = 0; q < 5; q++)
+        num_cell(b, ch[q]);
+    num_cell(b, fit_xp_cost_model(r->xp, &k) == ST_OK ? k : NAN);
+    rp_buf_add(b, "</tr>\n</table>\n<table>\n<tr><th class=\"l\">parameter</th>"
+                  "<th class=\"l\">role</th><th>c<sub>0</sub></th><th>c<sub>N</sub></th>"
+                  "<th>c<sub>D</sub></th><th>curvature</th><th>saturation</th></tr>\n");
+    for (size_t i = 0; i < r->n_hp; i++) {
+        double c[3], curv, sat;
+        if (fit_xp_hp_law(r->xp, r->hp[i].xi, c, &curv, &sat) != ST_OK)
+            continue;
+        rp_buf_add(b, "<tr><td class=\"l\">");
+        rp_buf_html(b, r->pnames[r->hp[i].param]);
+        rp_buf_addf(b, "</td><td class=\"l\">%s</td>",
+                    fit_xp_role_name(fit_xp_param_role(r->xp, r->hp[i].xi)));
+        num_cell(b, c[0]);
+        num_cell(b, c[1]);
+        num_cell(b, c[2]);
+        num_cell(b, curv);
+        num_cell(b, sat);
+        rp_buf_add(b, "</tr>\n");
+    }
+    rp_buf_add(b, "</table>\n");
+    if (fit_xp_divergence(r->xp, g) == ST_OK) {
+        rp_buf_add(b, "<p>Stability boundary: P(diverge) = 1 / (1 + exp(&minus;(g<sub>0</sub> + "
+                      "g<sub>1</sub> ln lr + g<sub>2</sub> ln N + g<sub>3</sub> w))), w the "
+                      "warmup-like parameter's basic coordinate.</p>\n<table>\n<tr>"
+                      "<th>g<sub>0</sub></th><th>g<sub>1</sub></th><th>g<sub>2</sub></th>"
+                      "<th>g<sub>3</sub></th></tr>\n<tr>");
+        for (int q = 0; q < 4; q++)
+            num_cell(b, g[q]);
+        rp_buf_add(b, "</tr>\n</table>\n");
+    }
+}
+
 static void fits(report *r, rp_buf *b)
 {
     rp_buf_add(b, "<h2>Fits</h2>\n");
+    if (!r->xp) {
+        rp_buf_add(b, "<p>");
+        rp_buf_html(b, r->xp_note);
+        rp_buf_add(b, ".</p>\n");
+        return;
+    }
     if (r->loss_law.ok) {
         rp_buf_addf(b,
-                    "<p>Objective against cost on the Pareto front (%zu points): y = E + A "
-                    "C<sup>&minus;&alpha;</sup>, %zu bootstrap replicates.</p>\n",
-                    r->n_front, r->n_loss_boot);
+                    "<p>Objective against cost on the Pareto front (%zu groups): y = E + A "
+                    "C<sup>&minus;&alpha;</sup>, %zu bootstrap replicates for the band.</p>\n",
+                    r->n_front, r->o.n_boot);
         rp_buf_add(b, "<table>\n<tr><th class=\"l\">parameter</th><th>value</th><th>lo</th>"
                       "<th>hi</th></tr>\n");
-        static const char *const nm[] = {"A", "&alpha;", "E"};
-        for (int k = 0; k < 3; k++) {
-            rp_buf_addf(b, "<tr><td class=\"l\">%s</td>", nm[k]);
-            num_cell(b, r->loss_nat[k]);
-            num_cell(b, r->loss_nat_lo[k]);
-            num_cell(b, r->loss_nat_hi[k]);
-            rp_buf_add(b, "</tr>\n");
-        }
+        static const char *const nm[] = {"A", "alpha", "E"};
+        for (int k = 0; k < 3; k++)
+            row4(b, nm[k], r->loss_nat[k], NAN, NAN);
+        row4(b, "y at the target", r->loss_at, r->loss_at_lo, r->loss_at_hi);
         rp_buf_add(b, "</table>\n");
     } else {
         rp_buf_add(b, "<p>");
         rp_buf_html(b, r->loss_note);
         rp_buf_add(b, ".</p>\n");
     }
-    rp_buf_add(b, "<p>Searched parameters along the front: basic coordinate (log10 of the value "
-                  "for log spaces, logit10 for logit spaces, the value for linear ones) = "
-                  "intercept + slope &middot; log10 cost.</p>\n<table>\n<tr><th "
+    rp_buf_add(b, "<p>Searched parameters along the front: basic coordinate (ln of the value "
+                  "for log spaces, ln(v / (1 &minus; v)) for logit spaces, the value for linear "
+                  "ones) = intercept + slope &middot; ln cost.</p>\n<table>\n<tr><th "
                   "class=\"l\">parameter</th><th class=\"l\">space</th><th>intercept</th>"
-                  "<th>slope</th><th>slope lo</th><th>slope hi</th></tr>\n");
+                  "<th>slope</th><th>slope lo</th><th>slope hi</th><th>law at target</th></tr>\n");
     for (size_t i = 0; i < r->n_hp; i++) {
         const rp_hp *h = &r->hp[i];
         rp_buf_add(b, "<tr><td class=\"l\">");
@@ -636,9 +759,11 @@ static void fits(report *r, rp_buf *b)
         num_cell(b, h->ok ? h->b1 : NAN);
         num_cell(b, h->b1_lo);
         num_cell(b, h->b1_hi);
+        num_cell(b, h->at_target);
         rp_buf_add(b, "</tr>\n");
     }
     rp_buf_add(b, "</table>\n");
+    model_fits(r, b);
 }
 
 static void run_table(report *r, rp_buf *b)

@@ -1,6 +1,7 @@
 /*
  * load.c — reads one sweep for the report: runs and attempts from the store's JSON export
- * (runner_store_export_json), parameter spaces from the stored sweep file (runner_config), and
+ * (runner_store_export_json, with each run's final record: model size and tokens), parameter
+ * spaces, bounds and rounding from the stored sweep file (runner_config), and
  * the step records of the Pareto runs from the store's metric_points table, which the store API
  * does not export: that table is read through a separate read-only SQLite connection (schema
  * v2, docs/metrics-protocol.md for the line format). Nothing is written to the store.
@@ -90,13 +91,16 @@ static st_status add_runs(report *r, const char *js, int validation)
             u->x[p] = jdouble(json_object_get(params, r->pnames[p]));
         u->objective = jdouble(json_object_get(j, "objective"));
         u->cost = jdouble(json_object_get(j, "cost"));
+        json_t *fin = json_object_get(j, "final"); /* the final record: model size, tokens */
+        u->N = jdouble(json_object_get(fin, "params"));
+        u->D = jdouble(json_object_get(fin, "tokens"));
         json_t *atts = json_object_get(j, "attempts");
         u->n_attempts = json_array_size(atts);
         u->succeeded = !strcmp(u->status, "succeeded") && isfinite(u->objective) &&
                        isfinite(u->cost) && u->cost > 0;
         u->validation = validation;
         u->beyond = validation || (isfinite(u->cost) && u->cost > r->o.fit_max_cost);
-        u->pred = u->pred_lo = u->pred_hi = NAN;
+        u->pred = u->pred_lo = u->pred_hi = u->pred_p = NAN;
         for (size_t k = 0; k < u->n_attempts; k++) {
             json_t *a = json_array_get(atts, k);
             rp_attempt *t = &r->att[r->n_att++];
@@ -138,7 +142,11 @@ static st_status load_params(report *r, sqlite3 *db, const char *sweep)
                        "stored sweep file of '%s': %s", sweep, em);
     r->pnames = calloc(cfg->n_params + 1, sizeof(char *));
     r->pspace = calloc(cfg->n_params + 1, sizeof(int));
-    if (!r->pnames || !r->pspace) {
+    r->pint = calloc(cfg->n_params + 1, sizeof(int));
+    r->pmin = calloc(cfg->n_params + 1, sizeof(double));
+    r->pmax = calloc(cfg->n_params + 1, sizeof(double));
+    r->pround = calloc(cfg->n_params + 1, sizeof(double));
+    if (!r->pnames || !r->pspace || !r->pint || !r->pmin || !r->pmax || !r->pround) {
         runner_config_destroy(cfg);
         return ST_ENOMEM;
     }
@@ -150,6 +158,10 @@ static st_status load_params(report *r, sqlite3 *db, const char *sweep)
             return ST_ENOMEM;
         }
         r->pspace[i] = cfg->params[i].is_fixed ? -1 : (int)cfg->params[i].p.space;
+        r->pint[i] = cfg->params[i].p.is_integer;
+        r->pmin[i] = cfg->params[i].p.min;
+        r->pmax[i] = cfg->params[i].p.max;
+        r->pround[i] = cfg->params[i].p.rounding > 0 ? cfg->params[i].p.rounding : 1;
     }
     runner_config_destroy(cfg);
     return ST_OK;

@@ -49,6 +49,10 @@ typedef struct report_options {
     uint64_t seed;     /* bootstrap seed, default 42 */
     double band_level; /* central probability of the bands, default 0.9 */
     const char *title; /* page title; NULL: "scaletune report: <sweep>". Copied. */
+    /* Method of the recommendation (fit/extrapolate.h's fit_xp_method): 0 auto (default: the
+     * model of every run when model size, tokens and a learning rate are known, else the front
+     * laws), 1 front (CARBS' laws along the Pareto front), 2 model. */
+    int method;
 } report_options;
 
 /* The defaults above. */

@@ -1,7 +1,8 @@
 /*
  * report_int.h — interfaces between the files of report/ (not installed, not public).
  *   load.c     reads a sweep: the store's JSON export, its config, metric points (read-only)
- *   analyze.c  Pareto front, loss-against-cost law, parameter laws, bands, recommendation
+ *   analyze.c  hands the fitted runs to fit/extrapolate.h and reads back the front, the laws,
+ *              bands, recommendation and predictions beyond the fit
  *   plot.c     PLplot "svg" device into memory: figure set-up, axes, bands, legends
  *   html.c     the HTML page (figures + tables)
  *   export.c   JSON, CSV, Markdown and the atomic file writer; the public handle functions
@@ -12,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fit/extrapolate.h"
 #include "report/report.h"
 
 /* Points on the law grids (log-spaced in cost). */
@@ -24,12 +26,15 @@ typedef struct rp_run {
     char *failure;          /* "none", "diverged", ... */
     double *x;              /* n_params values; NAN for a fixed non-numeric parameter */
     double objective, cost; /* NAN when not recorded */
+    double N, D;            /* model size and tokens of the final record (NAN when absent) */
     size_t n_attempts;
     int succeeded;  /* status "succeeded" with finite objective and cost > 0 */
     int on_front;   /* on the Pareto front of the fitted runs */
     int beyond;     /* left out of the fits (cost above fit_max_cost, or validation sweep) */
     int validation; /* from the validation sweep */
-    double pred, pred_lo, pred_hi; /* beyond runs: the loss law at their cost (NAN if none) */
+    /* beyond runs: the engine's prediction (the model at the run's settings, else the front's
+     * law at its cost); NAN if none. pred_p: P(diverge) (model only). */
+    double pred, pred_lo, pred_hi, pred_p;
 } rp_run;
 
 /* One attempt, for failures and retries over time. */
@@ -56,15 +61,17 @@ typedef struct rp_curve_band {
     double c[RP_GRID], y[RP_GRID], lo[RP_GRID], hi[RP_GRID]; /* lo/hi NAN without a band */
 } rp_curve_band;
 
-/* A searched parameter along the front: basic coordinate b = b0 + b1 log10 C (CARBS' own
- * analysis: log10 v for log spaces, logit10 v for logit, v for linear). */
+/* A searched parameter along the front (fit/extrapolate.h, CARBS' analysis): basic coordinate
+ * b = b0 + b1 ln C, b = ln v for log spaces, ln(v / (1 - v)) for logit, v for linear. */
 typedef struct rp_hp {
     size_t param; /* index into the parameter list */
+    size_t xi;    /* index into the engine's parameters */
     int space;    /* carbs_space_kind */
     int ok;
-    double b0, b1, b1_lo, b1_hi; /* OLS coefficients, bootstrap interval of the slope */
+    double b0, b1, b1_lo, b1_hi; /* OLS coefficients, group-bootstrap interval of the slope */
     rp_curve_band law;           /* in parameter units */
-    double at_target, lo, hi;    /* law at the target compute with the band */
+    double at_target, lo, hi;    /* front law at the target compute with the band */
+    double rec, rec_lo, rec_hi;  /* the engine's recommendation with its interval */
 } rp_hp;
 
 struct report {
@@ -88,18 +95,28 @@ struct report {
     rp_curve *curves;
     size_t n_curves;
 
-    double target;           /* compute of the recommendation */
-    double cost_lo, cost_hi; /* range of the fitted, finished runs' cost */
-    double loss_nat[3];      /* A, alpha, E of y = E + A C^-alpha (C in cost units) */
-    double loss_nat_lo[3], loss_nat_hi[3];
+    double target;                /* compute of the recommendation */
+    double cost_lo, cost_hi;      /* range of the fitted, finished runs' cost */
+    double *pmin, *pmax, *pround; /* bounds and rounding of each parameter (sweep file) */
+    int *pint;                    /* integer parameter */
+
+    /* the extrapolation engine (NULL when it could not run: xp_note says why) */
+    fit_xp *xp;
+    size_t *xp_run; /* engine run k is runs[xp_run[k]] */
+    size_t n_xp_runs;
+    char xp_note[ST_ERRMSG_MAX];
+    double *front_cost, *front_obj; /* per front group: mean cost and objective */
+    size_t *front_count;            /* runs in the group */
+
+    double loss_nat[3]; /* A, alpha, E of y = E + A C^-alpha (C in cost units) */
     rp_curve_band loss_law;
-    double *loss_boot; /* n_loss_boot bootstrap replicates of (A, alpha, E), row-major */
-    size_t n_loss_boot;
-    char loss_note[160]; /* why there is no loss law, or "" */
+    double loss_at, loss_at_lo, loss_at_hi; /* the law at the target with its band */
+    char loss_note[160];                    /* why there is no loss law, or "" */
     rp_hp *hp;
     size_t n_hp;
+    fit_xp_result res;              /* the recommendation (valid when xp != NULL) */
     double rec_obj, rec_lo, rec_hi; /* predicted objective at the target */
-    double p_diverge;               /* NAN when the source does not estimate it */
+    double p_diverge;               /* NAN when the method does not estimate it */
     const char *rec_source;         /* static text */
     int has_validation;
     double val_actual, val_pred, val_lo, val_hi;
@@ -158,11 +175,7 @@ void rp_buf_html(rp_buf *b, const char *s);
 /* A number as text: "%.6g", or "" / "–" for NAN (empty non-zero: dash). */
 void rp_fmt(char *buf, size_t cap, double v, int dash);
 
-/* The loss law at cost C (analyze.c): value and band (NAN without a law / a band). */
-void rp_loss_at(const report *r, double C, double *y, double *lo, double *hi);
-
-/* Inverse of the basic coordinate (analyze.c): value of the parameter at basic b. */
-double rp_basic_to_value(int space, double b);
-double rp_value_to_basic(int space, double v);
+/* analyze.c: the method that gave the recommendation ("model", "front" or "none"). */
+const char *rp_method_name(const report *r);
 
 #endif

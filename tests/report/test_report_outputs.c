@@ -1,10 +1,13 @@
 /*
  * test_report_outputs.c — a real sweep of the simulated trainer (with retried crashes) turned
- * into a report: the front against the store's own runner_store_pareto, parameter slopes
- * against a closed-form least-squares slope, the law at the target against E + A C^-alpha,
- * CSV values against the store's export, the HTML's structure (balanced tags, one <svg> per
- * figure, no network reference), runs beyond the fit (by cost and by a validation sweep),
- * atomic writes and the error paths (missing sweep, unwritable path, not a store).
+ * into a report (numbers from fit/extrapolate.h): the front against one rebuilt from the store's
+ * export (groups of identical settings, as the engine defines it), parameter laws against
+ * closed-form least squares on ln cost, the laws at the target against their closed forms, the
+ * model's recommendation against the cost model refitted by least squares (N D e^k = C), the
+ * front method's recommendation against its laws, CSV values against the store's export, the HTML's
+ * structure (balanced tags, one <svg> per figure, no network reference), runs beyond the fit (by
+ * cost and by a validation sweep), atomic writes and the error paths (missing sweep, unwritable
+ * path, not a store).
  */
 #include <dirent.h>
 #include <jansson.h>
@@ -64,6 +67,77 @@ static double ols_slope(size_t n, const double *x, const double *y)
     return sxy / sxx;
 }
 
+/* Intercept of the same line. */
+static double ols_icept(size_t n, const double *x, const double *y)
+{
+    double mx = 0, my = 0;
+    for (size_t i = 0; i < n; i++)
+        mx += x[i] / (double)n, my += y[i] / (double)n;
+    return my - ols_slope(n, x, y) * mx;
+}
+
+/* The front rebuilt from the store's export: succeeded runs grouped by identical parameters
+ * (mean cost and objective; the group is named by its first run), increasing mean cost,
+ * strictly decreasing mean objective. Returns the number of groups written to out. */
+typedef struct ref_group {
+    json_int_t id;
+    size_t first, n;
+    double cost, obj, lr, N;
+} ref_group;
+
+static size_t ref_front(runner_store *s, const char *sweep, ref_group *out, size_t cap)
+{
+    char *js = NULL;
+    CHECK_ST(runner_store_export_json(s, sweep, &js), ST_OK);
+    json_t *root = js ? json_loads(js, 0, NULL) : NULL;
+    st_free(js);
+    json_t *runs = json_object_get(root, "runs");
+    ref_group g[256];
+    size_t ng = 0;
+    for (size_t i = 0; i < json_array_size(runs); i++) {
+        json_t *u = json_array_get(runs, i), *p = json_object_get(u, "params");
+        if (strcmp(json_string_value(json_object_get(u, "status")), "succeeded"))
+            continue;
+        size_t k = 0;
+        while (k < ng &&
+               !json_equal(p, json_object_get(json_array_get(runs, g[k].first), "params")))
+            k++;
+        if (k == ng) {
+            if (ng == 256)
+                break;
+            g[ng++] = (ref_group){json_integer_value(json_object_get(u, "suggestion_id")),
+                                  i,
+                                  0,
+                                  0,
+                                  0,
+                                  json_number_value(json_object_get(p, "lr")),
+                                  json_number_value(json_object_get(p, "N"))};
+        }
+        g[k].n++;
+        g[k].cost += json_number_value(json_object_get(u, "cost"));
+        g[k].obj += json_number_value(json_object_get(u, "objective"));
+    }
+    for (size_t k = 0; k < ng; k++) {
+        g[k].cost /= (double)g[k].n;
+        g[k].obj /= (double)g[k].n;
+    }
+    for (size_t i = 1; i < ng; i++) /* by mean cost (insertion sort, stable) */
+        for (size_t j = i; j > 0 && g[j].cost < g[j - 1].cost; j--) {
+            ref_group t = g[j];
+            g[j] = g[j - 1];
+            g[j - 1] = t;
+        }
+    size_t nf = 0;
+    double best = INFINITY;
+    for (size_t k = 0; k < ng && nf < cap; k++)
+        if (g[k].obj < best) {
+            best = g[k].obj;
+            out[nf++] = g[k];
+        }
+    json_decref(root);
+    return nf;
+}
+
 static void test_main(const char *db)
 {
     report_options o = report_options_default();
@@ -81,47 +155,43 @@ static void test_main(const char *db)
     CHECK(report_n_beyond(r) == 0);
     CHECK(report_n_figures(r) == 3 + 3); /* front, N/tokens/lr, curves, failures */
 
-    /* the front equals the store's own (same rule, separate implementation) */
+    /* the front equals one rebuilt from the store's export (groups of identical settings) */
     runner_store *s = NULL;
     CHECK_ST(runner_store_open(db, &s, em), ST_OK);
-    size_t np = 0;
-    uint64_t ids[256];
-    double pc[256], po[256];
-    CHECK_ST(runner_store_pareto(s, "sim", 256, &np, ids, pc, po), ST_OK);
+    ref_group gf[256];
+    size_t np = ref_front(s, "sim", gf, 256);
     json_t *root = load_json(r);
     json_t *front = json_object_get(root, "pareto"), *runs = json_object_get(root, "runs");
     CHECK(json_array_size(front) == np && np == report_n_pareto(r));
     for (size_t i = 0; i < np && i < json_array_size(front); i++) {
         json_t *p = json_array_get(front, i);
-        CHECK(json_integer_value(json_object_get(p, "id")) == (json_int_t)ids[i]);
-        CHECK_REL(json_number_value(json_object_get(p, "cost")), pc[i], 1e-15);
-        CHECK_REL(json_number_value(json_object_get(p, "objective")), po[i], 1e-15);
+        CHECK(json_integer_value(json_object_get(p, "id")) == gf[i].id);
+        CHECK_REL(json_number_value(json_object_get(p, "cost")), gf[i].cost, 1e-14);
+        CHECK_REL(json_number_value(json_object_get(p, "objective")), gf[i].obj, 1e-14);
+        CHECK(json_integer_value(json_object_get(p, "runs")) == (json_int_t)gf[i].n);
     }
     CHECK(json_array_size(runs) == n);
     CHECK(!strcmp(json_string_value(json_object_get(root, "cost_metric")), "flops"));
 
-    /* slope of log10 lr on log10 cost along the front, by the closed form */
+    /* ln lr on ln cost along the front: slope and intercept by the closed form */
     double lx[256], ly[256];
     for (size_t i = 0; i < np; i++) {
-        for (size_t k = 0; k < json_array_size(runs); k++) {
-            json_t *u = json_array_get(runs, k);
-            if (json_integer_value(json_object_get(u, "id")) == (json_int_t)ids[i])
-                ly[i] =
-                    log10(json_number_value(json_object_get(json_object_get(u, "params"), "lr")));
-        }
-        lx[i] = log10(pc[i]);
+        ly[i] = log(gf[i].lr);
+        lx[i] = log(gf[i].cost);
     }
     json_t *fits = json_object_get(root, "fits");
     json_t *hlr = json_object_get(json_object_get(fits, "hyperparameters"), "lr");
     CHECK(!strcmp(json_string_value(json_object_get(hlr, "space")), "log"));
+    CHECK(!strcmp(json_string_value(json_object_get(hlr, "role")), "lr"));
     CHECK_REL(json_number_value(json_object_get(hlr, "slope")), ols_slope(np, lx, ly), 1e-9);
+    CHECK_REL(json_number_value(json_object_get(hlr, "intercept")), ols_icept(np, lx, ly), 1e-9);
     json_t *si = json_object_get(hlr, "slope_interval");
     double slo = json_number_value(json_array_get(si, 0)),
            shi = json_number_value(json_array_get(si, 1));
     CHECK(slo <= shi);
     CHECK(json_object_get(json_object_get(fits, "hyperparameters"), "batch") == NULL);
 
-    /* the loss law: a decreasing saturating law, and the recommendation is its value */
+    /* the loss law: a decreasing saturating law; its value at the target by the closed form */
     json_t *loss = json_object_get(fits, "loss_vs_cost");
     CHECK(json_is_true(json_object_get(loss, "ok")));
     json_t *par = json_object_get(loss, "params");
@@ -138,21 +208,69 @@ static void test_main(const char *db)
             cmax = fmax(cmax, json_number_value(json_object_get(u, "cost")));
     }
     CHECK_REL(C, 10 * cmax, 1e-12); /* default target: ten times the costliest run */
-    json_t *pred = json_object_get(rec, "predicted");
-    double y = json_number_value(json_object_get(pred, "objective"));
+    json_t *lat = json_object_get(loss, "at_target");
+    double y = json_number_value(json_object_get(lat, "objective"));
     CHECK_REL(y, E + A * pow(C, -al), 1e-12);
-    double lo = json_number_value(json_object_get(pred, "lo"));
-    double hi = json_number_value(json_object_get(pred, "hi"));
+    double lo = json_number_value(json_object_get(lat, "lo"));
+    double hi = json_number_value(json_object_get(lat, "hi"));
     CHECK(lo < hi && lo <= y * 1.02 && hi >= y * 0.98);
-    CHECK(y < po[np - 1]); /* extrapolating a decreasing law */
+    CHECK(y < gf[np - 1].obj); /* extrapolating a decreasing law */
+    /* N's front law at the target equals exp(b0 + b1 ln C), b0 and b1 by least squares */
+    json_t *hN = json_object_get(json_object_get(fits, "hyperparameters"), "N");
+    for (size_t i = 0; i < np; i++)
+        ly[i] = log(gf[i].N);
+    double b0 = ols_icept(np, lx, ly), b1 = ols_slope(np, lx, ly);
+    CHECK_REL(json_number_value(json_object_get(hN, "intercept")), b0, 1e-9);
+    CHECK_REL(json_number_value(json_object_get(json_object_get(hN, "at_target"), "value")),
+              exp(b0 + b1 * log(C)), 1e-9);
+
+    /* the recommendation: the model of every run (N, tokens and lr are known) */
+    CHECK(!strcmp(json_string_value(json_object_get(rec, "method")), "model"));
     json_t *recd = json_object_get(rec, "recommended"), *iv = json_object_get(rec, "intervals");
     CHECK(json_object_size(recd) == 3 && json_object_size(iv) == 3);
-    CHECK(json_object_get(rec, "p_diverge") != NULL);
-    /* N's law at the target equals 10^(b0 + b1 log10 C) */
-    json_t *hN = json_object_get(json_object_get(fits, "hyperparameters"), "N");
-    double b0 = json_number_value(json_object_get(hN, "intercept"));
-    double b1 = json_number_value(json_object_get(hN, "slope"));
-    CHECK_REL(json_number_value(json_object_get(recd, "N")), pow(10, b0 + b1 * log10(C)), 1e-9);
+    const char *pn[3] = {"N", "tokens", "lr"};
+    for (int k = 0; k < 3; k++) {
+        double v = json_number_value(json_object_get(recd, pn[k]));
+        json_t *pr = json_object_get(iv, pn[k]);
+        CHECK(v > 0 && json_number_value(json_array_get(pr, 0)) <= v &&
+              v <= json_number_value(json_array_get(pr, 1)));
+    }
+    /* it spends the target compute: N D e^k = C, k the least-squares cost model
+     * ln cost = k + ln N + ln D over the fitted runs (its closed form is the mean) */
+    double kref = 0;
+    size_t nk = 0;
+    for (size_t i = 0; i < json_array_size(runs); i++) {
+        json_t *u = json_array_get(runs, i), *p = json_object_get(u, "params");
+        if (strcmp(json_string_value(json_object_get(u, "status")), "succeeded"))
+            continue;
+        kref += log(json_number_value(json_object_get(u, "cost"))) -
+                log(json_number_value(json_object_get(p, "N"))) -
+                log(json_number_value(json_object_get(p, "tokens")));
+        nk++;
+    }
+    kref /= (double)nk;
+    json_t *model = json_object_get(fits, "model");
+    CHECK(model != NULL);
+    CHECK_REL(json_number_value(json_object_get(model, "cost_ln_k")), kref, 1e-9);
+    double Nr = json_number_value(json_object_get(recd, "N"));
+    double Dr = json_number_value(json_object_get(recd, "tokens"));
+    CHECK_REL(Nr * Dr * exp(kref), C, 1e-6);
+    CHECK_REL(json_number_value(json_object_get(json_object_get(rec, "size"), "N")), Nr, 1e-9);
+    /* the predicted objective: inside its interval, below the best run (more compute), and near
+     * L(N, D) = E + A N^-alpha + B D^-beta at the recommended size (penalties near 0 there) */
+    json_t *pred = json_object_get(rec, "predicted"), *ch = json_object_get(model, "chinchilla");
+    double yp = json_number_value(json_object_get(pred, "objective"));
+    CHECK(json_number_value(json_object_get(pred, "lo")) < yp &&
+          yp < json_number_value(json_object_get(pred, "hi")));
+    CHECK(yp < gf[np - 1].obj);
+    double L = json_number_value(json_object_get(ch, "E")) +
+               json_number_value(json_object_get(ch, "A")) *
+                   pow(Nr, -json_number_value(json_object_get(ch, "alpha"))) +
+               json_number_value(json_object_get(ch, "B")) *
+                   pow(Dr, -json_number_value(json_object_get(ch, "beta")));
+    CHECK_REL(yp, L, 0.05);
+    double pd = json_number_value(json_object_get(rec, "p_diverge"));
+    CHECK(json_is_number(json_object_get(rec, "p_diverge")) && pd >= 0 && pd <= 0.05);
     CHECK(json_object_get(root, "validation") == NULL);
     json_decref(root);
 
@@ -230,11 +348,67 @@ static void test_main(const char *db)
     report_destroy(r);
 }
 
+/* method front: CARBS' recommendation is the front laws at the target (closed forms). */
+static void test_front_method(const char *db)
+{
+    report_options o = report_options_default();
+    o.n_boot = 40;
+    o.method = 1;
+    o.target_compute = 3e18;
+    report *r = NULL;
+    char em[ST_ERRMSG_MAX];
+    CHECK_ST(report_create(db, "sim", &o, &r, em), ST_OK);
+    if (!r)
+        return;
+    json_t *root = load_json(r);
+    json_t *rec = json_object_get(root, "recommendation"), *fits = json_object_get(root, "fits");
+    CHECK(!strcmp(json_string_value(json_object_get(rec, "method")), "front"));
+    CHECK(json_is_null(json_object_get(rec, "p_diverge")));
+    CHECK(json_object_get(fits, "model") == NULL);
+    double C = 3e18;
+    json_t *par = json_object_get(json_object_get(fits, "loss_vs_cost"), "params");
+    double A = json_number_value(json_object_get(par, "A"));
+    double al = json_number_value(json_object_get(par, "alpha"));
+    double E = json_number_value(json_object_get(par, "E"));
+    json_t *pred = json_object_get(rec, "predicted");
+    CHECK_REL(json_number_value(json_object_get(pred, "objective")), E + A * pow(C, -al), 1e-12);
+    /* N is an integer parameter: the law rounded; lr: the law (inside its bounds) */
+    json_t *hp = json_object_get(fits, "hyperparameters"),
+           *recd = json_object_get(rec, "recommended");
+    json_t *hN = json_object_get(hp, "N"), *hl = json_object_get(hp, "lr");
+    double vN = exp(json_number_value(json_object_get(hN, "intercept")) +
+                    json_number_value(json_object_get(hN, "slope")) * log(C));
+    double vl = exp(json_number_value(json_object_get(hl, "intercept")) +
+                    json_number_value(json_object_get(hl, "slope")) * log(C));
+    CHECK_ABS(json_number_value(json_object_get(recd, "N")), round(vN), 0.5);
+    if (vl > 1e-4 && vl < 0.3)
+        CHECK_REL(json_number_value(json_object_get(recd, "lr")), vl, 1e-12);
+    json_decref(root);
+    char *md = NULL;
+    CHECK_ST(report_md_dup(r, &md), ST_OK);
+    CHECK(md && strstr(md, "(method: front)") && strstr(md, "slope ln C"));
+    st_free(md);
+    report_destroy(r);
+
+    /* no bootstrap: no bands and no intervals */
+    o.n_boot = 0;
+    CHECK_ST(report_create(db, "sim", &o, &r, em), ST_OK);
+    if (!r)
+        return;
+    root = load_json(r);
+    rec = json_object_get(root, "recommendation");
+    CHECK(json_is_null(json_object_get(json_object_get(rec, "predicted"), "lo")));
+    CHECK(json_is_null(json_array_get(json_object_get(json_object_get(rec, "intervals"), "N"), 0)));
+    json_decref(root);
+    report_destroy(r);
+}
+
 /* Runs above fit_max_cost are predicted, not fitted; the largest one is the validation. */
 static void test_beyond(const char *db)
 {
     report_options o = report_options_default();
     o.n_boot = 40;
+    o.method = 1; /* the front law's prediction has a closed form */
     report *r = NULL;
     char em[ST_ERRMSG_MAX];
     CHECK_ST(report_create(db, "sim", &o, &r, em), ST_OK);
@@ -288,6 +462,9 @@ static void test_beyond(const char *db)
     }
     CHECK(json_number_value(json_object_get(v, "lo")) <
           json_number_value(json_object_get(v, "hi")));
+    CHECK(!strcmp(
+        json_string_value(json_object_get(json_object_get(root, "recommendation"), "method")),
+        "front"));
     /* the beyond runs are off the fitted front */
     json_t *front = json_object_get(root, "pareto");
     for (size_t i = 0; i < json_array_size(front); i++)
@@ -302,6 +479,33 @@ static void test_beyond(const char *db)
         CHECK(strstr(html, "<h2>Validation</h2>") != NULL);
     }
     st_free(html);
+    report_destroy(r);
+
+    /* the model predicts each beyond run at its own settings, with P(diverge) */
+    o.method = 0;
+    CHECK_ST(report_create(db, NULL, &o, &r, em), ST_OK);
+    if (!r)
+        return;
+    root = load_json(r);
+    CHECK(!strcmp(
+        json_string_value(json_object_get(json_object_get(root, "recommendation"), "method")),
+        "model"));
+    runs = json_object_get(root, "runs");
+    size_t nb = 0;
+    for (size_t i = 0; i < json_array_size(runs); i++) {
+        json_t *u = json_array_get(runs, i), *pr = json_object_get(u, "predicted");
+        if (!pr || strcmp(json_string_value(json_object_get(u, "status")), "succeeded"))
+            continue;
+        double p = json_number_value(json_object_get(pr, "objective"));
+        double a = json_number_value(json_object_get(u, "objective"));
+        CHECK(json_number_value(json_object_get(pr, "lo")) < p &&
+              p < json_number_value(json_object_get(pr, "hi")));
+        CHECK(json_is_number(json_object_get(pr, "p_diverge")));
+        CHECK_REL(p, a, 0.1); /* the simulator is smooth: the model is close */
+        nb++;
+    }
+    CHECK(nb >= 2);
+    json_decref(root);
     report_destroy(r);
 }
 
@@ -352,6 +556,9 @@ static void test_errors(const char *db)
     report_options o = report_options_default();
     o.band_level = 1.5;
     CHECK_ST(report_create(db, "sim", &o, &r, em), ST_EINVAL);
+    o = report_options_default();
+    o.method = 3;
+    CHECK_ST(report_create(db, "sim", &o, &r, em), ST_EINVAL);
     /* not a store */
     FILE *f = fopen(rt_path("junk.db"), "w");
     if (f) {
@@ -376,6 +583,7 @@ int main(int argc, char **argv)
     snprintf(db, sizeof(db), "%s", rt_path("sweeps.db")); /* rt_path's buffers rotate */
     CHECK_ST(rt_sweep(db, "sim", n_runs_main()), ST_OK);
     test_main(db);
+    test_front_method(db);
     test_beyond(db);
     test_validate_sweep(db);
     test_errors(db);
