@@ -640,9 +640,16 @@ static void recommendation(report *r, rp_buf *b)
         const rp_hp *h = &r->hp[i];
         row4(b, r->pnames[h->param], h->rec, h->rec_lo, h->rec_hi);
     }
-    if (r->xp && isfinite(r->res.N))
+    /* the model size and tokens, unless a parameter already is one of them */
+    int has_N = 0, has_D = 0;
+    for (size_t i = 0; r->xp && i < r->n_hp; i++) {
+        fit_xp_role role = fit_xp_param_role(r->xp, r->hp[i].xi);
+        has_N |= role == FIT_XP_N;
+        has_D |= role == FIT_XP_D;
+    }
+    if (r->xp && !has_N && isfinite(r->res.N))
         row4(b, "model size N", r->res.N, r->res.N_lo, r->res.N_hi);
-    if (r->xp && isfinite(r->res.D))
+    if (r->xp && !has_D && isfinite(r->res.D))
         row4(b, "tokens D", r->res.D, r->res.D_lo, r->res.D_hi);
     char t[200];
     snprintf(t, sizeof(t), "predicted %s", r->objective);

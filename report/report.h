@@ -4,12 +4,13 @@
  * From one sweep in the runner's SQLite store, builds a self-contained HTML page (inline CSS and
  * SVG figures drawn by PLplot's "svg" device; nothing fetched from a network) and the same
  * numbers as JSON, CSV and Markdown: the runs, the Pareto front of objective against cost, the
- * fitted loss-against-cost law with its bootstrap band, each searched parameter against cost
- * along the front with its law and band, the loss curves of the Pareto runs, predicted against
- * actual for runs beyond the fit, failures and retries over time, and the recommendation at a
- * target compute.
+ * loss-against-cost law with its bootstrap band, each searched parameter against cost along the
+ * front with its law (on ln cost) and band, the loss curves of the Pareto runs, predicted
+ * against actual for runs beyond the fit, failures and retries over time, and the
+ * recommendation at a target compute with intervals, predicted objective and P(diverge).
+ * Every fitted number comes from the extrapolation engine, fit/extrapolate.h.
  *
- * Not here: fitting methods (fit/), the extrapolation engine (fit/), running sweeps (runner/).
+ * Not here: fitting and extrapolation (fit/, fit/extrapolate.h), running sweeps (runner/).
  * Depends on runner/ (store API, export), fit/, GSL, jansson, SQLite (read-only, for the
  * metric points the store API does not export) and PLplot.
  *
@@ -59,8 +60,10 @@ typedef struct report_options {
 report_options report_options_default(void);
 
 /*
- * Reads sweep `sweep` (NULL: the only one) from the store at `db_path` and fits the laws.
- * o may be NULL (defaults). A sweep with no finished run still gives a (mostly empty) report.
+ * Reads sweep `sweep` (NULL: the only one) from the store at `db_path` and runs the
+ * extrapolation engine on its fitted runs (succeeded, or failed for their hyperparameters; not
+ * beyond the fit). o may be NULL (defaults). A sweep the engine cannot use (fewer than 3
+ * finished runs) still gives a (mostly empty) report that says why.
  * Returns ST_OK, ST_EINVAL (NULL path, bad option), ST_ENOTFOUND (no such sweep, or no such
  * validation sweep), ST_EDB (not a store, unreadable), ST_ENOMEM. On failure *out is NULL and
  * errmsg says why.
@@ -83,9 +86,10 @@ size_t report_n_figures(const report *r);
  * The documents as NUL-terminated strings, freed with st_free(): the HTML page; JSON (an
  * object with "sweep", "objective", "goal", "cost_metric", "runs", "pareto", "fits",
  * "recommendation" and, when a run lies beyond the fit, "validation": {actual, predicted, lo,
- * hi} for the largest of them); CSV (header "id,status,<parameters...>,objective,cost,attempts",
- * one row per run, empty cells for missing numbers); Markdown (summary tables).
- * Returns ST_OK, ST_ENOMEM, ST_EINTERNAL (the plotting library failed).
+ * hi} for the largest of them; docs/cli/report.md lists the fields); CSV (header
+ * "id,status,<parameters...>,objective,cost,attempts", one row per run, empty cells for missing
+ * numbers); Markdown (summary tables). Returns ST_OK, ST_ENOMEM, ST_EINTERNAL (the plotting library
+ * failed).
  */
 st_status report_html_dup(report *r, char **out);
 st_status report_json_dup(report *r, char **out);

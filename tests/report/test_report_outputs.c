@@ -538,11 +538,30 @@ static void test_validate_sweep(const char *db)
     json_decref(root);
     report_destroy(r);
 
+    /* a sweep too small for the engine: a report that says why, without laws */
+    CHECK_ST(rt_sweep(db, "tiny", 2), ST_OK);
+    o = report_options_default();
+    CHECK_ST(report_create(db, "tiny", &o, &r, em), ST_OK);
+    if (r) {
+        CHECK(report_n_pareto(r) == 0);
+        root = load_json(r);
+        json_t *rec = json_object_get(root, "recommendation");
+        CHECK(!strcmp(json_string_value(json_object_get(rec, "method")), "none"));
+        CHECK(strstr(json_string_value(json_array_get(json_object_get(rec, "warnings"), 0)),
+                     "successful runs") != NULL);
+        json_decref(root);
+        CHECK_ST(report_html_dup(r, &html), ST_OK);
+        if (html)
+            check_html(html, report_n_figures(r));
+        st_free(html);
+        report_destroy(r);
+    }
+
     /* a validation sweep that does not exist */
     o.validate_sweep = "nope";
     CHECK_ST(report_create(db, "sim", &o, &r, em), ST_ENOTFOUND);
     CHECK(r == NULL && strstr(em, "nope"));
-    /* two sweeps and no name */
+    /* several sweeps and no name */
     CHECK(report_create(db, NULL, NULL, &r, em) != ST_OK && r == NULL);
 }
 
