@@ -153,10 +153,82 @@ static void test_errors(void)
     CHECK(c == NULL && strstr(em, "/nonexistent/x.yaml"));
 }
 
+/* The backend block (docs/backends/slurm.md): values, defaults, time formats, mistakes. */
+static void test_backend(void)
+{
+    runner_config *c = load(BASE, ST_OK, NULL);
+    if (c)
+        CHECK(c->backend == RUNNER_BACKEND_LOCAL);
+    runner_config_destroy(c);
+    c = load(BASE "backend: {kind: slurm, partition: gpu, account: ml, qos: high, "
+                  "time_limit: '1-02:03:04', gres: 'gpu:1', cpus_per_task: 8, "
+                  "extra: ['--mem=32G', '--constraint=a100'], on_timeout: retry, "
+                  "on_cancelled: stop}\n",
+             ST_OK, NULL);
+    if (c) {
+        const runner_slurm_config *s = &c->slurm;
+        CHECK(c->backend == RUNNER_BACKEND_SLURM && s->via == RUNNER_SLURM_CLI);
+        CHECK(!strcmp(s->partition, "gpu") && !strcmp(s->account, "ml") && !strcmp(s->qos, "high"));
+        CHECK(s->time_limit_minutes == 1440 + 2 * 60 + 3 + 1); /* seconds round up */
+        CHECK(!strcmp(s->gres, "gpu:1") && s->cpus_per_task == 8);
+        CHECK(s->n_extra == 2 && !strcmp(s->extra[1], "--constraint=a100"));
+        CHECK(s->on_timeout == RUNNER_SLURM_RETRY && s->on_cancelled == RUNNER_SLURM_STOP);
+        CHECK(s->poll_min_seconds == 1 && s->poll_max_seconds == 30);
+    }
+    runner_config_destroy(c);
+    c = load(BASE "backend: {kind: slurm, via: rest, time_limit: 90, rest: {url: "
+                  "'http://head:6820/', user: alice}}\n",
+             ST_OK, NULL);
+    if (c) {
+        const runner_slurm_config *s = &c->slurm;
+        CHECK(s->via == RUNNER_SLURM_REST && s->time_limit_minutes == 90);
+        CHECK(!strcmp(s->rest_url, "http://head:6820") && !strcmp(s->rest_user, "alice"));
+        CHECK(!strcmp(s->token_env, "SLURM_JWT") && !s->token_file); /* the default source */
+        CHECK(s->on_timeout == RUNNER_SLURM_FAIL && s->on_cancelled == RUNNER_SLURM_RETRY);
+    }
+    runner_config_destroy(c);
+    const char *times[][2] = {
+        {"30", "30"}, {"2:30", "3"}, {"1:00:00", "60"}, {"2-0", "2880"}, {"2-1:30", "2970"}};
+    for (size_t i = 0; i < 5; i++) {
+        char text[1024];
+        snprintf(text, sizeof(text), BASE "backend: {kind: slurm, time_limit: '%s'}\n",
+                 times[i][0]);
+        c = load(text, ST_OK, NULL);
+        CHECK(c && c->slurm.time_limit_minutes == (unsigned)atoi(times[i][1]));
+        runner_config_destroy(c);
+    }
+    load(BASE "backend: {kind: pbs}\n", ST_EINVAL, "backend.kind: expected local or slurm");
+    load(BASE "backend: {via: cli}\n", ST_EINVAL, "needs 'kind'");
+    load(BASE "backend: {kind: local, partition: x}\n", ST_EINVAL, "needs kind: slurm");
+    load(BASE "backend: {kind: slurm, via: rest}\n", ST_EINVAL, "via: rest needs");
+    load(BASE "backend: {kind: slurm, via: rest, rest: {url: 'http://h', socket: /s}}\n", ST_EINVAL,
+         "exactly one of");
+    load(BASE "backend: {kind: slurm, via: rest, rest: {socket: /s, token_file: /t}}\n", ST_EINVAL,
+         "no token");
+    load(BASE "backend: {kind: slurm, via: rest, rest: {url: 'ftp://h'}}\n", ST_EINVAL,
+         "backend.rest.url");
+    load(BASE "backend: {kind: slurm, rest: {socket: /s}}\n", ST_EINVAL, "only with via: rest");
+    load(BASE "backend: {kind: slurm, via: rest, extra: ['--mem=1G'], rest: {socket: /s}}\n",
+         ST_EINVAL, "via: cli only");
+    load(BASE "backend: {kind: slurm, extra: [mem]}\n", ST_EINVAL, "is not an option");
+    load(BASE "backend: {kind: slurm, time_limit: '1:xx'}\n", ST_EINVAL, "backend.time_limit");
+    load(BASE "backend: {kind: slurm, on_timeout: stop}\n", ST_EINVAL, "expected fail or retry");
+    load(BASE "backend: {kind: slurm, on_cancelled: fail}\n", ST_EINVAL, "expected retry or stop");
+    load(BASE "backend: {kind: slurm, poll_seconds: 5, poll_max_seconds: 1}\n", ST_EINVAL,
+         "at least poll_seconds");
+    load(BASE "backend: {kind: slurm, queue: x}\n", ST_EINVAL, "unknown key 'queue'");
+    load(BASE "parallel: {slots: 1, gpus: [0]}\nbackend: {kind: slurm}\n", ST_EINVAL,
+         "backend.gres");
+    CHECK(!strcmp(runner_failure_name(RUNNER_FAIL_CANCELLED), "cancelled"));
+    CHECK(!runner_failure_is_hyperparameter(RUNNER_FAIL_NODE));
+    CHECK(!runner_failure_is_hyperparameter(RUNNER_FAIL_TIME_LIMIT));
+}
+
 int main(void)
 {
     test_example();
     test_defaults();
     test_errors();
+    test_backend();
     return check_summary("runner.config");
 }
