@@ -34,7 +34,7 @@ int main(int argc, char **argv)
         rt_cleanup();
         return check_summary("report.cli");
     }
-    char db[4200], args[9000];
+    char db[4200], args[24000]; /* the db path and four copies of the directory */
     snprintf(db, sizeof(db), "%s", rt_path("s.db"));
     CHECK_ST(rt_sweep(db, "cli", 12), ST_OK);
 
