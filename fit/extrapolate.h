@@ -173,7 +173,8 @@ st_status fit_xp_front_recommend(const fit_xp *xp, double *value);
 /* Chinchilla natural parameters (A, B, E, alpha, beta) of L(N, D) and the allocation at C. */
 st_status fit_xp_chinchilla(const fit_xp *xp, double natural[5], fit_alloc *alloc);
 /* Law of hyperparameter i (roles LR, BATCH, OTHER): b_opt = coef[0] + coef[1] ln N +
- * coef[2] ln D; curv, sat: the penalty k (1 - exp(-curv u^2 / k)), k = sat, u = b - b_opt. */
+ * coef[2] ln D with the hyperparameters it is coupled to (those before it: batch, then lr) at
+ * their sweep means; curv, sat: the penalty k (1 - exp(-curv u^2 / k)), k = sat, u = b - b_opt. */
 st_status fit_xp_hp_law(const fit_xp *xp, size_t i, double coef[3], double *curv, double *sat);
 /* Stability boundary: P(diverge) = 1 / (1 + exp(-(g[0] + g[1] ln lr + g[2] ln N + g[3] w))),
  * w the basic coordinate of the warmup-like parameter (0 when none). ST_ENOTFOUND without
