@@ -722,7 +722,7 @@ static st_status xp_front_recommend_fill(fit_xp *xp, double C)
         xp->res.objective_hi = fmax(tmp[2], tmp[0]);
     } else {
         double c[2];
-        size_t all[256], m = xp->n_front < 256 ? xp->n_front : 256;
+        size_t all[256] = {0}, m = xp->n_front < 256 ? xp->n_front : 256;
         for (size_t k = 0; k < m; k++)
             all[k] = k;
         if (front_ols(xp, (size_t)-1, all, m, c))

@@ -88,7 +88,7 @@ static double jm_eval1(const double *th, size_t n_hp, double lN, double lD, doub
 static double jm_objective(unsigned nf, const double *xf, double *gf, void *data)
 {
     jm_data *d = data;
-    double th[XP_NTH], g[XP_NTH], G[XP_NTH];
+    double th[XP_NTH], g[XP_NTH] = {0}, G[XP_NTH];
     memcpy(th, d->full, d->n_th * sizeof(double));
     for (unsigned i = 0; i < nf; i++)
         th[d->free_idx[i]] = xf[i];
