@@ -449,6 +449,52 @@ static st_status cli_query(slurm *s, const char *const *ids, size_t n, slurm_inf
             break;
         line = nl + 1;
     }
+    /* jobs squeue has forgotten (MinJobAge): accounting remembers them, where there is one */
+    size_t n_unknown = 0;
+    len = 0;
+    list[0] = '\0';
+    for (size_t i = 0; !rc && i < n; i++)
+        if (!info[i].known) {
+            len += (size_t)snprintf(list + len, cap - len, "%s%s", n_unknown ? "," : "", ids[i]);
+            n_unknown++;
+        }
+    if (!rc && n_unknown && !s->no_sacct) {
+        const char *sacct[] = {"sacct", "-n", "-P", "-X", "-j", list, "-o", "JobID,State,ExitCode",
+                               NULL};
+        char em[ST_ERRMSG_MAX];
+        if (cli_run(s, sacct, b, &code, em) != ST_OK || code != 0) {
+            /* "Slurm accounting storage is disabled", or no sacct: settle from files */
+            if (strstr(b->err, "disabled") || strstr(b->err, "cannot run"))
+                s->no_sacct = 1;
+            b->out[0] = '\0';
+        }
+        for (char *line = b->out; *line;) {
+            char *nl = strchr(line, '\n');
+            if (nl)
+                *nl = '\0';
+            char *f1 = strchr(line, '|'), *f2 = f1 ? strchr(f1 + 1, '|') : NULL;
+            if (f2) {
+                *f1 = *f2 = '\0';
+                char *sp = strchr(f1 + 1, ' '); /* "CANCELLED by 1000" */
+                if (sp)
+                    *sp = '\0';
+                int c, sig;
+                for (size_t i = 0; i < n; i++)
+                    if (!info[i].known && !strcmp(ids[i], line)) {
+                        info[i].known = 1;
+                        snprintf(info[i].state, sizeof(info[i].state), "%s", f1 + 1);
+                        snprintf(info[i].reason, sizeof(info[i].reason), "sacct");
+                        if (sscanf(f2 + 1, "%d:%d", &c, &sig) == 2) {
+                            info[i].has_exit = 1;
+                            info[i].exit_status = sig ? sig : (c & 0xff) << 8;
+                        }
+                    }
+            }
+            if (!nl)
+                break;
+            line = nl + 1;
+        }
+    }
     free(list);
     free(b);
     return rc;

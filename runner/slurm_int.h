@@ -59,6 +59,7 @@ struct slurm {
     double next_query;   /* monotonic */
     double interval;     /* current query interval (backoff while nothing changes) */
     unsigned n_failures; /* queries failed in a row */
+    int no_sacct;        /* sacct said accounting is off (or is missing): do not ask again */
     char down_msg[ST_ERRMSG_MAX];
 };
 
