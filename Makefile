@@ -225,6 +225,25 @@ $(BUILD)/bench/bench_slurm: $(BUILD)/bench/bench_slurm.o $(call mod_libs,runner)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 .PHONY: test-slurm bench-slurm
 
+# ---- demo ----------------------------------------------------------------------------------
+# The README's main job (examples/tiny-gpt-scaling/run.sh): deps (when root), the corpus, the
+# build, then sweep -> fit -> extrapolate -> large run at 10x -> report. `demo` takes about 11
+# minutes on 2 cores; `demo-quick` (what CI runs) is a smaller study in under 3 minutes.
+# Results: docs/results.md.
+DEMO_QUICK_ENV := E2E_DIR=build/tiny-gpt-scaling-quick E2E_RUNS=24 E2E_DMODEL_MIN=16 \
+                  E2E_DMODEL_MAX=48 E2E_TOKENS_MIN=2e4 E2E_TOKENS_MAX=1.5e5 E2E_BOOT=100
+.PHONY: demo demo-quick demo-deps
+demo-deps:
+	@if [ "$$(id -u)" = 0 ]; then scripts/install-deps --all; \
+	 else echo "demo: not root, assuming the dependencies are installed (scripts/install-deps --all)"; fi
+	scripts/prepare-data
+demo: demo-deps
+	$(MAKE) -j2 all
+	examples/tiny-gpt-scaling/run.sh
+demo-quick: demo-deps
+	$(MAKE) -j2 all
+	$(DEMO_QUICK_ENV) examples/tiny-gpt-scaling/run.sh
+
 # ---- report --------------------------------------------------------------------------------
 # Figures are drawn by PLplot (svg device); only report/plot.c includes <plplot.h>.
 PLPLOT_CFLAGS := $(shell pkg-config --cflags plplot)
