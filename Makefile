@@ -268,7 +268,7 @@ $(BUILD)/tests/bench/test_bench_sim: $(BUILD)/tests/bench/test_bench_sim.o $(BUI
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 # the comparisons link only the modules they use, so a half-written file elsewhere cannot stop them
 $(BUILD)/bench/compare: $(BUILD)/bench/compare.o $(BUILD)/bench/sim.o $(BUILD)/mod/libcarbs.a \
-                        $(BUILD)/mod/libcommon.a
+                        $(BUILD)/mod/libfit.a $(BUILD)/mod/libcommon.a
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BUILD)/bench/compare_report: $(BUILD)/bench/compare_report.o $(BUILD)/mod/libcommon.a
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@

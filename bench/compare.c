@@ -21,6 +21,7 @@
 #include "bench/sim.h"
 #include "bench/testfuncs.h"
 #include "carbs/carbs.h"
+#include "fit/extrapolate.h"
 
 #define MAX_DIM  8
 #define N_BUDGET 3
@@ -282,6 +283,17 @@ typedef struct figures {
     double best;                /* the same at the end */
     double regret_100x;         /* relative; inf if the recommendation diverges; NaN if none */
     double lr_ratio_100x;       /* recommended lr / optimal lr at the target */
+    /* the same with scaletune's extrapolation engine (fit/extrapolate.h, every run, failures
+     * included, expected loss with divergence charged); NaN when it gave no recommendation */
+    double regret_engine;     /* relative; inf if the recommendation diverges in truth */
+    double lr_ratio_engine;   /* recommended lr / optimal lr at the target */
+    double p_div_engine;      /* the engine's predicted probability of divergence */
+    double div_engine;        /* 1 if the recommendation diverges in truth, 0 if not */
+    double pred_err_engine;   /* (predicted - true loss) / true loss of the recommendation */
+    double cost_ratio_engine; /* 6 N D of the recommendation / C */
+    double model_engine;      /* 1 when the engine used its model (METHOD_MODEL), 0 the front */
+    double no_failed_engine;  /* 1 when the sweep had no diverged run (FIT_XP_WARN_FEW_FAILED:
+                                 the stability boundary is unknown to the engine) */
     double n_runs, n_failed;
     double spent; /* total cost of the trace */
 } figures;
@@ -352,7 +364,80 @@ static void extrapolate(const problem *p, const trace *t, figures *f)
     f->lr_ratio_100x = s.lr / opt.lr;
 }
 
-static void compute_figures(const problem *p, const trace *t, figures *f)
+/*
+ * scaletune's extrapolation engine (fit/extrapolate.h) on the same sweep: every run, failures
+ * included (their cost NaN, as the store records them), the sweep's own parameter spaces and
+ * roles from the names (params -> N, tokens -> D, lr, batch; warmup and weight decay OTHER),
+ * recommendation bounds only where the simulator needs them (warmup in [0, 0.99], weight decay
+ * >= 0). The recommended setting at C = 100x the largest successful run's cost is scored with
+ * the simulator's true loss against sim_oracle's optimum at C, as extrapolate() does.
+ */
+static void extrapolate_engine(const problem *p, const trace *t, size_t n_boot, figures *f)
+{
+    f->regret_engine = f->lr_ratio_engine = f->p_div_engine = f->div_engine = NAN;
+    f->pred_err_engine = f->cost_ratio_engine = f->model_engine = f->no_failed_engine = NAN;
+    double cmax = 0, x[128 * MAX_DIM], cost[128], obj[128];
+    int failed[128];
+    fit_xp_param par[MAX_DIM];
+    for (size_t j = 0; j < p->dim; j++) {
+        const carbs_param *q = &p->par[j];
+        fit_xp_param_init(&par[j], q->name,
+                          q->space == CARBS_SPACE_LOG ? FIT_XP_LOG : FIT_XP_LINEAR);
+    }
+    par[4].min = 0.0; /* warmup fraction */
+    par[4].max = 0.99;
+    par[5].min = 0.0; /* weight decay */
+    for (size_t i = 0; i < t->n; i++) {
+        memcpy(&x[i * p->dim], t->x[i], p->dim * sizeof(double));
+        failed[i] = t->failed[i] || !isfinite(t->obs[i]);
+        cost[i] = failed[i] ? NAN : t->cost[i];
+        obj[i] = failed[i] ? NAN : t->obs[i];
+        if (!failed[i])
+            cmax = fmax(cmax, t->cost[i]);
+    }
+    if (!(cmax > 0))
+        return;
+    double C = 100.0 * cmax;
+    fit_xp *xp = NULL;
+    if (fit_xp_create(&xp) != ST_OK)
+        return;
+    fit_xp_options o = fit_xp_options_default();
+    o.n_boot = n_boot;
+    o.seed = 42;
+    fit_xp_result r;
+    st_status st = fit_xp_set_options(xp, &o);
+    if (st == ST_OK)
+        st = fit_xp_set_runs(xp, p->dim, par, t->n, x, cost, obj, failed, NULL, NULL);
+    if (st == ST_OK)
+        st = fit_xp_run(xp, C);
+    if (st == ST_OK)
+        st = fit_xp_get_result(xp, &r);
+    if (st != ST_OK) {
+        fprintf(stderr, "compare: extrapolation engine: %s\n", fit_xp_errmsg(xp));
+        fit_xp_destroy(xp);
+        return;
+    }
+    const double *v = r.value;
+    sim_setting s = {v[0],           v[1], v[2], fmin(v[3], v[1]), fmin(0.99, fmax(0.0, v[4])),
+                     fmax(0.0, v[5])};
+    sim_setting opt;
+    double lstar;
+    sim_terms tt;
+    if (sim_oracle(&p->law, C, &opt, &lstar) == ST_OK &&
+        sim_eval(&p->law, &s, &tt, NULL) == ST_OK) {
+        f->div_engine = tt.diverged;
+        f->regret_engine = tt.diverged ? INFINITY : (tt.loss - lstar) / lstar;
+        f->pred_err_engine = tt.diverged ? NAN : (r.objective - tt.loss) / tt.loss;
+        f->lr_ratio_engine = s.lr / opt.lr;
+        f->p_div_engine = r.p_diverge;
+        f->cost_ratio_engine = 6.0 * s.N * s.D / C;
+        f->model_engine = r.method == FIT_XP_METHOD_MODEL;
+        f->no_failed_engine = (r.warnings & FIT_XP_WARN_FEW_FAILED) != 0;
+    }
+    fit_xp_destroy(xp);
+}
+
+static void compute_figures(const problem *p, const trace *t, size_t n_boot, figures *f)
 {
     memset(f, 0, sizeof(*f));
     f->cost_to_1pct = f->cost_to_1pct_global = INFINITY;
@@ -380,8 +465,13 @@ static void compute_figures(const problem *p, const trace *t, figures *f)
     f->spent = spent;
     f->n_runs = (double)t->n;
     f->regret_100x = f->lr_ratio_100x = NAN;
-    if (!strcmp(p->name, "sim"))
+    f->regret_engine = f->lr_ratio_engine = f->p_div_engine = f->div_engine = NAN;
+    f->pred_err_engine = f->cost_ratio_engine = f->model_engine = f->no_failed_engine = NAN;
+    if (!strcmp(p->name, "sim")) {
         extrapolate(p, t, f);
+        if (n_boot > 0)
+            extrapolate_engine(p, t, n_boot, f);
+    }
 }
 
 /* ---- statistics ---------------------------------------------------------------------------- */
@@ -476,6 +566,32 @@ static void *worker(void *arg)
                 now_s() - pl->t0, pl->done, pl->n, j->p->name, opt_names[j->opt],
                 (unsigned long long)j->seed, j->t->n, j->t->wall_s);
         pthread_mutex_unlock(&pl->mu);
+    }
+}
+
+/* The figures of every trace, in parallel (the extrapolation engine takes a while per sweep). */
+typedef struct fig_job {
+    const problem *p;
+    const trace *t;
+    figures *f;
+} fig_job;
+
+typedef struct fig_pool {
+    fig_job *jobs;
+    size_t n, next, n_boot;
+    pthread_mutex_t mu;
+} fig_pool;
+
+static void *fig_worker(void *arg)
+{
+    fig_pool *pl = arg;
+    for (;;) {
+        pthread_mutex_lock(&pl->mu);
+        size_t i = pl->next < pl->n ? pl->next++ : pl->n;
+        pthread_mutex_unlock(&pl->mu);
+        if (i >= pl->n)
+            return NULL;
+        compute_figures(pl->jobs[i].p, pl->jobs[i].t, pl->n_boot, pl->jobs[i].f);
     }
 }
 
@@ -574,6 +690,8 @@ static void usage(FILE *f)
     fputs("usage: compare [--problems sim,branin,hartmann6] [--seeds 20] [--threads 2]\n"
           "               [--optimizers scaletune,carbs_faithful,random,optuna_tpe,optuna_cmaes]\n"
           "               [--quick] [--out FILE] [--python PY] [--driver bench/optuna_driver.py]\n"
+          "               [--engine-boot 100]   (bootstrap replicates of the extrapolation\n"
+          "                                      engine on the simulator; 0 leaves it out)\n"
           "       compare --serve PROBLEM   (evaluates 'noise_seed x...' lines from stdin)\n",
           f);
 }
@@ -593,7 +711,7 @@ int main(int argc, char **argv)
     const char *optimizers = "scaletune,carbs_faithful,random,optuna_tpe,optuna_cmaes";
     const char *out = "build/bench/compare.json", *python = "/usr/bin/python3";
     const char *driver = "bench/optuna_driver.py";
-    long n_seeds = 20, n_threads = 2;
+    long n_seeds = 20, n_threads = 2, engine_boot = 100;
     int quick = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -613,6 +731,8 @@ int main(int argc, char **argv)
             python = argv[++i];
         else if (!strcmp(a, "--driver") && v)
             driver = argv[++i];
+        else if (!strcmp(a, "--engine-boot") && v)
+            engine_boot = strtol(argv[++i], NULL, 10);
         else if (!strcmp(a, "--quick"))
             quick = 1;
         else {
@@ -620,8 +740,11 @@ int main(int argc, char **argv)
             return strcmp(a, "-h") && strcmp(a, "--help") ? 2 : 0;
         }
     }
-    if (n_seeds < 1 || n_seeds > 256 || n_threads < 1 || n_threads > 64) {
-        fprintf(stderr, "compare: --seeds in [1, 256], --threads in [1, 64]\n");
+    if (n_seeds < 1 || n_seeds > 256 || n_threads < 1 || n_threads > 64 || engine_boot < 0 ||
+        engine_boot > 10000) {
+        fprintf(
+            stderr,
+            "compare: --seeds in [1, 256], --threads in [1, 64], --engine-boot in [0, 10000]\n");
         return 2;
     }
     st_global_init();
@@ -714,7 +837,31 @@ int main(int argc, char **argv)
         use[OPT_TPE] = use[OPT_CMAES] = 0;
     }
 
-    /* ---- figures, medians, ratios ---- */
+    /* ---- figures (in parallel: the extrapolation engine fits each simulator sweep) ---- */
+    figures *figs = calloc(n_tr, sizeof(figures));
+    fig_job *fjobs = calloc(n_tr, sizeof(fig_job));
+    if (!figs || !fjobs) {
+        fprintf(stderr, "compare: out of memory\n");
+        return 1;
+    }
+#define FG(pi, o, s) (&figs[((pi)*N_OPT + (o)) * (size_t)n_seeds + (s)])
+    size_t nfj = 0;
+    for (size_t pi = 0; pi < n_prob; pi++)
+        for (int o = 0; o < N_OPT; o++)
+            for (long s = 0; use[o] && s < n_seeds; s++)
+                fjobs[nfj++] = (fig_job){&probs[pi], TR(pi, o, s), FG(pi, o, s)};
+    double tf0 = now_s();
+    fig_pool fpl = {fjobs, nfj, 0, (size_t)engine_boot, PTHREAD_MUTEX_INITIALIZER};
+    for (long k = 0; k < n_threads; k++)
+        pthread_create(&th[k], NULL, fig_worker, &fpl);
+    for (long k = 0; k < n_threads; k++)
+        pthread_join(th[k], NULL);
+    fprintf(stderr,
+            "[compare %6.1fs] figures of %zu sweeps (extrapolation engine: %ld replicates) "
+            "in %.1fs\n",
+            now_s() - t0, nfj, engine_boot, now_s() - tf0);
+
+    /* ---- medians, ratios ---- */
     json_t *root = json_object(), *jp = json_object(), *ratios = json_object();
     json_t *notes = json_object();
     json_t *cfg = json_object();
@@ -723,6 +870,8 @@ int main(int argc, char **argv)
     json_object_set_new(cfg, "optuna", json_boolean(have_optuna));
     json_object_set_new(cfg, "wall_s", json_real(now_s() - t0));
     json_object_set_new(cfg, "c_wall_s", json_real(c_wall));
+    json_object_set_new(cfg, "engine_boot", json_integer(engine_boot));
+    json_object_set_new(cfg, "figures_wall_s", json_real(now_s() - tf0));
     json_object_set_new(root, "config", cfg);
     for (size_t pi = 0; pi < n_prob; pi++) {
         const problem *p = &probs[pi];
@@ -735,16 +884,25 @@ int main(int argc, char **argv)
         /* med_cost_lb: the median with never-reached seeds counted at their total spend, a lower
          * bound on the true median (cost to the band is censored at the spend) */
         double med_cost[N_OPT], med_cost_lb[N_OPT], med_regret[N_OPT], med_best[N_OPT];
+        double med_reg_eng[N_OPT];
         for (int o = 0; o < N_OPT; o++) {
-            med_cost[o] = med_cost_lb[o] = med_regret[o] = med_best[o] = NAN;
+            med_cost[o] = med_cost_lb[o] = med_regret[o] = med_best[o] = med_reg_eng[o] = NAN;
             if (!use[o])
                 continue;
             double c1[256], c1lb[256], c1g[256], bud[N_BUDGET][256], best[256], rg[256], lrr[256],
-                fails[256], runs[256], wall[256], sug[256];
+                fails[256], runs[256], wall[256], sug[256], erg[256], elr[256], epd[256], edv[256],
+                eer[256], ecr[256], emd[256], enf[256];
             for (long s = 0; s < n_seeds; s++) {
-                figures f;
+                const figures f = *FG(pi, o, s);
                 const trace *t = TR(pi, o, s);
-                compute_figures(p, t, &f);
+                erg[s] = f.regret_engine;
+                elr[s] = f.lr_ratio_engine;
+                epd[s] = f.p_div_engine;
+                edv[s] = f.div_engine;
+                eer[s] = f.pred_err_engine;
+                ecr[s] = f.cost_ratio_engine;
+                emd[s] = f.model_engine;
+                enf[s] = f.no_failed_engine;
                 c1[s] = f.cost_to_1pct / p->unit_cost;
                 c1lb[s] = isinf(c1[s]) ? f.spent / p->unit_cost : c1[s];
                 c1g[s] = f.cost_to_1pct_global / p->unit_cost;
@@ -779,6 +937,46 @@ int main(int argc, char **argv)
                 json_object_set_new(r, "regret_100x", summary(rg, (size_t)n_seeds));
                 json_object_set_new(r, "lr_ratio_100x", summary(lrr, (size_t)n_seeds));
                 med_regret[o] = quantile(rg, (size_t)n_seeds, 0.5);
+                if (engine_boot > 0) {
+                    /* the engine's recommendation, scored the same way */
+                    json_t *e = json_object();
+                    json_object_set_new(e, "regret_100x", summary(erg, (size_t)n_seeds));
+                    json_object_set_new(e, "lr_ratio_100x", summary(elr, (size_t)n_seeds));
+                    json_object_set_new(e, "p_diverge", summary(epd, (size_t)n_seeds));
+                    json_object_set_new(e, "diverged", summary(edv, (size_t)n_seeds));
+                    json_object_set_new(e, "prediction_error", summary(eer, (size_t)n_seeds));
+                    json_object_set_new(e, "cost_ratio", summary(ecr, (size_t)n_seeds));
+                    json_object_set_new(e, "used_model", summary(emd, (size_t)n_seeds));
+                    size_t nd = 0, nok = 0, nbelow = 0, npd = 0, nnf = 0;
+                    for (long s = 0; s < n_seeds; s++) {
+                        nd += edv[s] == 1;
+                        nok += !isnan(erg[s]);
+                        nbelow += erg[s] < 0.01;
+                        npd += epd[s] < 0.05;
+                        nnf += enf[s] == 1;
+                    }
+                    json_object_set_new(e, "seeds_scored", json_integer((json_int_t)nok));
+                    json_object_set_new(e, "seeds_diverged", json_integer((json_int_t)nd));
+                    json_object_set_new(e, "seeds_regret_below_1pct",
+                                        json_integer((json_int_t)nbelow));
+                    json_object_set_new(e, "seeds_p_diverge_below_5pct",
+                                        json_integer((json_int_t)npd));
+                    json_object_set_new(e, "seeds_without_failed_runs",
+                                        json_integer((json_int_t)nnf));
+                    json_object_set_new(r, "engine", e);
+                    med_reg_eng[o] = quantile(erg, (size_t)n_seeds, 0.5);
+                    /* engine against CARBS' front method on the same sweeps */
+                    char key[160];
+                    snprintf(key, sizeof(key), "regret_100x_engine_vs_front_method%s%s",
+                             o == OPT_SCALETUNE ? "" : "_", o == OPT_SCALETUNE ? "" : opt_names[o]);
+                    double a = med_reg_eng[o], b = med_regret[o];
+                    json_object_set_new(ratios, key,
+                                        isfinite(a) && isfinite(b) && b > 0 ? jnum(a / b)
+                                                                            : json_null());
+                    if (!(isfinite(a) && isfinite(b)))
+                        json_object_set_new(notes, key,
+                                            json_string("a median recommendation diverged"));
+                }
             }
             med_cost[o] = quantile(c1, (size_t)n_seeds, 0.5);
             med_cost_lb[o] = quantile(c1lb, (size_t)n_seeds, 0.5);
@@ -814,6 +1012,18 @@ int main(int argc, char **argv)
                 json_object_set_new(notes, key,
                                     json_string("neither median seed reached the band"));
             }
+            if (!sfx && engine_boot > 0) {
+                /* scaletune's sweep through the engine against the baseline's sweep through
+                 * CARBS' front method (what a CARBS user would get) */
+                snprintf(key, sizeof(key), "regret_100x_engine_vs_%s_front_method", opt_names[o]);
+                a = med_reg_eng[OPT_SCALETUNE];
+                b = med_regret[o];
+                json_object_set_new(
+                    ratios, key, isfinite(a) && isfinite(b) && b > 0 ? jnum(a / b) : json_null());
+                if (!(isfinite(a) && isfinite(b)))
+                    json_object_set_new(notes, key,
+                                        json_string("a median recommendation diverged"));
+            }
             if (!sfx) {
                 snprintf(key, sizeof(key), "regret_100x_vs_%s", opt_names[o]);
                 a = med_regret[OPT_SCALETUNE];
@@ -843,6 +1053,8 @@ int main(int argc, char **argv)
     json_decref(root);
     free(traces);
     free(jobs);
+    free(figs);
+    free(fjobs);
     st_global_cleanup();
     return py_rc ? 1 : 0;
 }
