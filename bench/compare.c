@@ -3,8 +3,10 @@
  * modes), random search, and Optuna's TPE and CMA-ES (through bench/optuna_driver.py, when
  * python3-optuna is importable), on the LLM-training simulator (bench/sim.c) and on Branin and
  * Hartmann-6 with a cost dimension; 20 seeds each. Figures: cost to reach the 1% band, objective at
- * fixed budgets and, on the simulator, the regret of CARBS' Pareto-regression extrapolation to
- * 100x the sweep's largest run. Writes one JSON file; compare_report.c turns it into tables.
+ * fixed budgets and, on the simulator, the regret at 100x the sweep's largest run of two
+ * extrapolations of the same sweep: CARBS' Pareto regression and scaletune's engine
+ * (fit/extrapolate.h: every run, failures included; predicted p_diverge). Writes one JSON file;
+ * compare_report.c turns it into tables.
  * `compare --serve PROBLEM` evaluates lines of parameters for the Python driver (one truth).
  */
 #include <errno.h>

@@ -157,6 +157,45 @@ static void cell(FILE *f, json_t *s, int prec, int show_count)
     fputs(" |", f);
 }
 
+/* The simulator's extrapolation to 100x: CARBS' front method and scaletune's engine on the same
+ * sweeps (compare.c's "engine" object; absent when compare ran with --engine-boot 0). */
+static void write_engine_md(FILE *f, json_t *p)
+{
+    const char *on;
+    json_t *o;
+    int any = 0;
+    json_object_foreach(json_object_get(p, "optimizers"), on, o) any |=
+        json_object_get(o, "engine") != NULL;
+    if (!any)
+        return;
+    fprintf(f, "### sim: the sweep extrapolated to 100x its largest run\n\n"
+               "Regret = (true loss of the recommendation - optimal loss at that compute) / "
+               "optimal loss; ∞ when the recommendation diverges in truth.\n\n"
+               "| optimizer's sweep | front method regret (finite) | engine regret (finite) | "
+               "engine lr / lr_opt | engine predicted p_diverge | engine prediction error | "
+               "seeds: engine < 1%% / diverged / no failed run in the sweep |\n"
+               "|---|---|---|---|---|---|---|\n");
+    json_object_foreach(json_object_get(p, "optimizers"), on, o)
+    {
+        json_t *e = json_object_get(o, "engine");
+        if (!e)
+            continue;
+        fprintf(f, "| %s |", on);
+        cell(f, json_object_get(o, "regret_100x"), 3, 1);
+        cell(f, json_object_get(e, "regret_100x"), 3, 1);
+        cell(f, json_object_get(e, "lr_ratio_100x"), 3, 0);
+        cell(f, json_object_get(e, "p_diverge"), 3, 0);
+        cell(f, json_object_get(e, "prediction_error"), 3, 0);
+        fprintf(
+            f, " %lld / %lld / %lld of %lld |\n",
+            (long long)json_integer_value(json_object_get(e, "seeds_regret_below_1pct")),
+            (long long)json_integer_value(json_object_get(e, "seeds_diverged")),
+            (long long)json_integer_value(json_object_get(e, "seeds_without_failed_runs")),
+            (long long)json_integer_value(json_object_get(json_object_get(e, "regret_100x"), "n")));
+    }
+    fputc('\n', f);
+}
+
 static void write_md(FILE *f, json_t *root)
 {
     json_t *cmp = json_object_get(root, "comparisons");
@@ -201,6 +240,8 @@ static void write_md(FILE *f, json_t *root)
             fputc('\n', f);
         }
         fputc('\n', f);
+        if (sim)
+            write_engine_md(f, p);
     }
     fprintf(f, "## Ratios (scaletune's median / the baseline's; below 1 is better, except "
                "speed-ups)\n\n| ratio | value |\n|---|---|\n");
