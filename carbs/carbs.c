@@ -332,6 +332,11 @@ st_status carbs_add_outstanding(carbs *c, uint64_t id, const double *x)
     }
     if (id >= c->next_id)
         c->next_id = id + 1;
+    /* the run stands for a suggestion that was made: count it, so that a rebuilt optimizer
+     * moves on to the next design point and the next seed instead of repeating them */
+    c->n_suggest++;
+    if (carbs_priv_random_phase(c))
+        c->n_design++;
     return ST_OK;
 }
 

@@ -184,5 +184,7 @@ struct carbs {
 };
 
 st_status carbs_priv_reserve_outstanding(carbs *c, size_t need);
+/* Whether the next suggestion comes from the initial design (suggest.c). */
+int carbs_priv_random_phase(const carbs *c);
 
 #endif

@@ -289,7 +289,7 @@ st_status carbs_import(const void *buf, size_t len, carbs **out, char *errmsg)
         s = st_errf(msg, ST_EFORMAT, "optimizer state is truncated or corrupt (suggestions)");
         goto done;
     }
-    uint64_t next_id = c->next_id;
+    uint64_t next_id = c->next_id, n_suggest = c->n_suggest, n_design = c->n_design;
     for (uint64_t k = 0; k < n_out; k++) {
         uint64_t id = get_u64(&r);
         get(&r, x, d * sizeof(double));
@@ -309,6 +309,8 @@ st_status carbs_import(const void *buf, size_t len, carbs **out, char *errmsg)
         goto done;
     }
     c->next_id = next_id > c->next_id ? next_id : c->next_id;
+    c->n_suggest = n_suggest; /* carbs_add_outstanding counted them again */
+    c->n_design = n_design;
 done:
     for (size_t i = 0; names && i < d; i++)
         free(names[i]);

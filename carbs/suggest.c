@@ -98,7 +98,7 @@ static void draw_near(carbs *c, size_t n_origins, const double *origins, double 
 
 /* ---- random phase ------------------------------------------------------------------------ */
 
-static int use_random_phase(const carbs *c)
+int carbs_priv_random_phase(const carbs *c)
 {
     int count_fail =
         c->o.failures_count_as_random < 0 ? !faithful(c) : c->o.failures_count_as_random;
@@ -731,7 +731,7 @@ static st_status suggest_one(carbs *c, double *x, uint64_t *id)
         return st_errf(c->errmsg, ST_ENOMEM, "out of memory");
     reseed(c);
     st_status s = ST_OK;
-    if (use_random_phase(c)) {
+    if (carbs_priv_random_phase(c)) {
         random_point(c, b);
         c->n_design++;
         to_params(c, b, x);
@@ -769,7 +769,7 @@ st_status carbs_suggest_batch(carbs *c, size_t q, double *x_out, uint64_t *ids)
     size_t done = 0;
     st_status s = ST_OK;
     while (done < q && s == ST_OK) {
-        if (use_random_phase(c) ||
+        if (carbs_priv_random_phase(c) ||
             (c->o.resample_frequency > 0 &&
              c->n_succ > (c->resample_count + 1) * c->o.resample_frequency)) {
             s = suggest_one(c, x_out + done * c->d, ids ? ids + done : NULL);

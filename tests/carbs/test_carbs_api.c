@@ -176,6 +176,19 @@ static void test_ids_outstanding(void)
     /* a suggestion without an id is not remembered */
     CHECK_ST(carbs_suggest(c, z, NULL), ST_OK);
     CHECK(carbs_n_outstanding(c) == 0);
+    /* a rebuilt optimizer that re-registers the runs in flight moves past their design points */
+    {
+        carbs *f1 = make(NULL), *f2 = make(NULL);
+        double a[D], b2[D], c2[D];
+        uint64_t ia, ib;
+        CHECK_ST(carbs_suggest(f1, a, &ia), ST_OK);
+        CHECK_ST(carbs_suggest(f1, b2, &ib), ST_OK); /* the second design point */
+        CHECK_ST(carbs_add_outstanding(f2, ia, a), ST_OK);
+        CHECK_ST(carbs_suggest(f2, c2, &ib), ST_OK);
+        CHECK(!memcmp(b2, c2, sizeof(c2)) && ib == 2);
+        carbs_destroy(f1);
+        carbs_destroy(f2);
+    }
     /* re-registering a run in flight (a controller that restarted) */
     CHECK_ST(carbs_add_outstanding(c, 40, z), ST_OK);
     CHECK_ST(carbs_add_outstanding(c, 40, z), ST_EINVAL);
