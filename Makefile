@@ -81,8 +81,10 @@ test-$(1): $(patsubst %.c,$(BUILD)/%,$(wildcard tests/$(1)/test_*.c)) $$(TEST_PR
 endef
 
 # ---- carbs ---------------------------------------------------------------------------------
+# one BLAS thread: at n = 1000 two OpenBLAS threads on this 2-core machine made suggest 2-3x
+# slower (spinning threads), see docs/algorithms/carbs.md
 bench-carbs: $(BUILD)/bench/bench_carbs
-	$(BUILD)/bench/bench_carbs
+	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} $(BUILD)/bench/bench_carbs
 
 # ---- fit -----------------------------------------------------------------------------------
 bench-fit: $(BUILD)/bench/bench_fit

@@ -2,7 +2,9 @@
  * main.c — the `scaletune` command: global set-up, the subcommand table, --help and --version.
  * Each subcommand is a cli/cmd_<name>.c built only on the public headers.
  */
+#include <cblas.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -67,6 +69,11 @@ int main(int argc, char **argv)
         printf("scaletune %s\n", st_version());
         return 0;
     }
+    /* The optimizer's matrices (n <= a few thousand) run faster on one BLAS thread than on
+     * OpenBLAS threads that spin against the sweep's own runs (bench-carbs: 2-3x at n = 1000
+     * on 2 cores). A user's OPENBLAS_NUM_THREADS wins. */
+    if (!getenv("OPENBLAS_NUM_THREADS"))
+        openblas_set_num_threads(1);
     if (st_global_init() != ST_OK) {
         cli_error(NULL, "global initialisation failed");
         return 1;
