@@ -17,7 +17,8 @@
  *  - Pure: no I/O except carbs_save_file/carbs_load_file, no globals, no clock. The same
  *    observations, outstanding suggestions, options and seed give the same suggestion.
  *  - Thread-safety: a handle must not be used by two threads at once; different handles are
- *    independent. Call st_global_init() once before use (GSL error handler).
+ *    independent. Call st_global_init() once before use (GSL error handler). Suggest is
+ *    fastest with one BLAS thread (OPENBLAS_NUM_THREADS=1): docs/algorithms/carbs.md.
  */
 #ifndef CARBS_H
 #define CARBS_H
