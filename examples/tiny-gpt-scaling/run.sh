@@ -9,7 +9,7 @@
 # Sizes come from environment variables (defaults: `make demo`, see docs/results.md):
 #   E2E_DIR (build/tiny-gpt-scaling)  E2E_RUNS (80)  E2E_PARALLEL (2)  E2E_FACTOR (10)
 #   E2E_SEQ (64)  E2E_DMODEL_MIN (32)  E2E_DMODEL_MAX (128)  E2E_LAYER_MAX (2)
-#   E2E_TOKENS_MIN (4e4)  E2E_TOKENS_MAX (4e5)  E2E_THREADS_LARGE (2)  E2E_BOOT (200)
+#   E2E_TOKENS_MIN (1e5)  E2E_TOKENS_MAX (6e5)  E2E_THREADS_LARGE (2)  E2E_BOOT (200)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DIR=${E2E_DIR:-build/tiny-gpt-scaling}
@@ -20,8 +20,8 @@ SEQ=${E2E_SEQ:-64}
 DMIN=${E2E_DMODEL_MIN:-32}
 DMAX=${E2E_DMODEL_MAX:-128}
 LMAX=${E2E_LAYER_MAX:-2}
-TMIN=${E2E_TOKENS_MIN:-4e4}
-TMAX=${E2E_TOKENS_MAX:-4e5}
+TMIN=${E2E_TOKENS_MIN:-1e5}
+TMAX=${E2E_TOKENS_MAX:-6e5}
 THREADS=${E2E_THREADS_LARGE:-2}
 BOOT=${E2E_BOOT:-200}
 ST=build/scaletune
