@@ -229,7 +229,7 @@ $(BUILD)/bench/bench_slurm: $(BUILD)/bench/bench_slurm.o $(call mod_libs,runner)
 
 # ---- demo ----------------------------------------------------------------------------------
 # The README's main job (examples/tiny-gpt-scaling/run.sh): deps (when root), the corpus, the
-# build, then sweep -> fit -> extrapolate -> large run at 10x -> report. `demo` takes about 11
+# build, then sweep -> fit -> extrapolate -> large run at 10x -> report. `demo` takes about 8
 # minutes on 2 cores; `demo-quick` (what CI runs) is a smaller study in under 3 minutes.
 # Results: docs/results.md.
 DEMO_QUICK_ENV := E2E_DIR=build/tiny-gpt-scaling-quick E2E_RUNS=24 E2E_DMODEL_MIN=16 \
