@@ -102,6 +102,14 @@ const double *runner_overhead_ms(const runner *r, size_t *n)
     return r->ov;
 }
 
+/* Puts a run back in the queue after an attempt that never really ran (inside a transaction). */
+static st_status requeue_run(runner *r, int64_t run_id)
+{
+    return store_exec_ids(r->st,
+                          "UPDATE runs SET status = 0, n_attempts = n_attempts - 1 WHERE id = ?1",
+                          "requeueing a run", 1, &run_id);
+}
+
 static st_status fail_store(runner *r, st_status rc)
 {
     if (rc && !r->errmsg[0])
@@ -423,27 +431,20 @@ st_status runner_resume(const char *sweep, const runner_options *opts, runner **
     }
     /* stopped runs go back to the queue: stopping is not failing */
     if (!rc) {
-        st = store_stmt(r->st, "UPDATE runs SET status = 0, failure = 0, not_before = 0 "
-                               "WHERE sweep_id = ?1 AND status = 5");
-        if (!st)
-            rc = ST_EDB;
-        else {
-            sqlite3_bind_int64(st, 1, r->sweep);
-            rc = store_exec_stmt(r->st, st, "requeueing stopped runs");
-        }
+        int64_t ids[1] = {r->sweep};
+        rc = store_exec_ids(r->st,
+                            "UPDATE runs SET status = 0, failure = 0, not_before = 0 "
+                            "WHERE sweep_id = ?1 AND status = 5",
+                            "requeueing stopped runs", 1, ids);
     }
     /* open runs are re-registered with the rebuilt optimizer under their run id
      * (store_rebuild_carbs): that is their suggestion id in this generation */
     if (!rc) {
-        st = store_stmt(r->st, "UPDATE runs SET carbs_id = id, generation = ?2 "
-                               "WHERE sweep_id = ?1 AND status IN (0, 1)");
-        if (!st)
-            rc = ST_EDB;
-        else {
-            sqlite3_bind_int64(st, 1, r->sweep);
-            sqlite3_bind_int64(st, 2, r->generation);
-            rc = store_exec_stmt(r->st, st, "re-registering open runs");
-        }
+        int64_t ids[2] = {r->sweep, r->generation};
+        rc = store_exec_ids(r->st,
+                            "UPDATE runs SET carbs_id = id, generation = ?2 "
+                            "WHERE sweep_id = ?1 AND status IN (0, 1)",
+                            "re-registering open runs", 2, ids);
     }
     if (!rc)
         rc = store_event(r->st, r->sweep, 0, 0, "resume", r->owner);
@@ -516,14 +517,7 @@ st_status runner_resume(const char *sweep, const runner_options *opts, runner **
             sqlite3_bind_double(st, 2, runner_now());
         rc = store_exec_stmt(r->st, st, "adopting an attempt");
         if (!rc && !launched) {
-            st = store_stmt(r->st, "UPDATE runs SET status = 0, n_attempts = n_attempts - 1 "
-                                   "WHERE id = ?1");
-            if (!st)
-                rc = ST_EDB;
-            else {
-                sqlite3_bind_int64(st, 1, a->run_id);
-                rc = store_exec_stmt(r->st, st, "requeueing a run");
-            }
+            rc = requeue_run(r, a->run_id);
         }
         if (!rc)
             rc = store_commit(r->st);
@@ -1049,14 +1043,7 @@ static st_status unlaunch(runner *r, const char *why)
     sqlite3_bind_double(st, 2, runner_now());
     rc = store_exec_stmt(r->st, st, "abandoning an attempt");
     if (!rc) {
-        st = store_stmt(r->st, "UPDATE runs SET status = 0, n_attempts = n_attempts - 1 "
-                               "WHERE id = ?1");
-        if (!st)
-            rc = ST_EDB;
-        else {
-            sqlite3_bind_int64(st, 1, a->run_id);
-            rc = store_exec_stmt(r->st, st, "requeueing a run");
-        }
+        rc = requeue_run(r, a->run_id);
     }
     if (!rc)
         rc = store_event(r->st, r->sweep, a->run_id, a->attempt_id, "backend", msg);

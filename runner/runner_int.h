@@ -55,6 +55,9 @@ st_status store_commit(runner_store *s);
 void store_rollback(runner_store *s);
 /* Runs one statement with no result rows; returns ST_OK or store_fail. */
 st_status store_exec_stmt(runner_store *s, sqlite3_stmt *st, const char *what);
+/* Prepares `sql` (a string literal), binds ids[0..n-1] to ?1..?n as integers and runs it. */
+st_status store_exec_ids(runner_store *s, const char *sql, const char *what, size_t n,
+                         const int64_t *ids);
 /* Id of sweep `name` (NULL: the only one), with its config text (malloc'd; may be NULL). */
 st_status store_find_sweep(runner_store *s, const char *name, int64_t *id, char **config);
 /* Appends an event row (inside the caller's transaction). */

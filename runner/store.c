@@ -123,6 +123,17 @@ st_status store_exec_stmt(runner_store *s, sqlite3_stmt *st, const char *what)
     return ST_OK;
 }
 
+st_status store_exec_ids(runner_store *s, const char *sql, const char *what, size_t n,
+                         const int64_t *ids)
+{
+    sqlite3_stmt *st = store_stmt(s, sql);
+    if (!st)
+        return ST_EDB;
+    for (size_t i = 0; i < n; i++)
+        sqlite3_bind_int64(st, (int)i + 1, ids[i]);
+    return store_exec_stmt(s, st, what);
+}
+
 static st_status exec_sql(runner_store *s, const char *sql, const char *what)
 {
     int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
