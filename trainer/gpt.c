@@ -131,26 +131,8 @@ st_status gpt_create(const gpt_config *cfg, int n_threads, gpt **out, char *err)
     size_t L = (size_t)cfg->n_layer, NH = (size_t)cfg->n_head, V = GPT_VOCAB, BT = B * T;
 
     /* activations: one block, carved below in this order */
-    size_t act_sizes[] = {BT * C,
-                          L * BT * C,
-                          L * BT,
-                          L * BT,
-                          L * BT * 3 * C,
-                          L * BT * C,
-                          L * B * NH * T * T,
-                          L * BT * C,
-                          L * BT * C,
-                          L * BT,
-                          L * BT,
-                          L * BT * 4 * C,
-                          L * BT * 4 * C,
-                          L * BT * C,
-                          BT * C,
-                          BT,
-                          BT,
-                          BT * V,
-                          BT * V,
-                          BT};
+    size_t act_sizes[GPT_N_ACT];
+    gpt_act_sizes(B, T, C, L, NH, act_sizes);
     float **act_ptrs[] = {&g->encoded,  &g->ln1,      &g->ln1_mean, &g->ln1_rstd, &g->qkv,
                           &g->atty,     &g->att,      &g->res2,     &g->ln2,      &g->ln2_mean,
                           &g->ln2_rstd, &g->fch,      &g->fchg,     &g->res3,     &g->lnf,

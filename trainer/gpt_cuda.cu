@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trainer/gpt.h"
+#include "trainer/gpt_int.h"
 
 enum { NT = 16 }; /* tensors, in gpt.c's order */
 static const int decay[NT] = {1, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0};
@@ -388,26 +388,8 @@ static st_status cu_create(const gpt_config *cfg, int n_threads, void **out, cha
         g->offs[i] = g->P;
         g->P += s[i];
     }
-    size_t as[] = {BT * C,
-                   L * BT * C,
-                   L * BT,
-                   L * BT,
-                   L * BT * 3 * C,
-                   L * BT * C,
-                   L * B * NH * Tm * Tm,
-                   L * BT * C,
-                   L * BT * C,
-                   L * BT,
-                   L * BT,
-                   L * BT * 4 * C,
-                   L * BT * 4 * C,
-                   L * BT * C,
-                   BT * C,
-                   BT,
-                   BT,
-                   BT * V,
-                   BT * V,
-                   BT};
+    size_t as[GPT_N_ACT];
+    gpt_act_sizes(B, Tm, C, L, NH, as);
     float **ap[] = {&g->encoded, &g->ln1,  &g->ln1m, &g->ln1r,   &g->qkv,   &g->atty,  &g->att,
                     &g->res2,    &g->ln2,  &g->ln2m, &g->ln2r,   &g->fch,   &g->fchg,  &g->res3,
                     &g->lnf,     &g->lnfm, &g->lnfr, &g->logits, &g->probs, &g->losses};

@@ -20,6 +20,40 @@
 #define GPT_VEC
 #endif
 
+/* ---- the activation layout, shared by the CPU and CUDA paths ------------------------------ */
+
+/* Sizes (floats) of the activation tensors, in the order both paths carve their one block:
+ * encoded, ln1, ln1 mean, ln1 rstd, qkv, atty, att, res2, ln2, ln2 mean, ln2 rstd, fch, fch_gelu,
+ * res3, lnf, lnf mean, lnf rstd, logits, probs, losses. */
+#define GPT_N_ACT 20
+static inline void gpt_act_sizes(size_t B, size_t T, size_t C, size_t L, size_t NH,
+                                 size_t out[GPT_N_ACT])
+{
+    size_t BT = B * T, V = GPT_VOCAB;
+    size_t s[GPT_N_ACT] = {BT * C,
+                           L * BT * C,
+                           L * BT,
+                           L * BT,
+                           L * BT * 3 * C,
+                           L * BT * C,
+                           L * B * NH * T * T,
+                           L * BT * C,
+                           L * BT * C,
+                           L * BT,
+                           L * BT,
+                           L * BT * 4 * C,
+                           L * BT * 4 * C,
+                           L * BT * C,
+                           BT * C,
+                           BT,
+                           BT,
+                           BT * V,
+                           BT * V,
+                           BT};
+    for (int i = 0; i < GPT_N_ACT; i++)
+        out[i] = s[i];
+}
+
 /* ---- thread pool (pool.c) --------------------------------------------------------------- */
 
 typedef struct gpt_pool gpt_pool;
