@@ -137,8 +137,9 @@ static int make_problem(const char *name, int quick, problem *p)
         set_par(&p->par[1], "tokens", CARBS_SPACE_LOG, 2e7, pow(10, 8.8), 1e8, 1);
         set_par(&p->par[2], "lr", CARBS_SPACE_LOG, 1e-4, 0.1, 3e-3, 1);
         set_par(&p->par[3], "batch", CARBS_SPACE_LOG, 1024, 524288, 16384, 1);
-        set_par(&p->par[4], "warmup", CARBS_SPACE_LINEAR, 0, 0.3, 0.05, 0.1);
-        set_par(&p->par[5], "weight_decay", CARBS_SPACE_LINEAR, 0, 0.5, 0.1, 0.2);
+        /* warmup and weight decay act on a log scale (sim.h), so they are searched on one */
+        set_par(&p->par[4], "warmup", CARBS_SPACE_LOG, 1e-3, 0.3, 0.02, 1);
+        set_par(&p->par[5], "weight_decay", CARBS_SPACE_LOG, 1e-3, 1.0, 0.1, 1);
         p->eval = eval_sim;
         p->front = front_sim;
         double N = p->par[0].max, D = p->par[1].max;
@@ -406,6 +407,8 @@ static void extrapolate_engine(const problem *p, const trace *t, size_t n_boot, 
     fit_xp_options o = fit_xp_options_default();
     o.n_boot = n_boot;
     o.seed = 42;
+    if (getenv("COMPARE_ENGINE_POINT"))
+        o.robust = 0;
     fit_xp_result r;
     st_status st = fit_xp_set_options(xp, &o);
     if (st == ST_OK)
@@ -435,6 +438,20 @@ static void extrapolate_engine(const problem *p, const trace *t, size_t n_boot, 
         f->cost_ratio_engine = 6.0 * s.N * s.D / C;
         f->model_engine = r.method == FIT_XP_METHOD_MODEL;
         f->no_failed_engine = (r.warnings & FIT_XP_WARN_FEW_FAILED) != 0;
+        if (getenv("COMPARE_DEBUG")) {
+            sim_terms to;
+            sim_eval(&p->law, &opt, &to, NULL);
+            fprintf(
+                stderr,
+                "engine n=%zu fail=%d regret=%.4f pred_err=%+.4f p_div=%.3g | N %.3g/%.3g D "
+                "%.3g/%.3g "
+                "lr %.3g/%.3g bs %.3g/%.3g wu %.3g/%.3g wd %.3g/%.3g | Lnd %.4f/%.4f pen lrbs %.4f "
+                "wu %.4f wd %.4f lrmax %.3g\n",
+                t->n, (int)!f->no_failed_engine, f->regret_engine, f->pred_err_engine, r.p_diverge,
+                s.N, opt.N, s.D, opt.D, s.lr, opt.lr, s.batch, opt.batch, s.warmup, opt.warmup,
+                s.weight_decay, opt.weight_decay, tt.loss_nd, to.loss_nd, tt.pen_lr_bs,
+                tt.pen_warmup, tt.pen_wd, tt.lr_max);
+        }
     }
     fit_xp_destroy(xp);
 }

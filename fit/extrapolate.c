@@ -167,6 +167,8 @@ fit_xp_options fit_xp_options_default(void)
     o.max_p_diverge = 0.05;
     o.fail_loss = NAN;
     o.far_factor = 10;
+    o.robust = 1;
+    o.prior_ab_sd = 0.05;
     return o;
 }
 
@@ -252,6 +254,8 @@ st_status fit_xp_set_options(fit_xp *xp, const fit_xp_options *o)
         return xp_fail(xp, ST_EINVAL, "max_p_diverge %g is not in (0, 1]", o->max_p_diverge);
     if ((int)o->method < 0 || o->method > FIT_XP_METHOD_MODEL)
         return xp_fail(xp, ST_EINVAL, "unknown method %d", (int)o->method);
+    if (!(o->prior_ab_sd >= 0) || isinf(o->prior_ab_sd))
+        return xp_fail(xp, ST_EINVAL, "prior_ab_sd %g is not a finite value >= 0", o->prior_ab_sd);
     if (!(o->far_factor >= 1))
         return xp_fail(xp, ST_EINVAL, "far_factor %g is below 1", o->far_factor);
     xp->o = *o;

@@ -79,6 +79,11 @@ typedef struct fit_xp_options {
     double fail_loss;     /* loss charged to a diverged run in the expected loss; NAN (default)
                              = 2x the worst successful objective */
     double far_factor;    /* warn when C > far_factor x the largest run's cost, default 10 */
+    int robust;           /* 1 (default): each hyperparameter of the recommendation minimises the
+                             expected loss over the replicates (MODEL method); 0: the point
+                             fit's laws */
+    double prior_ab_sd;   /* sd of a Gaussian prior on alpha - beta of the MODEL's L(N, D)
+                             (docs/algorithms/extrapolation.md), default 0.05; 0 disables it */
 } fit_xp_options;
 
 fit_xp_options fit_xp_options_default(void);

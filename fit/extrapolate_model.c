@@ -20,9 +20,19 @@
 #include "fit/extrapolate_int.h"
 #include "fit/fit_int.h"
 
-#define RIDGE_SLOPE 1e-6 /* on sN, sD: keeps them identifiable when N or D hardly vary */
-#define RIDGE_KAP   1e-6 /* on ln kap - ln 0.1 */
-#define RIDGE_LOGIT 1e-2 /* on the logistic slopes: finite boundary for separable data */
+#define RIDGE_SLOPE     1e-6 /* on sN, sD: keeps them identifiable when N or D hardly vary */
+#define RIDGE_KAP       1e-6 /* on ln kap - ln 0.1 */
+#define RIDGE_LOGIT     1e-2 /* on the logistic slopes: finite boundary for separable data */
+/* |d b_k* / d ln N| and |d b_k* / d ln D| beyond SLOPE_MAX pay WALL (excess)^2 */
+#define SLOPE_MAX       1.0
+/* A Gaussian prior on alpha - beta with sd o.prior_ab_sd (0.05). Published fits put alpha and beta
+ * close (Hoffmann et al. 0.34 and 0.28, Besiroglu et al. 0.35 and 0.37), i.e. N_opt close to C^0.5;
+ * a sweep near the front cannot tell N from D apart and would otherwise extrapolate either without
+ * bound. The objective is 0.5 sum r^2 (ln loss), so the prior's weight is sigma^2 / (2 sd^2) with
+ * sigma the residual sd of a fit without it, at least PRIOR_SIGMA_MIN. */
+#define PRIOR_SIGMA_MIN 0.01 /* residual sd floor for the prior's weight (runs are never exact) */
+#define PRIOR_DIV_LR    1.0  /* ln of the factor above the largest successful lr (no failed run) */
+#define WALL            10.0
 
 /* ---- the joint model ------------------------------------------------------------------- */
 
@@ -36,6 +46,7 @@ typedef struct jm_data {
     size_t n_th, n_free;
     size_t free_idx[XP_NTH];
     double full[XP_NTH];
+    double w_ab; /* weight of the prior on alpha - beta */
 } jm_data;
 
 /* ln L at one run and, if g != NULL, d ln L / d th (n_th). bh: the hypers' basic coordinates
@@ -104,6 +115,12 @@ static double jm_objective(unsigned nf, const double *xf, double *gf, void *data
             for (size_t j = 0; j < d->n_th; j++)
                 G[j] += r * g[j];
     }
+    {
+        double dab = th[3] - th[4];
+        f += d->w_ab * dab * dab;
+        G[3] += 2 * d->w_ab * dab;
+        G[4] -= 2 * d->w_ab * dab;
+    }
     for (size_t k = 0; k < d->n_hp; k++) {
         size_t o = XP_HP_OFF(k);
         const double *h = &th[o];
@@ -111,6 +128,13 @@ static double jm_objective(unsigned nf, const double *xf, double *gf, void *data
         f += RIDGE_SLOPE * (h[1] * h[1] + h[2] * h[2]) + RIDGE_KAP * dk * dk;
         G[o + 1] += 2 * RIDGE_SLOPE * h[1];
         G[o + 2] += 2 * RIDGE_SLOPE * h[2];
+        for (int q = 1; q <= 2; q++) {
+            double ex = fabs(h[q]) - SLOPE_MAX;
+            if (ex > 0) {
+                f += WALL * ex * ex;
+                G[o + q] += 2 * WALL * ex * (h[q] > 0 ? 1 : -1);
+            }
+        }
         G[o + 4] += 2 * RIDGE_KAP * dk;
         for (size_t j = 0; j < k; j++) {
             f += RIDGE_SLOPE * h[5 + j] * h[5 + j];
@@ -390,10 +414,10 @@ static st_status model_fit(fit_xp *xp, fit_work *w)
     w->lD = malloc(n * sizeof(double));
     w->ly = malloc(n * sizeof(double));
     w->bh = malloc(n * nh * sizeof(double));
-    w->z = malloc(n * 3 * sizeof(double));
-    w->y = malloc(n * sizeof(int));
+    w->z = malloc((n + 1) * 3 * sizeof(double)); /* + a prior row for the boundary */
+    w->y = malloc((n + 1) * sizeof(int));
     w->ok_rows = malloc(n * sizeof(size_t));
-    w->lg_rows = malloc(n * sizeof(size_t));
+    w->lg_rows = malloc((n + 1) * sizeof(size_t));
     w->rows = malloc(n * sizeof(size_t));
     if (!w->lN || !w->lD || !w->ly || !w->bh || !w->z || !w->y || !w->ok_rows || !w->lg_rows ||
         !w->rows)
@@ -515,17 +539,27 @@ static st_status model_fit(fit_xp *xp, fit_work *w)
         return ST_ENUMERIC;
     }
     jm_minimise(&d, best_th, 5000); /* polish */
-    memcpy(m->th, best_th, sizeof(best_th));
-    double ss = 0;
-    for (size_t t = 0; t < w->n_okr; t++) {
-        size_t i = w->ok_rows[t];
-        double r =
-            jm_eval1(m->th, m->n_hp, w->lN[i], w->lD[i], m->lN0, m->lD0, &w->bh[i * nh], NULL) -
-            w->ly[i];
-        ss += r * r;
-    }
     double dof = (double)w->n_okr - (double)d.n_free;
-    m->sigma = sqrt(ss / (dof > 1 ? dof : 1));
+    for (int stage = 0; stage < 2; stage++) {
+        double ss = 0;
+        for (size_t t = 0; t < w->n_okr; t++) {
+            size_t i = w->ok_rows[t];
+            double r = jm_eval1(best_th, m->n_hp, w->lN[i], w->lD[i], m->lN0, m->lD0,
+                                &w->bh[i * nh], NULL) -
+                       w->ly[i];
+            ss += r * r;
+        }
+        m->sigma = sqrt(ss / (dof > 1 ? dof : 1));
+        if (stage == 1)
+            break;
+        /* the prior on alpha - beta, weighted by the residual variance; refit from here */
+        double sg = fmax(m->sigma, PRIOR_SIGMA_MIN), sd = xp->o.prior_ab_sd;
+        if (!(sd > 0))
+            break;
+        d.w_ab = sg * sg / (2 * sd * sd);
+        jm_minimise(&d, best_th, 5000);
+    }
+    memcpy(m->th, best_th, sizeof(best_th));
 
     /* the stability boundary, on every run whose ln N is known */
     size_t n_fail = 0;
@@ -542,14 +576,30 @@ static st_status model_fit(fit_xp *xp, fit_work *w)
     m->has_div = 0;
     lg_data L;
     memset(&L, 0, sizeof(L));
-    if (n_fail > 0 && w->n_lgr > 4) {
-        m->m_lr = slr / (double)w->n_lgr;
-        m->m_w = sw / (double)w->n_lgr;
-        for (size_t t = 0; t < w->n_lgr; t++) {
+    size_t n_real = w->n_lgr;
+    /* No failed run: a prior instead of "never diverges". One pseudo-run at e^PRIOR_DIV_LR times
+     * the largest learning rate that succeeded (at that run's N and warmup) counts as failed, so
+     * that a recommendation above every learning rate tried carries a divergence risk. */
+    int prior_row = n_fail == 0 && n_real > 4 && xp->par[m->lr_param].space == FIT_XP_LOG;
+    if ((n_fail > 0 || prior_row) && n_real > 4) {
+        m->m_lr = slr / (double)n_real;
+        m->m_w = sw / (double)n_real;
+        size_t imax = w->lg_rows[0];
+        for (size_t t = 0; t < n_real; t++) {
             size_t i = w->lg_rows[t];
             w->z[3 * i] = xp->b[i * P + m->lr_param] - m->m_lr;
             w->z[3 * i + 1] = w->lN[i] - m->lN0;
             w->z[3 * i + 2] = m->wu_param != (size_t)-1 ? xp->b[i * P + m->wu_param] - m->m_w : 0;
+            if (w->z[3 * i] > w->z[3 * imax])
+                imax = i;
+        }
+        if (prior_row) {
+            w->z[3 * n] = w->z[3 * imax] + PRIOR_DIV_LR;
+            w->z[3 * n + 1] = w->z[3 * imax + 1];
+            w->z[3 * n + 2] = w->z[3 * imax + 2];
+            w->y[n] = 1;
+            w->lg_rows[w->n_lgr++] = n;
+            n_fail = 1;
         }
         L.n = w->n_lgr;
         L.rows = w->lg_rows;
@@ -567,6 +617,10 @@ static st_status model_fit(fit_xp *xp, fit_work *w)
                        n_fail ? "the stability boundary could not be fitted: p_diverge 0"
                               : "no failed run: the stability boundary is unknown (p_diverge "
                                 "reported as 0)");
+    else if (prior_row)
+        xp_add_warning(xp, FIT_XP_WARN_FEW_FAILED,
+                       "no failed run: p_diverge comes from a prior (a run at 2.7x the largest "
+                       "learning rate that succeeded is assumed to diverge)");
 
     /* bootstrap: resample the runs, refit both models from the point fit */
     m->n_rep = 0;
@@ -593,8 +647,10 @@ static st_status model_fit(fit_xp *xp, fit_work *w)
                 st_rng_destroy(rng);
                 return ST_ENOMEM;
             }
-            for (size_t t = 0; t < w->n_lgr; t++)
-                lr_rows[t] = w->lg_rows[st_rng_uniform_int(rng, w->n_lgr)];
+            for (size_t t = 0; t < n_real; t++)
+                lr_rows[t] = w->lg_rows[st_rng_uniform_int(rng, n_real)];
+            if (prior_row)
+                lr_rows[n_real] = n;
             L.rows = lr_rows;
             if (!lg_minimise(&L, g))
                 memcpy(g, m->g, sizeof(g));
@@ -696,6 +752,73 @@ static double best_lN(const double *th, double lND)
     return arg;
 }
 
+/* The expected loss over the replicates of the setting b at (lN, lD), a diverged run charged
+ * fail_loss; the mean P(diverge) in *pm. */
+static double expected_loss(const fit_xp *xp, double lN, double lD, const double *b, double *pm)
+{
+    const xp_model *m = &xp->m;
+    double E = 0, P = 0;
+    for (size_t r = 0; r < m->n_rep; r++) {
+        double L = exp(model_lnL(xp, &m->th_rep[r * XP_NTH], lN, lD, b));
+        double p = model_pdiv(xp, &m->g_rep[r * XP_NG], lN, b);
+        E += (1 - p) * L + p * m->fail_loss;
+        P += p;
+    }
+    *pm = P / (double)m->n_rep;
+    return E / (double)m->n_rep;
+}
+
+/*
+ * Coordinate descent on each modelled hyperparameter: the value minimising the expected loss
+ * over the replicates with P(diverge) <= the limit (never raising P(diverge) above it or above
+ * the start's). Replicates that disagree on an optimum pull the choice to where most of them
+ * agree instead of following the point fit's law. Candidates: the learning rate and the batch
+ * within a factor e^1.5 of the current value; other hyperparameters (whose optima the sweep
+ * does not show moving in a known way) within the range the successful runs tried, widened by a
+ * quarter of it on each side.
+ */
+static void refine_hypers(fit_xp *xp, double lN, double lD, double *b)
+{
+    const xp_model *m = &xp->m;
+    size_t P = xp->P;
+    double pm0, E0 = expected_loss(xp, lN, lD, b, &pm0);
+    double plim = fmax(xp->o.max_p_diverge, pm0);
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t k = 0; k < m->n_hp; k++) {
+            size_t j = m->hp_param[k];
+            double lo, hi;
+            if (xp->role[j] == FIT_XP_OTHER) {
+                lo = INFINITY;
+                hi = -INFINITY;
+                for (size_t i = 0; i < xp->n; i++)
+                    if (!xp->failed[i]) {
+                        lo = fmin(lo, xp->b[i * P + j]);
+                        hi = fmax(hi, xp->b[i * P + j]);
+                    }
+                double w = hi - lo;
+                lo -= 0.25 * w;
+                hi += 0.25 * w;
+            } else {
+                lo = b[j] - 1.5;
+                hi = b[j] + 1.5;
+            }
+            double keep = b[j], best = b[j];
+            for (int t = 0; t <= 60; t++) {
+                double v = xp_finish_value(
+                    xp, j, xp_from_basic(xp->par[j].space, lo + (hi - lo) * t / 60.0), NULL);
+                b[j] = xp_to_basic(xp->par[j].space, v);
+                if (!isfinite(b[j]))
+                    continue;
+                double pm, E = expected_loss(xp, lN, lD, b, &pm);
+                if (pm <= plim && E < E0) {
+                    E0 = E;
+                    best = b[j];
+                }
+            }
+            b[j] = isfinite(best) ? best : keep;
+        }
+}
+
 st_status xp_model_recommend(fit_xp *xp, double C)
 {
     xp_model *m = &xp->m;
@@ -776,6 +899,8 @@ st_status xp_model_recommend(fit_xp *xp, double C)
     }
     double lN = best_lNv, lD = lND - lN;
     setting_basic(xp, m->th, lN, lD, best_s, base, b);
+    if (xp->o.robust)
+        refine_hypers(xp, lN, lD, b);
     if (solve != (size_t)-1) {
         size_t j = m->size_param[solve];
         double acc = m->size_c[0];
@@ -791,6 +916,13 @@ st_status xp_model_recommend(fit_xp *xp, double C)
         xp_add_warning(xp, FIT_XP_WARN_BOUND, "a recommended value was clamped to its bound");
     /* the setting as it will run (rounded): its N, D, predicted loss and P(diverge) */
     double lNr = xp_model_lnN(xp, xp->rec), lDr = lnD_of(xp, xp->rec);
+    /* rounding the size moved N: the tokens take up the difference, so the run costs C */
+    if (isfinite(lNr) && isfinite(lDr) && fabs(lNr - lN) > 1e-12)
+        for (size_t j = 0; j < P; j++)
+            if (xp->role[j] == FIT_XP_D) {
+                xp->rec[j] = xp_finish_value(xp, j, exp(lND - lNr), &clamped);
+                lDr = log(xp->rec[j]);
+            }
     if (!isfinite(lNr))
         lNr = lN;
     if (!isfinite(lDr))

@@ -127,6 +127,7 @@ static void test_model_recovery(void)
     fit_xp_create(&xp);
     fit_xp_options o = fit_xp_options_default();
     o.n_boot = 20;
+    o.prior_ab_sd = 0; /* exact data: no prior, exact recovery */
     fit_xp_set_options(xp, &o);
     CHECK_ST(fit_xp_set_runs(xp, 3, p, n, x, cost, obj, failed, NULL, NULL), ST_OK);
     double Cmax = 0;
@@ -167,6 +168,33 @@ static void test_model_recovery(void)
         i0++;
     CHECK_ST(fit_xp_predict(xp, &x[3 * i0], NAN, NAN, &pr, &lo, &hi, &pd), ST_OK);
     CHECK_REL(pr, obj[i0], 1e-3);
+    fit_xp_destroy(xp);
+
+    /* the same runs with the default prior on alpha - beta (sd 0.05, residual sd floor 1%): the
+     * fitted gap alpha - beta = 0.06 shrinks toward 0 but stays positive, alpha and beta move by
+     * a few percent, and the allocation stays within 15% of the truth's */
+    fit_xp_create(&xp);
+    o = fit_xp_options_default();
+    o.n_boot = 5;
+    fit_xp_set_options(xp, &o);
+    CHECK_ST(fit_xp_set_runs(xp, 3, p, n, x, cost, obj, failed, NULL, NULL), ST_OK);
+    CHECK_ST(fit_xp_run(xp, 100 * Cmax), ST_OK);
+    fit_xp_get_result(xp, &r);
+    double nat2[5];
+    CHECK_ST(fit_xp_chinchilla(xp, nat2, NULL), ST_OK);
+    CHECK(nat2[3] - nat2[4] < al - be - 0.005);
+    CHECK(nat2[3] - nat2[4] > 0);
+    CHECK_REL(nat2[3], al, 0.05);
+    CHECK_REL(nat2[4], be, 0.05);
+    CHECK_REL(r.N, Nopt, 0.15);
+    fit_xp_destroy(xp);
+    /* a bad prior is refused */
+    fit_xp_create(&xp);
+    o = fit_xp_options_default();
+    o.prior_ab_sd = -1;
+    CHECK_ST(fit_xp_set_options(xp, &o), ST_EINVAL);
+    o.prior_ab_sd = INFINITY;
+    CHECK_ST(fit_xp_set_options(xp, &o), ST_EINVAL);
     fit_xp_destroy(xp);
 }
 
@@ -308,12 +336,63 @@ static void test_simulator(void)
            100 * worst, worst_p, n_seeds, n_runs);
 }
 
+/* No run failed: P(diverge) comes from the prior (a pseudo-run at e x the largest learning rate
+ * that succeeded fails), so a learning rate far above every one tried is risky and one inside the
+ * tried range is not; the warning says the boundary is a prior. */
+static void test_boundary_prior(void)
+{
+    fit_xp_param p[3];
+    fit_xp_param_init(&p[0], "N", FIT_XP_LOG);
+    fit_xp_param_init(&p[1], "D", FIT_XP_LOG);
+    fit_xp_param_init(&p[2], "lr", FIT_XP_LOG);
+    enum { n = 120 };
+    double x[n * 3], cost[n], obj[n], lrmax = 0, Cmax = 0;
+    int failed[n] = {0};
+    st_rng *rng = NULL;
+    st_rng_create(11, &rng);
+    for (size_t i = 0; i < n; i++) {
+        double N = exp(log(1e6) + st_rng_uniform(rng) * log(30.0));
+        double D = exp(log(1e8) + st_rng_uniform(rng) * log(30.0));
+        double u = (st_rng_uniform(rng) - 0.5) * 3;
+        double lr = 0.003 * exp(u);
+        x[3 * i] = N;
+        x[3 * i + 1] = D;
+        x[3 * i + 2] = lr;
+        cost[i] = 6 * N * D;
+        obj[i] = (1.8 + 400 * pow(N, -0.34) + 2000 * pow(D, -0.28)) * (1 + 0.02 * u * u) *
+                 (1 + 0.003 * (st_rng_uniform(rng) - 0.5));
+        lrmax = fmax(lrmax, lr);
+        Cmax = fmax(Cmax, cost[i]);
+    }
+    st_rng_destroy(rng);
+    fit_xp *xp = NULL;
+    fit_xp_create(&xp);
+    fit_xp_options o = fit_xp_options_default();
+    o.n_boot = 10;
+    fit_xp_set_options(xp, &o);
+    CHECK_ST(fit_xp_set_runs(xp, 3, p, n, x, cost, obj, failed, NULL, NULL), ST_OK);
+    CHECK_ST(fit_xp_run(xp, 10 * Cmax), ST_OK);
+    fit_xp_result r;
+    fit_xp_get_result(xp, &r);
+    CHECK(r.method == FIT_XP_METHOD_MODEL);
+    CHECK((r.warnings & FIT_XP_WARN_FEW_FAILED) != 0);
+    CHECK(r.p_diverge < 0.05);
+    double v[3] = {3e6, 1e9, 20 * lrmax}, obj1, lo, hi, pd_hi, pd_lo;
+    CHECK_ST(fit_xp_predict(xp, v, NAN, NAN, &obj1, &lo, &hi, &pd_hi), ST_OK);
+    v[2] = 0.003;
+    CHECK_ST(fit_xp_predict(xp, v, NAN, NAN, &obj1, &lo, &hi, &pd_lo), ST_OK);
+    CHECK(pd_hi > 0.3);
+    CHECK(pd_lo < 0.01);
+    fit_xp_destroy(xp);
+}
+
 int main(void)
 {
     st_global_init();
     test_roles();
     test_front();
     test_model_recovery();
+    test_boundary_prior();
     test_simulator();
     st_global_cleanup();
     return check_summary("fit.extrapolate");
