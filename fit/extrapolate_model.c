@@ -802,7 +802,7 @@ static void refine_hypers(fit_xp *xp, double lN, double lD, double *b)
                 lo = b[j] - 1.5;
                 hi = b[j] + 1.5;
             }
-            double keep = b[j], best = b[j];
+            double best = b[j];
             for (int t = 0; t <= 60; t++) {
                 double v = xp_finish_value(
                     xp, j, xp_from_basic(xp->par[j].space, lo + (hi - lo) * t / 60.0), NULL);
@@ -815,7 +815,7 @@ static void refine_hypers(fit_xp *xp, double lN, double lD, double *b)
                     best = b[j];
                 }
             }
-            b[j] = isfinite(best) ? best : keep;
+            b[j] = best;
         }
 }
 
@@ -867,16 +867,7 @@ st_status xp_model_recommend(fit_xp *xp, double C)
         for (int is = -30; is <= 10; is++) {
             double s = 0.05 * is;
             setting_basic(xp, m->th, lN, lD, s, base, b);
-            double E = 0, pm = 0;
-            for (size_t r = 0; r < R; r++) {
-                const double *th = &m->th_rep[r * XP_NTH];
-                double L = exp(model_lnL(xp, th, lN, lD, b));
-                double p = model_pdiv(xp, &m->g_rep[r * XP_NG], lN, b);
-                E += (1 - p) * L + p * m->fail_loss;
-                pm += p;
-            }
-            E /= (double)R;
-            pm /= (double)R;
+            double pm, E = expected_loss(xp, lN, lD, b, &pm);
             if (pm < minp) {
                 minp = pm;
                 minp_lN = lN;
