@@ -169,6 +169,7 @@ fit_xp_options fit_xp_options_default(void)
     o.far_factor = 10;
     o.robust = 1;
     o.prior_ab_sd = 0.05;
+    o.prior_wd_sd = 0.25;
     return o;
 }
 
@@ -256,6 +257,8 @@ st_status fit_xp_set_options(fit_xp *xp, const fit_xp_options *o)
         return xp_fail(xp, ST_EINVAL, "unknown method %d", (int)o->method);
     if (!(o->prior_ab_sd >= 0) || isinf(o->prior_ab_sd))
         return xp_fail(xp, ST_EINVAL, "prior_ab_sd %g is not a finite value >= 0", o->prior_ab_sd);
+    if (!(o->prior_wd_sd >= 0) || isinf(o->prior_wd_sd))
+        return xp_fail(xp, ST_EINVAL, "prior_wd_sd %g is not a finite value >= 0", o->prior_wd_sd);
     if (!(o->far_factor >= 1))
         return xp_fail(xp, ST_EINVAL, "far_factor %g is below 1", o->far_factor);
     xp->o = *o;

@@ -77,13 +77,17 @@ typedef struct fit_xp_options {
     size_t n_threads;     /* for fit/'s fitters, 0 = 1 */
     double max_p_diverge; /* the recommendation keeps p_diverge <= this, default 0.05 */
     double fail_loss;     /* loss charged to a diverged run in the expected loss; NAN (default)
-                             = 2x the worst successful objective */
+                             = the model's compute-optimal loss at C/2: the run burned
+                             compute (MODEL method) */
     double far_factor;    /* warn when C > far_factor x the largest run's cost, default 10 */
     int robust;           /* 1 (default): each hyperparameter of the recommendation minimises the
                              expected loss over the replicates (MODEL method); 0: the point
                              fit's laws */
     double prior_ab_sd;   /* sd of a Gaussian prior on alpha - beta of the MODEL's L(N, D)
                              (docs/algorithms/extrapolation.md), default 0.05; 0 disables it */
+    double prior_wd_sd;   /* sd of Gaussian priors that keep a weight decay's optimum near a
+                             fixed AdamW timescale B / (lr lambda D) (docs/algorithms/
+                             extrapolation.md), default 0.25; 0 disables them */
 } fit_xp_options;
 
 fit_xp_options fit_xp_options_default(void);

@@ -10,6 +10,7 @@
  * runs charged fail_loss, subject to P(fail) <= max_p_diverge. docs/algorithms/extrapolation.md.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,7 +32,8 @@
  * bound. The objective is 0.5 sum r^2 (ln loss), so the prior's weight is sigma^2 / (2 sd^2) with
  * sigma the residual sd of a fit without it, at least PRIOR_SIGMA_MIN. */
 #define PRIOR_SIGMA_MIN 0.01 /* residual sd floor for the prior's weight (runs are never exact) */
-#define PRIOR_DIV_LR    1.0  /* ln of the factor above the largest successful lr (no failed run) */
+#define PRIOR_DIV_LR    0.5  /* ln of the factor above the largest successful lr (no failed run) */
+#define PRIOR_BINS      4    /* size groups that each get a prior row (no failed run) */
 #define WALL            10.0
 
 /* ---- the joint model ------------------------------------------------------------------- */
@@ -47,6 +49,8 @@ typedef struct jm_data {
     size_t free_idx[XP_NTH];
     double full[XP_NTH];
     double w_ab; /* weight of the prior on alpha - beta */
+    /* Gaussian priors on single model parameters: weight pw[j] (0: none) towards pmu[j] */
+    double pw[XP_NTH], pmu[XP_NTH];
 } jm_data;
 
 /* ln L at one run and, if g != NULL, d ln L / d th (n_th). bh: the hypers' basic coordinates
@@ -121,6 +125,12 @@ static double jm_objective(unsigned nf, const double *xf, double *gf, void *data
         G[3] += 2 * d->w_ab * dab;
         G[4] -= 2 * d->w_ab * dab;
     }
+    for (size_t j = 5; j < d->n_th; j++)
+        if (d->pw[j] > 0) {
+            double e = th[j] - d->pmu[j];
+            f += d->pw[j] * e * e;
+            G[j] += 2 * d->pw[j] * e;
+        }
     for (size_t k = 0; k < d->n_hp; k++) {
         size_t o = XP_HP_OFF(k);
         const double *h = &th[o];
@@ -267,6 +277,58 @@ static int lg_minimise(lg_data *d, double *g)
 
 /* ---- fitting --------------------------------------------------------------------------- */
 
+/* Is this the name of a weight decay? */
+static int is_weight_decay(const char *name)
+{
+    return strstr(name, "weight_decay") || strstr(name, "weight-decay") ||
+           strstr(name, "weightdecay") || !strcmp(name, "wd");
+}
+
+/*
+ * The hyper index of a weight decay that gets the AdamW timescale prior, (size_t)-1 if none.
+ * AdamW's decoupled decay (per-step lr * lambda) averages the weights over tau = B / (lr lambda D)
+ * of the run; its optimum is close to a fixed fraction of the run (Wang & Aitchison 2024; Bergsma
+ * et al. 2025 "Power Lines": a weak power of tokens per parameter), so ln lambda_opt ~ ln B -
+ * ln lr - ln D + const. Needs the weight decay, learning rate and batch modelled on log scales.
+ */
+static size_t wd_prior_hyper(const fit_xp *xp)
+{
+    const xp_model *m = &xp->m;
+    if (!(xp->o.prior_wd_sd > 0))
+        return (size_t)-1;
+    size_t k_wd = (size_t)-1;
+    int lr = 0, bs = 0;
+    for (size_t k = 0; k < m->n_hp; k++) {
+        size_t j = m->hp_param[k];
+        int lg = xp->par[j].space == FIT_XP_LOG;
+        if (xp->role[j] == FIT_XP_LR)
+            lr = lg;
+        else if (xp->role[j] == FIT_XP_BATCH)
+            bs = lg;
+        else if (xp->role[j] == FIT_XP_OTHER && lg && is_weight_decay(xp->par[j].name) &&
+                 k_wd == (size_t)-1)
+            k_wd = k;
+    }
+    return lr && bs ? k_wd : (size_t)-1;
+}
+
+/* The timescale prior on hyper k_wd's slopes and couplings (centres: sN 0, sD -1, batch +1,
+ * lr -1, other hypers 0), weighted sigma^2 / (2 sd^2) as the alpha - beta prior. */
+static void wd_prior_set(const fit_xp *xp, jm_data *d, size_t k_wd, double sigma)
+{
+    const xp_model *m = &xp->m;
+    double sd = xp->o.prior_wd_sd, wgt = sigma * sigma / (2 * sd * sd);
+    size_t o = XP_HP_OFF(k_wd);
+    d->pw[o + 1] = d->pw[o + 2] = wgt;
+    d->pmu[o + 1] = 0;
+    d->pmu[o + 2] = -1;
+    for (size_t j = 0; j < k_wd; j++) {
+        fit_xp_role r = xp->role[m->hp_param[j]];
+        d->pw[o + 5 + j] = wgt;
+        d->pmu[o + 5 + j] = r == FIT_XP_BATCH ? 1 : r == FIT_XP_LR ? -1 : 0;
+    }
+}
+
 void xp_model_clear(xp_model *m)
 {
     free(m->th_rep);
@@ -350,6 +412,7 @@ static st_status fit_size_regression(fit_xp *xp)
 
 typedef struct fit_work {
     double *lN, *lD, *ly, *bh, *z;
+    double *key; /* 2 per run: sort keys of the boundary's prior rows */
     int *y;
     size_t *ok_rows, *lg_rows, *rows;
     size_t n_okr, n_lgr;
@@ -362,10 +425,46 @@ static void work_free(fit_work *w)
     free(w->ly);
     free(w->bh);
     free(w->z);
+    free(w->key);
     free(w->y);
     free(w->ok_rows);
     free(w->lg_rows);
     free(w->rows);
+}
+
+static int cmp_lnN(const void *a, const void *b)
+{
+    const double *x = a, *y = b;
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* The boundary's prior rows (see model_fit): rows n, n+1, ... of w->z, w->y, appended to
+ * w->lg_rows after the n_real real ones (whose z is set). Returns how many were added. */
+static size_t add_prior_rows(fit_work *w, size_t n, size_t n_real)
+{
+    size_t bins = n_real / 5 < PRIOR_BINS ? n_real / 5 : PRIOR_BINS;
+    if (bins < 1)
+        bins = 1;
+    double *key = w->key;
+    for (size_t t = 0; t < n_real; t++) {
+        key[2 * t] = w->z[3 * w->lg_rows[t] + 1];
+        key[2 * t + 1] = (double)w->lg_rows[t];
+    }
+    qsort(key, n_real, 2 * sizeof(double), cmp_lnN);
+    for (size_t q = 0; q < bins; q++) {
+        size_t a = q * n_real / bins, e = (q + 1) * n_real / bins;
+        size_t imax = (size_t)key[2 * a + 1];
+        for (size_t t = a; t < e; t++)
+            if (w->z[3 * (size_t)key[2 * t + 1]] > w->z[3 * imax])
+                imax = (size_t)key[2 * t + 1];
+        size_t r = n + q;
+        w->z[3 * r] = w->z[3 * imax] + PRIOR_DIV_LR;
+        w->z[3 * r + 1] = w->z[3 * imax + 1];
+        w->z[3 * r + 2] = w->z[3 * imax + 2];
+        w->y[r] = 1;
+        w->lg_rows[w->n_lgr++] = r;
+    }
+    return bins;
 }
 
 /* Fits everything from the runs into xp->m (its point fit and R replicates). */
@@ -414,16 +513,17 @@ static st_status model_fit(fit_xp *xp, fit_work *w)
     w->lD = malloc(n * sizeof(double));
     w->ly = malloc(n * sizeof(double));
     w->bh = malloc(n * nh * sizeof(double));
-    w->z = malloc((n + 1) * 3 * sizeof(double)); /* + a prior row for the boundary */
-    w->y = malloc((n + 1) * sizeof(int));
+    w->z = malloc((n + PRIOR_BINS) * 3 * sizeof(double)); /* + prior rows for the boundary */
+    w->y = malloc((n + PRIOR_BINS) * sizeof(int));
+    w->key = malloc(2 * n * sizeof(double));
     w->ok_rows = malloc(n * sizeof(size_t));
-    w->lg_rows = malloc((n + 1) * sizeof(size_t));
+    w->lg_rows = malloc((n + PRIOR_BINS) * sizeof(size_t));
     w->rows = malloc(n * sizeof(size_t));
-    if (!w->lN || !w->lD || !w->ly || !w->bh || !w->z || !w->y || !w->ok_rows || !w->lg_rows ||
-        !w->rows)
+    if (!w->lN || !w->lD || !w->ly || !w->bh || !w->z || !w->y || !w->key || !w->ok_rows ||
+        !w->lg_rows || !w->rows)
         return ST_ENOMEM;
     double sN = 0, sD = 0, minN = INFINITY, maxN = -INFINITY, minD = INFINITY, maxD = -INFINITY;
-    double sk = 0, worst = 0;
+    double sk = 0;
     w->n_okr = 0;
     for (size_t i = 0; i < n; i++) {
         double lN = isfinite(xp->N[i]) ? log(xp->N[i]) : xp_model_lnN(xp, &xp->x[i * P]);
@@ -443,7 +543,6 @@ static st_status model_fit(fit_xp *xp, fit_work *w)
             minD = fmin(minD, lD);
             maxD = fmax(maxD, lD);
             sk += log(xp->cost[i]) - lN - lD;
-            worst = fmax(worst, xp->obj[i]);
         }
     }
     if (w->n_okr < m->n_th / 2 + 3) {
@@ -454,7 +553,7 @@ static st_status model_fit(fit_xp *xp, fit_work *w)
     m->lN0 = sN / (double)w->n_okr;
     m->lD0 = sD / (double)w->n_okr;
     m->cost_k = sk / (double)w->n_okr;
-    m->fail_loss = isfinite(xp->o.fail_loss) ? xp->o.fail_loss : 2 * worst;
+    m->fail_loss = xp->o.fail_loss; /* NAN: set at the target compute (xp_model_recommend) */
     if (maxN - minN < log(4.0) || maxD - minD < log(4.0))
         xp_add_warning(xp, FIT_XP_WARN_NARROW_ND,
                        "N or D spans less than a factor 4: the L(N, D) law is weak");
@@ -470,13 +569,15 @@ static st_status model_fit(fit_xp *xp, fit_work *w)
     d.lN0 = m->lN0;
     d.lD0 = m->lD0;
     d.n_th = m->n_th;
+    size_t k_wd = wd_prior_hyper(xp);
     for (size_t j = 0; j < m->n_th; j++) {
         if (j >= 5) {
             size_t k, q = hp_slot(j, &k);
             int other = xp->role[m->hp_param[k]] == FIT_XP_OTHER;
-            if ((q == 1 || q == 2) && other && w->n_okr < 40)
+            /* a small sweep holds these at 0, except where the timescale prior speaks */
+            if ((q == 1 || q == 2) && other && w->n_okr < 40 && k != k_wd)
                 continue;
-            if (q >= 5 && w->n_okr < 40)
+            if (q >= 5 && w->n_okr < 40 && k != k_wd)
                 continue;
             if (q == 1 && maxN - minN < 1e-6)
                 continue;
@@ -516,6 +617,13 @@ static st_status model_fit(fit_xp *xp, fit_work *w)
         h[4] = log(0.1);
     }
     double best_f = INFINITY, best_th[XP_NTH];
+    if (k_wd != (size_t)-1) {
+        /* start at the prior's centre, weighted with the residual floor until sigma is known */
+        wd_prior_set(xp, &d, k_wd, PRIOR_SIGMA_MIN);
+        for (size_t j = XP_HP_OFF(k_wd) + 1; j < XP_HP_OFF(k_wd + 1); j++)
+            if (d.pw[j] > 0)
+                th0[j] = d.pmu[j];
+    }
     const double efr[2] = {0.5, 0.85}, ab[3] = {0.2, 0.35, 0.6};
     for (size_t ie = 0; ie < 2; ie++)
         for (size_t ia = 0; ia < 3; ia++)
@@ -554,9 +662,12 @@ static st_status model_fit(fit_xp *xp, fit_work *w)
             break;
         /* the prior on alpha - beta, weighted by the residual variance; refit from here */
         double sg = fmax(m->sigma, PRIOR_SIGMA_MIN), sd = xp->o.prior_ab_sd;
-        if (!(sd > 0))
+        if (k_wd != (size_t)-1)
+            wd_prior_set(xp, &d, k_wd, sg);
+        if (sd > 0)
+            d.w_ab = sg * sg / (2 * sd * sd);
+        if (!(sd > 0) && k_wd == (size_t)-1)
             break;
-        d.w_ab = sg * sg / (2 * sd * sd);
         jm_minimise(&d, best_th, 5000);
     }
     memcpy(m->th, best_th, sizeof(best_th));
@@ -576,30 +687,26 @@ static st_status model_fit(fit_xp *xp, fit_work *w)
     m->has_div = 0;
     lg_data L;
     memset(&L, 0, sizeof(L));
-    size_t n_real = w->n_lgr;
-    /* No failed run: a prior instead of "never diverges". One pseudo-run at e^PRIOR_DIV_LR times
-     * the largest learning rate that succeeded (at that run's N and warmup) counts as failed, so
-     * that a recommendation above every learning rate tried carries a divergence risk. */
+    size_t n_real = w->n_lgr, n_prior = 0;
+    /* No failed run: a prior instead of "never diverges". The runs are split by ln N into up to
+     * PRIOR_BINS groups of equal size; in each, a pseudo-run at e^PRIOR_DIV_LR times the largest
+     * learning rate that succeeded (at that run's N and warmup) counts as failed. A
+     * recommendation above every learning rate tried carries a divergence risk, and the boundary
+     * moves with N as the largest learning rates tried do (a sweep near the front tries them near
+     * each size's optimum), not flat from the small runs' large learning rates. */
     int prior_row = n_fail == 0 && n_real > 4 && xp->par[m->lr_param].space == FIT_XP_LOG;
     if ((n_fail > 0 || prior_row) && n_real > 4) {
         m->m_lr = slr / (double)n_real;
         m->m_w = sw / (double)n_real;
-        size_t imax = w->lg_rows[0];
         for (size_t t = 0; t < n_real; t++) {
             size_t i = w->lg_rows[t];
             w->z[3 * i] = xp->b[i * P + m->lr_param] - m->m_lr;
             w->z[3 * i + 1] = w->lN[i] - m->lN0;
             w->z[3 * i + 2] = m->wu_param != (size_t)-1 ? xp->b[i * P + m->wu_param] - m->m_w : 0;
-            if (w->z[3 * i] > w->z[3 * imax])
-                imax = i;
         }
         if (prior_row) {
-            w->z[3 * n] = w->z[3 * imax] + PRIOR_DIV_LR;
-            w->z[3 * n + 1] = w->z[3 * imax + 1];
-            w->z[3 * n + 2] = w->z[3 * imax + 2];
-            w->y[n] = 1;
-            w->lg_rows[w->n_lgr++] = n;
-            n_fail = 1;
+            n_prior = add_prior_rows(w, n, n_real);
+            n_fail = n_prior;
         }
         L.n = w->n_lgr;
         L.rows = w->lg_rows;
@@ -619,8 +726,8 @@ static st_status model_fit(fit_xp *xp, fit_work *w)
                                 "reported as 0)");
     else if (prior_row)
         xp_add_warning(xp, FIT_XP_WARN_FEW_FAILED,
-                       "no failed run: p_diverge comes from a prior (a run at 2.7x the largest "
-                       "learning rate that succeeded is assumed to diverge)");
+                       "no failed run: p_diverge comes from a prior (runs at 1.65x the largest "
+                       "learning rate that succeeded at their size are assumed to diverge)");
 
     /* bootstrap: resample the runs, refit both models from the point fit */
     m->n_rep = 0;
@@ -649,8 +756,8 @@ static st_status model_fit(fit_xp *xp, fit_work *w)
             }
             for (size_t t = 0; t < n_real; t++)
                 lr_rows[t] = w->lg_rows[st_rng_uniform_int(rng, n_real)];
-            if (prior_row)
-                lr_rows[n_real] = n;
+            for (size_t t = 0; t < n_prior; t++)
+                lr_rows[n_real + t] = n + t;
             L.rows = lr_rows;
             if (!lg_minimise(&L, g))
                 memcpy(g, m->g, sizeof(g));
@@ -783,6 +890,9 @@ static void refine_hypers(fit_xp *xp, double lN, double lD, double *b)
     size_t P = xp->P;
     double pm0, E0 = expected_loss(xp, lN, lD, b, &pm0);
     double plim = fmax(xp->o.max_p_diverge, pm0);
+    double law[XP_MAX_HP]; /* the start's values: the second pass may not walk further from them */
+    for (size_t k = 0; k < m->n_hp; k++)
+        law[k] = b[m->hp_param[k]];
     for (int pass = 0; pass < 2; pass++)
         for (size_t k = 0; k < m->n_hp; k++) {
             size_t j = m->hp_param[k];
@@ -799,8 +909,8 @@ static void refine_hypers(fit_xp *xp, double lN, double lD, double *b)
                 lo -= 0.25 * w;
                 hi += 0.25 * w;
             } else {
-                lo = b[j] - 1.5;
-                hi = b[j] + 1.5;
+                lo = law[k] - 1.5;
+                hi = law[k] + 1.5;
             }
             double best = b[j];
             for (int t = 0; t <= 60; t++) {
@@ -860,6 +970,12 @@ st_status xp_model_recommend(fit_xp *xp, double C)
     /* choose (ln N, lr shift s) minimising the expected loss over the replicates, with
      * P(fail) <= max_p_diverge */
     double lN_pt = best_lN(m->th, lND);
+    if (!isfinite(xp->o.fail_loss)) {
+        /* a diverged run burns compute: charged as the compute-optimal run at C/2 */
+        double lNh = best_lN(m->th, lND - M_LN2), lDh = lND - M_LN2 - lNh;
+        setting_basic(xp, m->th, lNh, lDh, 0, base, b);
+        m->fail_loss = exp(model_lnL(xp, m->th, lNh, lDh, b));
+    }
     double best_E = INFINITY, best_lNv = lN_pt, best_s = 0, best_p = 1, minp = INFINITY;
     double minp_lN = lN_pt, minp_s = 0;
     for (int it = -20; it <= 20; it++) {

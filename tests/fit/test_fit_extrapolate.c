@@ -203,7 +203,8 @@ static void test_model_recovery(void)
 typedef struct study {
     double regret_model, regret_front, p_div, pred_err;
     int div_model, div_front, in_interval;
-    double ratio_lr; /* recommended lr / oracle lr */
+    double ratio_lr;  /* recommended lr / oracle lr */
+    double ratio_tau; /* AdamW timescale of the recommendation / its optimum at the same N, D */
 } study;
 
 static double true_loss(const sim_law *w, const double *v)
@@ -219,7 +220,7 @@ static double true_loss(const sim_law *w, const double *v)
     return t.diverged ? INFINITY : t.loss;
 }
 
-static void run_study(uint64_t seed, size_t n, size_t n_boot, study *out)
+static void run_study(uint64_t seed, size_t n, size_t n_boot, double prior_wd_sd, study *out)
 {
     sim_law w = sim_law_default();
     const char *names[6] = {"N", "D", "lr", "batch", "warmup", "weight_decay"};
@@ -272,6 +273,7 @@ static void run_study(uint64_t seed, size_t n, size_t n_boot, study *out)
     fit_xp_options o = fit_xp_options_default();
     o.n_boot = n_boot;
     o.seed = seed;
+    o.prior_wd_sd = prior_wd_sd;
     fit_xp_set_options(xp, &o);
     CHECK_ST(fit_xp_set_runs(xp, 6, p, n, x, cost, obj, failed, NULL, NULL), ST_OK);
     st_status s = fit_xp_run(xp, C);
@@ -289,6 +291,8 @@ static void run_study(uint64_t seed, size_t n, size_t n_boot, study *out)
         out->pred_err = (r.objective - L) / L;
         out->in_interval = r.objective_lo <= L && L <= r.objective_hi;
         out->ratio_lr = r.value[2] / opt.lr;
+        out->ratio_tau = r.value[3] / (r.value[2] * r.value[5] * r.value[1]) /
+                         sim_tau_opt(&w, r.value[0], r.value[1]);
         double fv[6];
         fit_xp_front_recommend(xp, fv);
         double Lf = true_loss(&w, fv);
@@ -319,7 +323,7 @@ static void test_simulator(void)
     double worst = 0, worst_p = 0;
     for (size_t k = 0; k < n_seeds; k++) {
         study st;
-        run_study(1 + k, n_runs, n_boot, &st);
+        run_study(1 + k, n_runs, n_boot, 0.25, &st);
         printf("  regret model %.3f%%  front %.3f%%%s  p_diverge %.3f  lr/lr_opt %.2f  "
                "prediction error %+.2f%%  in interval %d\n",
                100 * st.regret_model, 100 * st.regret_front, st.div_front ? " (diverged)" : "",
@@ -336,9 +340,37 @@ static void test_simulator(void)
            100 * worst, worst_p, n_seeds, n_runs);
 }
 
-/* No run failed: P(diverge) comes from the prior (a pseudo-run at e x the largest learning rate
- * that succeeded fails), so a learning rate far above every one tried is risky and one inside the
- * tried range is not; the warning says the boundary is a prior. */
+/*
+ * The weight decay's timescale prior on a sweep of 60 random runs, too few for the hyperparameter
+ * couplings to be free without it: with the prior the recommended weight decay keeps the AdamW
+ * timescale B / (lr lambda D) within a factor 1.65 of the simulator's optimum at the recommended
+ * N, D (a penalty below 0.2%); without it the weight decay's optimum cannot move with lr, batch
+ * and D, and the timescale lands further off.
+ */
+static void test_wd_prior(void)
+{
+    study on, off;
+    run_study(11, 60, 20, 0.25, &on);
+    run_study(11, 60, 20, 0, &off);
+    printf("weight decay prior: tau / tau_opt %.3f with the prior, %.3f without; regret %.3f%% "
+           "and %.3f%%\n",
+           on.ratio_tau, off.ratio_tau, 100 * on.regret_model, 100 * off.regret_model);
+    CHECK(fabs(log(on.ratio_tau)) < 0.5);
+    CHECK(fabs(log(on.ratio_tau)) < fabs(log(off.ratio_tau)));
+    /* a bad sd is refused */
+    fit_xp *xp = NULL;
+    fit_xp_create(&xp);
+    fit_xp_options o = fit_xp_options_default();
+    o.prior_wd_sd = -0.1;
+    CHECK_ST(fit_xp_set_options(xp, &o), ST_EINVAL);
+    o.prior_wd_sd = NAN;
+    CHECK_ST(fit_xp_set_options(xp, &o), ST_EINVAL);
+    fit_xp_destroy(xp);
+}
+
+/* No run failed: P(diverge) comes from the prior (pseudo-runs at 1.65x the largest learning rate
+ * that succeeded in each size group fail), so a learning rate far above every one tried is risky
+ * and one inside the tried range is not; the warning says the boundary is a prior. */
 static void test_boundary_prior(void)
 {
     fit_xp_param p[3];
@@ -386,6 +418,56 @@ static void test_boundary_prior(void)
     fit_xp_destroy(xp);
 }
 
+/* The prior boundary moves with N as the largest learning rates tried do: a sweep whose learning
+ * rates fall as N^-0.7 (near each size's optimum) and never failed. Beyond the largest N, the
+ * largest learning rate tried (by the smallest runs) is risky; the envelope's own extrapolation
+ * divided by e is safe. A single pseudo-run at the overall largest learning rate made the first
+ * safe too. */
+static void test_boundary_prior_moves_with_n(void)
+{
+    fit_xp_param p[3];
+    fit_xp_param_init(&p[0], "N", FIT_XP_LOG);
+    fit_xp_param_init(&p[1], "D", FIT_XP_LOG);
+    fit_xp_param_init(&p[2], "lr", FIT_XP_LOG);
+    enum { n = 120 };
+    double x[n * 3], cost[n], obj[n], lrmax = 0, Cmax = 0;
+    int failed[n] = {0};
+    st_rng *rng = NULL;
+    st_rng_create(12, &rng);
+    for (size_t i = 0; i < n; i++) {
+        double N = exp(log(1e6) + st_rng_uniform(rng) * log(30.0));
+        double D = exp(log(1e8) + st_rng_uniform(rng) * log(30.0));
+        double u = (st_rng_uniform(rng) - 0.5) * 2;
+        double lr = 0.003 * pow(N / 1e6, -0.7) * exp(u);
+        x[3 * i] = N;
+        x[3 * i + 1] = D;
+        x[3 * i + 2] = lr;
+        cost[i] = 6 * N * D;
+        obj[i] = (1.8 + 400 * pow(N, -0.34) + 2000 * pow(D, -0.28)) * (1 + 0.02 * u * u) *
+                 (1 + 0.003 * (st_rng_uniform(rng) - 0.5));
+        lrmax = fmax(lrmax, lr);
+        Cmax = fmax(Cmax, cost[i]);
+    }
+    st_rng_destroy(rng);
+    fit_xp *xp = NULL;
+    fit_xp_create(&xp);
+    fit_xp_options o = fit_xp_options_default();
+    o.n_boot = 10;
+    fit_xp_set_options(xp, &o);
+    CHECK_ST(fit_xp_set_runs(xp, 3, p, n, x, cost, obj, failed, NULL, NULL), ST_OK);
+    CHECK_ST(fit_xp_run(xp, 10 * Cmax), ST_OK);
+    double v[3] = {1e8, 2e9, lrmax}, obj1, lo, hi, pd_hi, pd_lo;
+    CHECK_ST(fit_xp_predict(xp, v, NAN, NAN, &obj1, &lo, &hi, &pd_hi), ST_OK);
+    v[2] = 0.003 * pow(100.0, -0.7);
+    CHECK_ST(fit_xp_predict(xp, v, NAN, NAN, &obj1, &lo, &hi, &pd_lo), ST_OK);
+    printf("boundary prior at N 1e8: p_diverge %.3g at the largest lr tried, %.3g at the "
+           "envelope's lr / e\n",
+           pd_hi, pd_lo);
+    CHECK(pd_hi > 0.3);
+    CHECK(pd_lo < 0.01);
+    fit_xp_destroy(xp);
+}
+
 int main(void)
 {
     st_global_init();
@@ -393,6 +475,8 @@ int main(void)
     test_front();
     test_model_recovery();
     test_boundary_prior();
+    test_boundary_prior_moves_with_n();
+    test_wd_prior();
     test_simulator();
     st_global_cleanup();
     return check_summary("fit.extrapolate");
