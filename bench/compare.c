@@ -218,11 +218,15 @@ static void record(const problem *p, trace *t, const double *x, uint64_t seed, d
     t->n++;
 }
 
-static void run_carbs(const problem *p, carbs_mode mode, uint64_t seed, trace *t)
+/* study: a scaling study's sweep (docs/benchmarks.md): no run may cost more than a hundredth
+ * of the budget, so the budget buys about a hundred runs spread over N and D for the laws. */
+static void run_carbs(const problem *p, carbs_mode mode, int study, uint64_t seed, trace *t)
 {
     carbs_options o = carbs_options_default();
     o.mode = mode;
     o.seed = seed;
+    if (study)
+        o.max_suggestion_cost = p->budget_units * p->unit_cost / 100.0;
     carbs *c;
     char err[ST_ERRMSG_MAX];
     if (carbs_create(p->par, p->dim, &o, &c, err) != ST_OK) {
@@ -409,6 +413,8 @@ static void extrapolate_engine(const problem *p, const trace *t, size_t n_boot, 
     o.seed = 42;
     if (getenv("COMPARE_ENGINE_POINT"))
         o.robust = 0;
+    if (getenv("COMPARE_WD_SD"))
+        o.prior_wd_sd = atof(getenv("COMPARE_WD_SD"));
     fit_xp_result r;
     st_status st = fit_xp_set_options(xp, &o);
     if (st == ST_OK)
@@ -546,9 +552,15 @@ static json_t *summary(const double *v, size_t n)
 
 /* ---- the work list ------------------------------------------------------------------------- */
 
-enum { OPT_SCALETUNE, OPT_FAITHFUL, OPT_RANDOM, OPT_TPE, OPT_CMAES, N_OPT };
-static const char *const opt_names[N_OPT] = {"scaletune", "carbs_faithful", "random", "optuna_tpe",
-                                             "optuna_cmaes"};
+enum { OPT_SCALETUNE, OPT_FAITHFUL, OPT_STUDY, OPT_RANDOM, OPT_TPE, OPT_CMAES, N_OPT };
+static const char *const opt_names[N_OPT] = {"scaletune", "carbs_faithful", "scaletune_study",
+                                             "random",    "optuna_tpe",     "optuna_cmaes"};
+
+/* scaletune_study is a sweep design for the simulator's scaling study only */
+static int runs_on(int o, const problem *p)
+{
+    return o != OPT_STUDY || !strcmp(p->name, "sim");
+}
 
 typedef struct job {
     const problem *p;
@@ -577,8 +589,8 @@ static void *worker(void *arg)
         if (j->opt == OPT_RANDOM)
             run_random(j->p, j->seed, j->t);
         else
-            run_carbs(j->p, j->opt == OPT_SCALETUNE ? CARBS_MODE_RECOMMENDED : CARBS_MODE_FAITHFUL,
-                      j->seed, j->t);
+            run_carbs(j->p, j->opt == OPT_FAITHFUL ? CARBS_MODE_FAITHFUL : CARBS_MODE_RECOMMENDED,
+                      j->opt == OPT_STUDY, j->seed, j->t);
         pthread_mutex_lock(&pl->mu);
         pl->done++;
         fprintf(stderr, "[compare %6.1fs] %zu/%zu %s %s seed %llu: %zu runs, %.2fs\n",
@@ -706,13 +718,15 @@ static int serve(const char *name)
 
 static void usage(FILE *f)
 {
-    fputs("usage: compare [--problems sim,branin,hartmann6] [--seeds 20] [--threads 2]\n"
-          "               [--optimizers scaletune,carbs_faithful,random,optuna_tpe,optuna_cmaes]\n"
-          "               [--quick] [--out FILE] [--python PY] [--driver bench/optuna_driver.py]\n"
-          "               [--engine-boot 100]   (bootstrap replicates of the extrapolation\n"
-          "                                      engine on the simulator; 0 leaves it out)\n"
-          "       compare --serve PROBLEM   (evaluates 'noise_seed x...' lines from stdin)\n",
-          f);
+    fputs(
+        "usage: compare [--problems sim,branin,hartmann6] [--seeds 20] [--threads 2]\n"
+        "               [--optimizers scaletune,carbs_faithful,scaletune_study,random,optuna_tpe,\n"
+        "                             optuna_cmaes]\n"
+        "               [--quick] [--out FILE] [--python PY] [--driver bench/optuna_driver.py]\n"
+        "               [--engine-boot 100]   (bootstrap replicates of the extrapolation\n"
+        "                                      engine on the simulator; 0 leaves it out)\n"
+        "       compare --serve PROBLEM   (evaluates 'noise_seed x...' lines from stdin)\n",
+        f);
 }
 
 static int has(const char *list, const char *name)
@@ -727,7 +741,8 @@ static int has(const char *list, const char *name)
 int main(int argc, char **argv)
 {
     const char *problems = "sim,branin,hartmann6";
-    const char *optimizers = "scaletune,carbs_faithful,random,optuna_tpe,optuna_cmaes";
+    const char *optimizers =
+        "scaletune,carbs_faithful,scaletune_study,random,optuna_tpe,optuna_cmaes";
     const char *out = "build/bench/compare.json", *python = "/usr/bin/python3";
     const char *driver = "bench/optuna_driver.py";
     long n_seeds = 20, n_threads = 2, engine_boot = 100;
@@ -827,7 +842,7 @@ int main(int argc, char **argv)
     for (long s = 0; s < n_seeds; s++)
         for (size_t pi = 0; pi < n_prob; pi++)
             for (int o = OPT_SCALETUNE; o <= OPT_RANDOM; o++)
-                if (use[o])
+                if (use[o] && runs_on(o, &probs[pi]))
                     jobs[nj++] = (job){&probs[pi], o, (uint64_t)s, TR(pi, o, s)};
     pool pl = {jobs, nj, 0, 0, PTHREAD_MUTEX_INITIALIZER, t0};
     pthread_t th[64];
@@ -867,7 +882,7 @@ int main(int argc, char **argv)
     size_t nfj = 0;
     for (size_t pi = 0; pi < n_prob; pi++)
         for (int o = 0; o < N_OPT; o++)
-            for (long s = 0; use[o] && s < n_seeds; s++)
+            for (long s = 0; use[o] && runs_on(o, &probs[pi]) && s < n_seeds; s++)
                 fjobs[nfj++] = (fig_job){&probs[pi], TR(pi, o, s), FG(pi, o, s)};
     double tf0 = now_s();
     fig_pool fpl = {fjobs, nfj, 0, (size_t)engine_boot, PTHREAD_MUTEX_INITIALIZER};
@@ -906,7 +921,7 @@ int main(int argc, char **argv)
         double med_reg_eng[N_OPT];
         for (int o = 0; o < N_OPT; o++) {
             med_cost[o] = med_cost_lb[o] = med_regret[o] = med_best[o] = med_reg_eng[o] = NAN;
-            if (!use[o])
+            if (!use[o] || !runs_on(o, p))
                 continue;
             double c1[256], c1lb[256], c1g[256], bud[N_BUDGET][256], best[256], rg[256], lrr[256],
                 fails[256], runs[256], wall[256], sug[256], erg[256], elr[256], epd[256], edv[256],
@@ -950,7 +965,7 @@ int main(int argc, char **argv)
             json_object_set_new(r, "runs", summary(runs, (size_t)n_seeds));
             json_object_set_new(r, "failed_runs", summary(fails, (size_t)n_seeds));
             json_object_set_new(r, "wall_s", summary(wall, (size_t)n_seeds));
-            if (o <= OPT_FAITHFUL)
+            if (o <= OPT_STUDY)
                 json_object_set_new(r, "suggest_s", summary(sug, (size_t)n_seeds));
             if (!strcmp(p->name, "sim")) {
                 json_object_set_new(r, "regret_100x", summary(rg, (size_t)n_seeds));
@@ -1007,7 +1022,7 @@ int main(int argc, char **argv)
 
         /* ratios of scaletune's medians to each baseline's: < 1 means scaletune is better */
         for (int o = OPT_FAITHFUL; o < N_OPT; o++) {
-            if (!use[o] || !use[OPT_SCALETUNE])
+            if (!use[o] || !use[OPT_SCALETUNE] || o == OPT_STUDY)
                 continue;
             char key[128];
             const char *sfx = strcmp(p->name, "sim") ? p->name : NULL;
