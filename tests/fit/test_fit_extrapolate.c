@@ -368,32 +368,35 @@ static void test_wd_prior(void)
     fit_xp_destroy(xp);
 }
 
-/* No run failed: P(diverge) comes from the prior (pseudo-runs at 1.65x the largest learning rate
- * that succeeded in each size group fail), so a learning rate far above every one tried is risky
- * and one inside the tried range is not; the warning says the boundary is a prior. */
-static void test_boundary_prior(void)
+/*
+ * A sweep of 120 runs without a failure, fitted with 10 replicates and run at 10x its largest
+ * cost: N in [1e6, 3e7], D in [1e8, 3e9], lr = 0.003 (N / 1e6)^lr_slope e^u with u uniform in
+ * [-spread/2, spread/2]. *lrmax: the largest learning rate tried.
+ */
+static fit_xp *no_failure_sweep(uint64_t seed, double lr_slope, double spread, double *lrmax)
 {
     fit_xp_param p[3];
     fit_xp_param_init(&p[0], "N", FIT_XP_LOG);
     fit_xp_param_init(&p[1], "D", FIT_XP_LOG);
     fit_xp_param_init(&p[2], "lr", FIT_XP_LOG);
     enum { n = 120 };
-    double x[n * 3], cost[n], obj[n], lrmax = 0, Cmax = 0;
+    double x[n * 3], cost[n], obj[n], Cmax = 0;
     int failed[n] = {0};
+    *lrmax = 0;
     st_rng *rng = NULL;
-    st_rng_create(11, &rng);
+    st_rng_create(seed, &rng);
     for (size_t i = 0; i < n; i++) {
         double N = exp(log(1e6) + st_rng_uniform(rng) * log(30.0));
         double D = exp(log(1e8) + st_rng_uniform(rng) * log(30.0));
-        double u = (st_rng_uniform(rng) - 0.5) * 3;
-        double lr = 0.003 * exp(u);
+        double u = (st_rng_uniform(rng) - 0.5) * spread;
+        double lr = 0.003 * pow(N / 1e6, lr_slope) * exp(u);
         x[3 * i] = N;
         x[3 * i + 1] = D;
         x[3 * i + 2] = lr;
         cost[i] = 6 * N * D;
         obj[i] = (1.8 + 400 * pow(N, -0.34) + 2000 * pow(D, -0.28)) * (1 + 0.02 * u * u) *
                  (1 + 0.003 * (st_rng_uniform(rng) - 0.5));
-        lrmax = fmax(lrmax, lr);
+        *lrmax = fmax(*lrmax, lr);
         Cmax = fmax(Cmax, cost[i]);
     }
     st_rng_destroy(rng);
@@ -404,6 +407,16 @@ static void test_boundary_prior(void)
     fit_xp_set_options(xp, &o);
     CHECK_ST(fit_xp_set_runs(xp, 3, p, n, x, cost, obj, failed, NULL, NULL), ST_OK);
     CHECK_ST(fit_xp_run(xp, 10 * Cmax), ST_OK);
+    return xp;
+}
+
+/* No run failed: P(diverge) comes from the prior (pseudo-runs at 1.65x the largest learning rate
+ * that succeeded in each size group fail), so a learning rate far above every one tried is risky
+ * and one inside the tried range is not; the warning says the boundary is a prior. */
+static void test_boundary_prior(void)
+{
+    double lrmax;
+    fit_xp *xp = no_failure_sweep(11, 0, 3, &lrmax);
     fit_xp_result r;
     fit_xp_get_result(xp, &r);
     CHECK(r.method == FIT_XP_METHOD_MODEL);
@@ -425,37 +438,8 @@ static void test_boundary_prior(void)
  * safe too. */
 static void test_boundary_prior_moves_with_n(void)
 {
-    fit_xp_param p[3];
-    fit_xp_param_init(&p[0], "N", FIT_XP_LOG);
-    fit_xp_param_init(&p[1], "D", FIT_XP_LOG);
-    fit_xp_param_init(&p[2], "lr", FIT_XP_LOG);
-    enum { n = 120 };
-    double x[n * 3], cost[n], obj[n], lrmax = 0, Cmax = 0;
-    int failed[n] = {0};
-    st_rng *rng = NULL;
-    st_rng_create(12, &rng);
-    for (size_t i = 0; i < n; i++) {
-        double N = exp(log(1e6) + st_rng_uniform(rng) * log(30.0));
-        double D = exp(log(1e8) + st_rng_uniform(rng) * log(30.0));
-        double u = (st_rng_uniform(rng) - 0.5) * 2;
-        double lr = 0.003 * pow(N / 1e6, -0.7) * exp(u);
-        x[3 * i] = N;
-        x[3 * i + 1] = D;
-        x[3 * i + 2] = lr;
-        cost[i] = 6 * N * D;
-        obj[i] = (1.8 + 400 * pow(N, -0.34) + 2000 * pow(D, -0.28)) * (1 + 0.02 * u * u) *
-                 (1 + 0.003 * (st_rng_uniform(rng) - 0.5));
-        lrmax = fmax(lrmax, lr);
-        Cmax = fmax(Cmax, cost[i]);
-    }
-    st_rng_destroy(rng);
-    fit_xp *xp = NULL;
-    fit_xp_create(&xp);
-    fit_xp_options o = fit_xp_options_default();
-    o.n_boot = 10;
-    fit_xp_set_options(xp, &o);
-    CHECK_ST(fit_xp_set_runs(xp, 3, p, n, x, cost, obj, failed, NULL, NULL), ST_OK);
-    CHECK_ST(fit_xp_run(xp, 10 * Cmax), ST_OK);
+    double lrmax;
+    fit_xp *xp = no_failure_sweep(12, -0.7, 2, &lrmax);
     double v[3] = {1e8, 2e9, lrmax}, obj1, lo, hi, pd_hi, pd_lo;
     CHECK_ST(fit_xp_predict(xp, v, NAN, NAN, &obj1, &lo, &hi, &pd_hi), ST_OK);
     v[2] = 0.003 * pow(100.0, -0.7);
