@@ -859,6 +859,34 @@ static double best_lN(const double *th, double lND)
     return arg;
 }
 
+/*
+ * The prediction at the setting b (basic coordinates) at (lN, lD): the median over the replicates
+ * of ln L with the interval exp(median +- z sqrt(var_r ln L + sigma^2)) at the options' level, and
+ * the mean P(diverge). v: R values of scratch.
+ */
+static void predict_reps(const fit_xp *xp, double lN, double lD, const double *b, double *v,
+                         double *objective, double *lo, double *hi, double *p_diverge)
+{
+    const xp_model *m = &xp->m;
+    size_t R = m->n_rep;
+    double mean = 0, var = 0, pm = 0;
+    for (size_t r = 0; r < R; r++) {
+        v[r] = model_lnL(xp, &m->th_rep[r * XP_NTH], lN, lD, b);
+        mean += v[r] / (double)R;
+        pm += model_pdiv(xp, &m->g_rep[r * XP_NG], lN, b) / (double)R;
+    }
+    for (size_t r = 0; r < R; r++)
+        var += (v[r] - mean) * (v[r] - mean) / (double)(R > 1 ? R - 1 : 1);
+    fit_sort_doubles(v, R);
+    double med = fit_quantile_sorted(v, R, 0.5);
+    double z = gsl_cdf_ugaussian_Pinv(0.5 + xp->o.level / 2);
+    double sd = sqrt(var + m->sigma * m->sigma);
+    *objective = exp(med);
+    *lo = exp(med - z * sd);
+    *hi = exp(med + z * sd);
+    *p_diverge = pm;
+}
+
 /* The expected loss over the replicates of the setting b at (lN, lD), a diverged run charged
  * fail_loss; the mean P(diverge) in *pm. */
 static double expected_loss(const fit_xp *xp, double lN, double lD, const double *b, double *pm)
@@ -976,7 +1004,7 @@ st_status xp_model_recommend(fit_xp *xp, double C)
         setting_basic(xp, m->th, lNh, lDh, 0, base, b);
         m->fail_loss = exp(model_lnL(xp, m->th, lNh, lDh, b));
     }
-    double best_E = INFINITY, best_lNv = lN_pt, best_s = 0, best_p = 1, minp = INFINITY;
+    double best_E = INFINITY, best_lNv = lN_pt, best_s = 0, minp = INFINITY;
     double minp_lN = lN_pt, minp_s = 0;
     for (int it = -20; it <= 20; it++) {
         double lN = lN_pt + 0.05 * it, lD = lND - lN;
@@ -993,14 +1021,12 @@ st_status xp_model_recommend(fit_xp *xp, double C)
                 best_E = E;
                 best_lNv = lN;
                 best_s = s;
-                best_p = pm;
             }
         }
     }
     if (!isfinite(best_E)) {
         best_lNv = minp_lN;
         best_s = minp_s;
-        best_p = minp;
         xp_add_warning(xp, FIT_XP_WARN_P_DIVERGE,
                        "every candidate has P(diverge) above the limit: the safest one is given");
     }
@@ -1036,23 +1062,8 @@ st_status xp_model_recommend(fit_xp *xp, double C)
         lDr = lD;
     for (size_t j = 0; j < P; j++)
         b[j] = xp_to_basic(xp->par[j].space, xp->rec[j]);
-    double pm = 0, mean = 0, var = 0;
-    for (size_t r = 0; r < R; r++) {
-        vals[r] = model_lnL(xp, &m->th_rep[r * XP_NTH], lNr, lDr, b);
-        mean += vals[r] / (double)R;
-        pm += model_pdiv(xp, &m->g_rep[r * XP_NG], lNr, b) / (double)R;
-    }
-    for (size_t r = 0; r < R; r++)
-        var += (vals[r] - mean) * (vals[r] - mean) / (double)(R > 1 ? R - 1 : 1);
-    fit_sort_doubles(vals, R);
-    double med = fit_quantile_sorted(vals, R, 0.5);
-    double z = gsl_cdf_ugaussian_Pinv(0.5 + xp->o.level / 2);
-    double sd = sqrt(var + m->sigma * m->sigma);
-    xp->res.objective = exp(med);
-    xp->res.objective_lo = exp(med - z * sd);
-    xp->res.objective_hi = exp(med + z * sd);
-    xp->res.p_diverge = pm;
-    (void)best_p;
+    predict_reps(xp, lNr, lDr, b, vals, &xp->res.objective, &xp->res.objective_lo,
+                 &xp->res.objective_hi, &xp->res.p_diverge);
     xp->res.N = exp(lNr);
     xp->res.D = exp(lDr);
 
@@ -1182,26 +1193,16 @@ st_status fit_xp_predict(const fit_xp *xp, const double *x, double N, double D, 
     double *v = b + P;
     for (size_t j = 0; j < P; j++)
         b[j] = xp_to_basic(xp->par[j].space, x[j]);
-    double mean = 0, var = 0, pm = 0;
-    for (size_t r = 0; r < R; r++) {
-        v[r] = model_lnL(xp, &m->th_rep[r * XP_NTH], lN, lD, b);
-        mean += v[r] / (double)R;
-        pm += model_pdiv(xp, &m->g_rep[r * XP_NG], lN, b) / (double)R;
-    }
-    for (size_t r = 0; r < R; r++)
-        var += (v[r] - mean) * (v[r] - mean) / (double)(R > 1 ? R - 1 : 1);
-    fit_sort_doubles(v, R);
-    double med = fit_quantile_sorted(v, R, 0.5);
-    double z = gsl_cdf_ugaussian_Pinv(0.5 + xp->o.level / 2);
-    double sd = sqrt(var + m->sigma * m->sigma);
+    double o, l, h, p;
+    predict_reps(xp, lN, lD, b, v, &o, &l, &h, &p);
     if (objective)
-        *objective = exp(med);
+        *objective = o;
     if (lo)
-        *lo = exp(med - z * sd);
+        *lo = l;
     if (hi)
-        *hi = exp(med + z * sd);
+        *hi = h;
     if (p_diverge)
-        *p_diverge = pm;
+        *p_diverge = p;
     free(b);
     return ST_OK;
 }
