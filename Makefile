@@ -26,7 +26,7 @@ endif
 
 SOVER   := 0
 LIBVER  := 0.1.0
-LIB_DIRS:= common carbs fit runner report trainer
+LIB_DIRS:= common carbs fit runner study report trainer
 # files named *_main.c hold a program's main() and stay out of the library
 LIB_SRC := $(filter-out %_main.c,$(wildcard $(addsuffix /*.c,$(LIB_DIRS))))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -65,7 +65,8 @@ DEPS_carbs  :=
 DEPS_fit    :=
 DEPS_trainer:=
 DEPS_runner := carbs fit
-DEPS_report := runner carbs fit
+DEPS_report := study runner carbs fit
+DEPS_study  := runner carbs fit
 DEPS_common :=
 mod_objs = $(patsubst %.c,$(BUILD)/%.o,$(filter-out %_main.c,$(wildcard $(1)/*.c)))
 mod_libs = $(foreach d,$(1) $(DEPS_$(1)) $(if $(filter common,$(1)),,common),$(BUILD)/mod/lib$(d).a)

@@ -291,6 +291,57 @@ st_status runner_store_pareto(runner_store *s, const char *sweep, size_t cap, si
 st_status runner_store_export_json(runner_store *s, const char *sweep, char **out);
 st_status runner_store_export_csv(runner_store *s, const char *sweep, char **out);
 
+/* ---- the typed read of a sweep (study/ and report/ read a sweep only through this) ------- */
+
+/* One attempt of a run. */
+typedef struct runner_sweep_attempt {
+    int number;             /* 1, 2, ... */
+    char state[16];         /* "running", "done", "failed", ... (the store's text) */
+    runner_failure failure; /* RUNNER_FAIL_NONE when it succeeded or is still running */
+    double started, ended;  /* epoch seconds; ended NAN while running */
+} runner_sweep_attempt;
+
+/* One run (suggestion) of a sweep. */
+typedef struct runner_sweep_run {
+    uint64_t id; /* suggestion id */
+    runner_run_status status;
+    runner_failure failure;    /* the run's failure kind (RUNNER_FAIL_NONE if none) */
+    double *x;                 /* cfg->n_params values in file order; NAN for a fixed parameter
+                                  whose value is not a number */
+    double objective, cost;    /* NAN when not recorded */
+    double predicted_cost;     /* the optimizer's prediction when suggested, NAN if none */
+    double final_N, final_D;   /* the final record's "params" and "tokens", NAN when absent */
+    runner_sweep_attempt *att; /* n_att attempts in order */
+    size_t n_att;
+} runner_sweep_run;
+
+/* A sweep as stored: its sweep file (parameters with their spaces and bounds, objective, cost
+ * metric, budget) and every run, in suggestion order. Read-only for callers. */
+typedef struct runner_sweep {
+    runner_config *cfg;
+    runner_sweep_run *runs;
+    size_t n_runs;
+} runner_sweep;
+
+/*
+ * Reads sweep `sweep` (NULL: the only one) into *out (free with runner_sweep_free). Returns
+ * ST_OK, ST_ENOTFOUND, ST_EINVAL (several sweeps and no name), ST_EDB (unreadable or a stored
+ * sweep file that no longer loads: the message says which), ST_ENOMEM. Writes nothing.
+ */
+st_status runner_store_read_sweep(runner_store *s, const char *sweep, runner_sweep **out);
+/* NULL is a no-op. */
+void runner_sweep_free(runner_sweep *w);
+
+/*
+ * The step records of run `run`'s last attempt that carry metric `metric`, in the order they
+ * were written: *n points, steps (the record's "step", NAN if absent), values, and the cost
+ * metric `cost_metric` of each record (NAN where absent; cost_metric may be NULL). Arrays are
+ * malloc'd (free with free()); all NULL when *n is 0. ST_OK, ST_EDB, ST_ENOMEM.
+ */
+st_status runner_store_run_curve(runner_store *s, uint64_t run, const char *metric,
+                                 const char *cost_metric, size_t *n, double **steps,
+                                 double **values, double **costs);
+
 /* Asks the controller that owns the sweep to stop gracefully (it polls the store). */
 st_status runner_store_request_stop(runner_store *s, const char *sweep);
 

@@ -1,0 +1,96 @@
+/*
+ * study_safety.c — whether the engine vouches for its recommendation, and when it does not,
+ * why and which small runs would resolve it: learning rates around the edge of what trained at
+ * the largest model size (or cost) of the sweep, where the stability boundary matters most.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "study/study_int.h"
+
+/* Runs at or above this quantile of model size (or cost when N is unknown) are "the largest"
+ * for the advice: the top quarter of the sweep. */
+#define LARGE_QUANTILE 0.75
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Size of engine run k: its model size N when known, else its cost (NAN for failures). */
+static double run_size(const study *s, size_t k)
+{
+    return isfinite(s->N[k]) ? s->N[k] : s->cost[k];
+}
+
+/* The size at LARGE_QUANTILE of the used runs, or NAN. */
+static double large_threshold(const study *s)
+{
+    double *v = malloc((s->n + 1) * sizeof(double));
+    size_t m = 0;
+    if (!v)
+        return NAN;
+    for (size_t k = 0; k < s->n; k++)
+        if (isfinite(run_size(s, k)))
+            v[m++] = run_size(s, k);
+    double t = NAN;
+    if (m) {
+        qsort(v, m, sizeof(double), cmp_double);
+        t = v[(size_t)floor(LARGE_QUANTILE * (double)(m - 1))];
+    }
+    free(v);
+    return t;
+}
+
+/* Which small runs would resolve it: learning rates between the largest that trained and the
+ * smallest that diverged among the largest runs (or around the recommendation when the sweep
+ * has no such pair). */
+static void advise(study *s, char *buf, size_t cap)
+{
+    size_t lr = s->P;
+    for (size_t j = 0; j < s->P; j++)
+        if (fit_xp_param_role(s->xp, j) == FIT_XP_LR)
+            lr = j;
+    if (lr == s->P) {
+        snprintf(buf, cap, "the sweep has no learning rate to locate a stability boundary in");
+        return;
+    }
+    double thr = large_threshold(s), ok_hi = -INFINITY, bad_lo = INFINITY, size_hi = 0;
+    for (size_t k = 0; k < s->n; k++) {
+        double v = s->x[k * s->P + lr], z = run_size(s, k);
+        if (isfinite(z) && !(z >= thr))
+            continue;
+        if (isfinite(z))
+            size_hi = fmax(size_hi, z);
+        if (s->failed[k])
+            bad_lo = fmin(bad_lo, v);
+        else
+            ok_hi = fmax(ok_hi, v);
+    }
+    double rec = s->res.value[lr];
+    double from = isfinite(ok_hi) ? fmin(ok_hi, rec) : rec / 3;
+    double to = isfinite(bad_lo) ? bad_lo : 3 * fmax(rec, isfinite(ok_hi) ? ok_hi : rec);
+    const char *what = isfinite(s->res.N) ? "model size" : "cost";
+    snprintf(buf, cap,
+             "runs at the sweep's largest %s (about %.3g) with %s between %.3g and %.3g would "
+             "locate the stability boundary where it matters",
+             what, size_hi > 0 ? size_hi : s->target, s->par[lr].name, from, to);
+}
+
+int study_judge_safety(study *s)
+{
+    double p = s->res.p_diverge, lim = s->o.engine.max_p_diverge;
+    int unsafe = (s->res.warnings & FIT_XP_WARN_P_DIVERGE) || (isfinite(p) && p > lim);
+    if (!unsafe)
+        return 1;
+    char adv[ST_ERRMSG_MAX / 2];
+    advise(s, adv, sizeof(adv));
+    snprintf(s->unsafe_reason, sizeof(s->unsafe_reason),
+             "no setting at compute %.4g keeps P(diverge) at or below %.3g (the recommendation's "
+             "is %.3g): the sweep does not place the stability boundary there; %s",
+             s->target, lim, p, adv);
+    return 0;
+}
