@@ -21,19 +21,9 @@ const char *rp_method_name(const report *r)
     return r->res.method == FIT_XP_METHOD_MODEL ? "model" : "front";
 }
 
-static fit_xp_space xp_space(int carbs_space)
-{
-    return carbs_space == CARBS_SPACE_LOG     ? FIT_XP_LOG
-           : carbs_space == CARBS_SPACE_LOGIT ? FIT_XP_LOGIT
-                                              : FIT_XP_LINEAR;
-}
-
-/* A run the engine can use: finished with objective and cost, or failed for its
- * hyperparameters (status "failed"), every searched value finite and inside its space. */
+/* A run the model can predict: every searched value finite and inside its space. */
 static int usable(const report *r, const rp_run *u)
 {
-    if (!u->succeeded && strcmp(u->status, "failed"))
-        return 0;
     for (size_t p = 0; p < r->n_params; p++) {
         int s = r->pspace[p];
         double v = u->x[p];
@@ -46,81 +36,38 @@ static int usable(const report *r, const rp_run *u)
     return 1;
 }
 
-/* The engine's inputs: searched parameters (the sweep file's spaces, bounds and rounding; no
- * bounds for the model size and tokens, which are what is extrapolated, as in
- * `scaletune extrapolate`) and the fitted runs. */
+/* The study of the sweep (study/study.h: the one input policy, the engine at the target);
+ * the report's runs are the sweep's, in the same order. */
 static st_status feed(report *r)
 {
-    size_t P = r->n_hp, n = 0;
-    fit_xp_param *par = calloc(P + 1, sizeof(*par));
-    r->xp_run = malloc((r->n_runs + 1) * sizeof(size_t));
-    double *x = malloc((r->n_runs * P + 1) * sizeof(double));
-    double *mem = malloc((4 * r->n_runs + 1) * sizeof(double));
-    int *failed = malloc((r->n_runs + 1) * sizeof(int));
-    if (!par || !r->xp_run || !x || !mem || !failed) {
-        free(par);
-        free(x);
-        free(mem);
-        free(failed);
-        return ST_ENOMEM;
-    }
-    double *cost = mem, *obj = cost + r->n_runs, *N = obj + r->n_runs, *D = N + r->n_runs;
-    for (size_t j = 0; j < P; j++) {
-        size_t p = r->hp[j].param;
-        fit_xp_param_init(&par[j], r->pnames[p], xp_space(r->pspace[p]));
-        par[j].is_integer = r->pint[p];
-        par[j].rounding = r->pround[p];
-        par[j].min = r->pmin[p];
-        par[j].max = r->pmax[p];
-        fit_xp_role role = fit_xp_role_guess(r->pnames[p]);
-        if (role == FIT_XP_N || role == FIT_XP_D || role == FIT_XP_SIZE) {
-            par[j].max = INFINITY;
-            if (!par[j].is_integer)
-                par[j].min = -INFINITY;
-        }
-        if (!(par[j].min <= par[j].max)) /* a sweep file without bounds */
-            par[j].min = -INFINITY, par[j].max = INFINITY;
-    }
-    for (size_t i = 0; i < r->n_runs; i++) {
-        const rp_run *u = &r->runs[i];
-        if (u->beyond || !usable(r, u))
-            continue;
-        for (size_t j = 0; j < P; j++)
-            x[n * P + j] = u->x[r->hp[j].param];
-        failed[n] = !u->succeeded;
-        cost[n] = u->succeeded ? u->cost : NAN;
-        obj[n] = u->succeeded ? u->objective : NAN;
-        N[n] = u->N;
-        D[n] = u->D;
-        r->xp_run[n++] = i;
-    }
-    r->n_xp_runs = n;
-    fit_xp_options xo = fit_xp_options_default();
-    xo.method = (fit_xp_method)r->o.method;
-    xo.maximize = r->maximize;
-    xo.level = r->o.band_level;
-    xo.n_boot = r->o.n_boot;
-    xo.seed = r->o.seed;
-    xo.n_threads = 1;
-    st_status rc = fit_xp_create(&r->xp);
-    if (!rc)
-        rc = fit_xp_set_options(r->xp, &xo);
-    if (!rc)
-        rc = fit_xp_set_runs(r->xp, P, par, n, x, cost, obj, failed, N, D);
-    if (!rc)
-        rc = fit_xp_run(r->xp, r->target);
-    if (rc && rc != ST_ENOMEM) {
+    study_options so = study_options_default();
+    so.engine.method = (fit_xp_method)r->o.method;
+    so.engine.level = r->o.band_level;
+    so.engine.n_boot = r->o.n_boot;
+    so.engine.seed = r->o.seed;
+    so.engine.n_threads = 1;
+    so.compute = r->target;
+    so.fit_max_cost = r->o.fit_max_cost;
+    char em[ST_ERRMSG_MAX];
+    st_status rc = study_create(r->sw, &so, &r->st, em);
+    if (rc)
+        return st_errf(r->errmsg, rc, "%s", em);
+    rc = study_run(r->st);
+    if (rc == ST_ENOMEM)
+        return rc;
+    if (rc) {
         snprintf(r->xp_note, sizeof(r->xp_note), "no laws and no recommendation: %s",
-                 fit_xp_errmsg(r->xp));
-        fit_xp_destroy(r->xp);
-        r->xp = NULL;
-        rc = ST_OK;
+                 study_errmsg(r->st));
+        return ST_OK;
     }
-    free(par);
-    free(x);
-    free(mem);
-    free(failed);
-    return rc;
+    r->xp = study_engine(r->st);
+    r->n_xp_runs = study_n_engine_runs(r->st);
+    r->xp_run = malloc((r->n_xp_runs + 1) * sizeof(size_t));
+    if (!r->xp_run)
+        return ST_ENOMEM;
+    for (size_t k = 0; k < r->n_xp_runs; k++)
+        r->xp_run[k] = study_engine_run(r->st, k);
+    return ST_OK;
 }
 
 /* Front groups: runs with identical searched values; their mean cost and objective. */

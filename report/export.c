@@ -199,7 +199,9 @@ void report_destroy(report *r)
     free(r->pmin);
     free(r->pmax);
     free(r->pround);
-    fit_xp_destroy(r->xp);
+    study_destroy(r->st);
+    runner_sweep_free(r->sw);
+    runner_sweep_free(r->vsw);
     free(r->xp_run);
     free(r->front_cost);
     free(r->front_obj);
@@ -265,6 +267,27 @@ static json_t *jpair(double lo, double hi)
 static const char *space_name(int s)
 {
     return s == 1 ? "log" : s == 2 ? "logit" : s == 0 ? "linear" : "fixed";
+}
+
+/* The study's result as a JSON object, or {compute, method "none", warnings: [why]} when the
+ * engine could not run. NULL when out of memory. */
+static json_t *study_json(const report *r)
+{
+    char *text = NULL;
+    if (r->xp && study_result_json(r->st, &text) == ST_OK) {
+        json_t *j = json_loads(text, 0, NULL);
+        st_free(text);
+        return j;
+    }
+    if (r->xp)
+        return NULL;
+    json_t *rec = json_object(), *warn = json_array();
+    json_object_set_new(rec, "compute", jnum(r->target));
+    json_object_set_new(rec, "method", json_string("none"));
+    json_object_set_new(rec, "safe", json_false());
+    json_array_append_new(warn, json_string(r->xp_note));
+    json_object_set_new(rec, "warnings", warn);
+    return rec;
 }
 
 st_status report_json_dup(report *r, char **out)
@@ -358,70 +381,19 @@ st_status report_json_dup(report *r, char **out)
     }
     json_object_set_new(fits, "hyperparameters", hps);
     json_object_set_new(fits, "band_level", json_real(r->o.band_level));
-    double ch[5], k, g[4];
-    if (r->xp && fit_xp_chinchilla(r->xp, ch, NULL) == ST_OK) {
-        json_t *m = json_object(), *c = json_object(), *hl = json_object();
-        static const char *const cn[5] = {"A", "B", "E", "alpha", "beta"};
-        for (int q = 0; q < 5; q++)
-            json_object_set_new(c, cn[q], jnum(ch[q]));
-        json_object_set_new(m, "law", json_string("L(N, D) = E + A N^-alpha + B D^-beta"));
-        json_object_set_new(m, "chinchilla", c);
-        if (fit_xp_cost_model(r->xp, &k) == ST_OK)
-            json_object_set_new(m, "cost_ln_k", jnum(k)); /* cost = exp(k) N D */
-        for (size_t i = 0; i < r->n_hp; i++) {
-            double coef[3], curv, sat;
-            if (fit_xp_hp_law(r->xp, r->hp[i].xi, coef, &curv, &sat) != ST_OK)
-                continue;
-            json_t *l = json_object();
-            json_object_set_new(l, "intercept", jnum(coef[0]));
-            json_object_set_new(l, "slope_lnN", jnum(coef[1]));
-            json_object_set_new(l, "slope_lnD", jnum(coef[2]));
-            json_object_set_new(l, "curvature", jnum(curv));
-            json_object_set_new(l, "saturation", jnum(sat));
-            json_object_set_new(hl, r->pnames[r->hp[i].param], l);
-        }
-        json_object_set_new(m, "hyperparameter_laws", hl);
-        if (fit_xp_divergence(r->xp, g) == ST_OK) {
-            json_t *d = json_array();
-            for (int q = 0; q < 4; q++)
-                json_array_append_new(d, jnum(g[q]));
-            json_object_set_new(m, "divergence_logit", d);
-        }
-        json_object_set_new(fits, "model", m);
+    /* the recommendation and the model's laws: the study's own JSON, written by study/ */
+    json_t *rec = study_json(r);
+    if (!rec) {
+        json_decref(fits);
+        json_decref(root);
+        return st_errf(r->errmsg, ST_ENOMEM, "out of memory");
+    }
+    json_t *model = json_object_get(rec, "model");
+    if (model) {
+        json_object_set_new(model, "law", json_string("L(N, D) = E + A N^-alpha + B D^-beta"));
+        json_object_set(fits, "model", model);
     }
     json_object_set_new(root, "fits", fits);
-
-    json_t *rec = json_object(), *val = json_object(), *iv = json_object(), *pred = json_object();
-    json_object_set_new(rec, "compute", jnum(r->target));
-    json_object_set_new(rec, "method", json_string(rp_method_name(r)));
-    for (size_t i = 0; i < r->n_hp; i++) {
-        const rp_hp *h = &r->hp[i];
-        json_object_set_new(val, r->pnames[h->param], jnum(h->rec));
-        json_object_set_new(iv, r->pnames[h->param], jpair(h->rec_lo, h->rec_hi));
-    }
-    json_object_set_new(rec, "recommended", val);
-    json_object_set_new(rec, "intervals", iv);
-    json_object_set_new(pred, "objective", jnum(r->rec_obj));
-    json_object_set_new(pred, "lo", jnum(r->rec_lo));
-    json_object_set_new(pred, "hi", jnum(r->rec_hi));
-    json_object_set_new(rec, "predicted", pred);
-    json_object_set_new(rec, "p_diverge", jnum(r->p_diverge));
-    if (r->xp) {
-        json_t *nd = json_object();
-        json_object_set_new(nd, "N", jnum(r->res.N));
-        json_object_set_new(nd, "N_interval", jpair(r->res.N_lo, r->res.N_hi));
-        json_object_set_new(nd, "D", jnum(r->res.D));
-        json_object_set_new(nd, "D_interval", jpair(r->res.D_lo, r->res.D_hi));
-        json_object_set_new(rec, "size", nd);
-    }
-    json_t *warn = json_array();
-    for (const char *w = r->xp ? r->res.warning_text : r->xp_note; w && *w;) {
-        const char *e = strstr(w, "; ");
-        size_t len = e ? (size_t)(e - w) : strlen(w);
-        json_array_append_new(warn, json_stringn(w, len));
-        w = e ? e + 2 : NULL;
-    }
-    json_object_set_new(rec, "warnings", warn);
     json_object_set_new(rec, "source", json_string(r->rec_source));
     json_object_set_new(root, "recommendation", rec);
     if (r->has_validation) {

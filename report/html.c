@@ -662,6 +662,14 @@ static void recommendation(report *r, rp_buf *b)
     rp_buf_html(b, r->rec_source);
     rp_buf_add(b, ".</p>\n");
     warnings(b, r->xp ? r->res.warning_text : r->xp_note);
+    if (r->xp) {
+        warnings(b, study_warnings(r->st));
+        if (!study_safe(r->st)) {
+            rp_buf_add(b, "<p class=\"note\"><b>Not safe to run:</b> ");
+            rp_buf_html(b, study_unsafe_reason(r->st));
+            rp_buf_add(b, ".</p>\n");
+        }
+    }
     if (r->has_validation) {
         rp_buf_add(b, "<h2>Validation</h2>\n<table>\n<tr><th>run</th><th>actual</th>"
                       "<th>predicted</th><th>lo</th><th>hi</th><th class=\"l\">inside</th>"

@@ -1,8 +1,10 @@
 /*
  * report_int.h — interfaces between the files of report/ (not installed, not public).
- *   load.c     reads a sweep: the store's JSON export, its config, metric points (read-only)
- *   analyze.c  hands the fitted runs to fit/extrapolate.h and reads back the front, the laws,
- *              bands, recommendation and predictions beyond the fit
+ *   load.c     reads a sweep through the runner's typed read (runs, attempts, the stored sweep
+ *              file) and the step records of the Pareto runs
+ *   analyze.c  runs the study of the sweep (study/study.h: the input policy and the engine)
+ *              and reads back the front, the laws, bands, recommendation and predictions
+ *              beyond the fit
  *   plot.c     PLplot "svg" device into memory: figure set-up, axes, bands, legends
  *   html.c     the HTML page (figures + tables)
  *   export.c   JSON, CSV, Markdown and the atomic file writer; the public handle functions
@@ -15,6 +17,8 @@
 
 #include "fit/extrapolate.h"
 #include "report/report.h"
+#include "runner/runner.h"
+#include "study/study.h"
 
 /* Points on the law grids (log-spaced in cost). */
 #define RP_GRID 64
@@ -100,8 +104,11 @@ struct report {
     double *pmin, *pmax, *pround; /* bounds and rounding of each parameter (sweep file) */
     int *pint;                    /* integer parameter */
 
-    /* the extrapolation engine (NULL when it could not run: xp_note says why) */
-    fit_xp *xp;
+    runner_sweep *sw, *vsw; /* the sweep and the validation sweep as read from the store */
+    study *st;              /* the study of sw (its engine is xp) */
+    /* the extrapolation engine, borrowed from st (NULL when it could not run: xp_note says
+     * why) */
+    const fit_xp *xp;
     size_t *xp_run; /* engine run k is runs[xp_run[k]] */
     size_t n_xp_runs;
     char xp_note[ST_ERRMSG_MAX];

@@ -39,28 +39,32 @@ static void add_split(json_t *arr, const char *w)
 static void add_recommendation(const study *s, json_t *o)
 {
     const fit_xp_result *r = &s->res;
+    int banded = s->o.engine.n_boot > 0; /* no replicates: no intervals */
     json_t *rec = json_object(), *iv = json_object(), *roles = json_object();
     for (size_t j = 0; j < s->P; j++) {
         json_object_set_new(rec, s->par[j].name, jnum(r->value[j]));
-        json_object_set_new(iv, s->par[j].name, jpair(r->lo[j], r->hi[j]));
+        json_object_set_new(iv, s->par[j].name,
+                            banded ? jpair(r->lo[j], r->hi[j]) : jpair(NAN, NAN));
         json_object_set_new(roles, s->par[j].name,
                             json_string(fit_xp_role_name(fit_xp_param_role(s->xp, j))));
     }
     const runner_config *cfg = s->w->cfg;
+    json_t *fixed = json_object();
     for (size_t i = 0; i < cfg->n_params; i++) {
         const runner_param_spec *ps = &cfg->params[i];
         if (ps->is_fixed)
-            json_object_set_new(rec, ps->p.name,
+            json_object_set_new(fixed, ps->p.name,
                                 isnan(ps->fixed_value) ? json_string(ps->fixed_text)
                                                        : json_real(ps->fixed_value));
     }
     json_object_set_new(o, "recommended", rec);
+    json_object_set_new(o, "fixed", fixed);
     json_object_set_new(o, "intervals", iv);
     json_object_set_new(o, "roles", roles);
     json_t *pred = json_object();
     json_object_set_new(pred, "objective", jnum(r->objective));
-    json_object_set_new(pred, "lo", jnum(r->objective_lo));
-    json_object_set_new(pred, "hi", jnum(r->objective_hi));
+    json_object_set_new(pred, "lo", jnum(banded ? r->objective_lo : NAN));
+    json_object_set_new(pred, "hi", jnum(banded ? r->objective_hi : NAN));
     json_object_set_new(pred, "level", jnum(s->o.engine.level));
     json_object_set_new(o, "predicted", pred);
     json_object_set_new(o, "p_diverge", jnum(r->p_diverge));
@@ -68,6 +72,8 @@ static void add_recommendation(const study *s, json_t *o)
     json_object_set_new(o, "unsafe_reason", s->safe ? json_null() : json_string(s->unsafe_reason));
     json_t *nd = json_object();
     json_object_set_new(nd, "N", jnum(r->N));
+    json_object_set_new(nd, "N_interval", jpair(r->N_lo, r->N_hi));
+    json_object_set_new(nd, "D_interval", jpair(r->D_lo, r->D_hi));
     json_object_set_new(nd, "N_lo", jnum(r->N_lo));
     json_object_set_new(nd, "N_hi", jnum(r->N_hi));
     json_object_set_new(nd, "D", jnum(r->D));
@@ -213,7 +219,7 @@ st_status study_result_json(const study *s, char **out)
     json_t *m = model_json(s);
     if (m)
         json_object_set_new(o, "model", m);
-    *out = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    *out = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
     json_decref(o);
     return *out ? ST_OK : ST_ENOMEM;
 }
