@@ -24,6 +24,8 @@
 #include "bench/testfuncs.h"
 #include "carbs/carbs.h"
 #include "fit/extrapolate.h"
+#include "runner/runner.h"
+#include "study/study.h"
 
 #define MAX_DIM  8
 #define N_BUDGET 3
@@ -218,14 +220,14 @@ static void record(const problem *p, trace *t, const double *x, uint64_t seed, d
     t->n++;
 }
 
-/* study: a scaling study's sweep (docs/benchmarks.md): no run may cost more than a hundredth
+/* as_study: a scaling study's sweep (docs/benchmarks.md): no run may cost more than a hundredth
  * of the budget, so the budget buys about a hundred runs spread over N and D for the laws. */
-static void run_carbs(const problem *p, carbs_mode mode, int study, uint64_t seed, trace *t)
+static void run_carbs(const problem *p, carbs_mode mode, int as_study, uint64_t seed, trace *t)
 {
     carbs_options o = carbs_options_default();
     o.mode = mode;
     o.seed = seed;
-    if (study)
+    if (as_study)
         o.max_suggestion_cost = p->budget_units * p->unit_cost / 100.0;
     carbs *c;
     char err[ST_ERRMSG_MAX];
@@ -372,62 +374,82 @@ static void extrapolate(const problem *p, const trace *t, figures *f)
 }
 
 /*
- * scaletune's extrapolation engine (fit/extrapolate.h) on the same sweep: every run, failures
- * included (their cost NaN, as the store records them), the sweep's own parameter spaces and
- * roles from the names (params -> N, tokens -> D, lr, batch; warmup and weight decay OTHER),
- * recommendation bounds only where the simulator needs them (warmup in [0, 0.99], weight decay
- * >= 0). The recommended setting at C = 100x the largest successful run's cost is scored with
- * the simulator's true loss against sim_oracle's optimum at C, as extrapolate() does.
+ * scaletune's extrapolation engine on the same sweep, through study/ (the one route from a
+ * sweep to the engine, with its input policy: spaces and bounds of the sweep's box, roles from
+ * the names, only diverged runs as failures). The trace becomes a sweep as the runner would
+ * store it (sweep_of_trace). The recommended setting at C = 100x the largest successful run's
+ * cost is scored with the simulator's true loss against sim_oracle's optimum at C, as
+ * extrapolate() does.
  */
+static runner_sweep *sweep_of_trace(const problem *p, const trace *t)
+{
+    char yaml[4096];
+    int len = snprintf(yaml, sizeof(yaml),
+                       "name: compare\ncommand: [\"true\"]\nobjective: {metric: loss}\n"
+                       "cost: {metric: flops}\nbudget: {runs: 1000}\nparameters:\n");
+    for (size_t j = 0; j < p->dim; j++) {
+        const carbs_param *q = &p->par[j];
+        len += snprintf(yaml + len, sizeof(yaml) - (size_t)len,
+                        "  %s: {space: %s, min: %.17g, max: %.17g, center: %.17g}\n", q->name,
+                        q->space == CARBS_SPACE_LOG ? "log" : "linear", q->min, q->max, q->center);
+    }
+    runner_sweep *w = calloc(1, sizeof(*w));
+    char em[ST_ERRMSG_MAX];
+    if (!w || runner_config_load_string(yaml, strlen(yaml), "compare", &w->cfg, em) != ST_OK ||
+        !(w->runs = calloc(t->n + 1, sizeof(*w->runs)))) {
+        fprintf(stderr, "compare: the sweep of a trace: %s\n", w ? em : "out of memory");
+        runner_sweep_free(w);
+        return NULL;
+    }
+    for (size_t i = 0; i < t->n; i++) {
+        runner_sweep_run *u = &w->runs[w->n_runs++];
+        int failed = t->failed[i] || !isfinite(t->obs[i]);
+        u->id = i + 1;
+        u->status = failed ? RUNNER_RUN_FAILED : RUNNER_RUN_SUCCEEDED;
+        u->failure = failed ? RUNNER_FAIL_DIVERGED : RUNNER_FAIL_NONE;
+        u->x = malloc(p->dim * sizeof(double));
+        if (!u->x) {
+            runner_sweep_free(w);
+            return NULL;
+        }
+        memcpy(u->x, t->x[i], p->dim * sizeof(double));
+        u->objective = failed ? NAN : t->obs[i];
+        u->cost = failed ? NAN : t->cost[i];
+        u->predicted_cost = u->final_N = u->final_D = NAN;
+    }
+    return w;
+}
+
 static void extrapolate_engine(const problem *p, const trace *t, size_t n_boot, figures *f)
 {
     f->regret_engine = f->lr_ratio_engine = f->p_div_engine = f->div_engine = NAN;
     f->pred_err_engine = f->cost_ratio_engine = f->model_engine = f->no_failed_engine = NAN;
-    double cmax = 0, x[128 * MAX_DIM], cost[128], obj[128];
-    int failed[128];
-    fit_xp_param par[MAX_DIM];
-    for (size_t j = 0; j < p->dim; j++) {
-        const carbs_param *q = &p->par[j];
-        fit_xp_param_init(&par[j], q->name,
-                          q->space == CARBS_SPACE_LOG ? FIT_XP_LOG : FIT_XP_LINEAR);
-    }
-    par[4].min = 0.0; /* warmup fraction */
-    par[4].max = 0.99;
-    par[5].min = 0.0; /* weight decay */
-    for (size_t i = 0; i < t->n; i++) {
-        memcpy(&x[i * p->dim], t->x[i], p->dim * sizeof(double));
-        failed[i] = t->failed[i] || !isfinite(t->obs[i]);
-        cost[i] = failed[i] ? NAN : t->cost[i];
-        obj[i] = failed[i] ? NAN : t->obs[i];
-        if (!failed[i])
-            cmax = fmax(cmax, t->cost[i]);
-    }
-    if (!(cmax > 0))
+    runner_sweep *w = sweep_of_trace(p, t);
+    if (!w)
         return;
-    double C = 100.0 * cmax;
-    fit_xp *xp = NULL;
-    if (fit_xp_create(&xp) != ST_OK)
-        return;
-    fit_xp_options o = fit_xp_options_default();
-    o.n_boot = n_boot;
-    o.seed = 42;
+    study_options so = study_options_default();
+    so.factor = 100;
+    so.engine.n_boot = n_boot;
+    so.engine.seed = 42;
     if (getenv("COMPARE_ENGINE_POINT"))
-        o.robust = 0;
+        so.engine.robust = 0;
     if (getenv("COMPARE_WD_SD"))
-        o.prior_wd_sd = atof(getenv("COMPARE_WD_SD"));
+        so.engine.prior_wd_sd = atof(getenv("COMPARE_WD_SD"));
+    study *st = NULL;
+    char em[ST_ERRMSG_MAX] = "";
     fit_xp_result r;
-    st_status st = fit_xp_set_options(xp, &o);
-    if (st == ST_OK)
-        st = fit_xp_set_runs(xp, p->dim, par, t->n, x, cost, obj, failed, NULL, NULL);
-    if (st == ST_OK)
-        st = fit_xp_run(xp, C);
-    if (st == ST_OK)
-        st = fit_xp_get_result(xp, &r);
-    if (st != ST_OK) {
-        fprintf(stderr, "compare: extrapolation engine: %s\n", fit_xp_errmsg(xp));
-        fit_xp_destroy(xp);
+    st_status rc = study_create(w, &so, &st, em);
+    if (rc == ST_OK)
+        rc = study_run(st);
+    if (rc == ST_OK)
+        rc = fit_xp_get_result(study_engine(st), &r);
+    if (rc != ST_OK) {
+        fprintf(stderr, "compare: extrapolation engine: %s\n", st ? study_errmsg(st) : em);
+        study_destroy(st);
+        runner_sweep_free(w);
         return;
     }
+    double C = study_target(st);
     const double *v = r.value;
     sim_setting s = {v[0],           v[1], v[2], fmin(v[3], v[1]), fmin(0.99, fmax(0.0, v[4])),
                      fmax(0.0, v[5])};
@@ -459,7 +481,8 @@ static void extrapolate_engine(const problem *p, const trace *t, size_t n_boot, 
                 tt.pen_warmup, tt.pen_wd, tt.lr_max);
         }
     }
-    fit_xp_destroy(xp);
+    study_destroy(st);
+    runner_sweep_free(w);
 }
 
 static void compute_figures(const problem *p, const trace *t, size_t n_boot, figures *f)
