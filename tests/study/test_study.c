@@ -1,0 +1,318 @@
+/*
+ * test_study.c — study/study.h, the one route from a stored sweep to the engine, against a
+ * world with known truth (a Chinchilla loss times a learning-rate and batch penalty, runs
+ * diverging above 4x the optimal learning rate):
+ *  - runs refused over the cost cap, lost to infrastructure, out of memory, stopped or still
+ *    running give the same recommendation, bit for bit, as the sweep without them;
+ *  - the same refused runs counted as divergences (the old reading) make the engine refuse:
+ *    the stability boundary learns "large N diverges";
+ *  - every recommendation lies in its domain: fractions inside their searched bounds,
+ *    integers integral;
+ *  - `scaletune extrapolate` exits 3 on an unsafe recommendation (a sweep where every other
+ *    run diverged, whatever its settings), 0 with --allow-unsafe, and says safe: false in its
+ *    JSON (a store written through ask/tell).
+ */
+#include <jansson.h>
+#include <libgen.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "study/study.h"
+#include "tests/check.h"
+
+/* ---- the world -------------------------------------------------------------------------- */
+
+static const double W_E = 1.7, W_A = 400, W_B = 1200, W_ALPHA = 0.34, W_BETA = 0.30;
+
+static double lr_opt(double N)
+{
+    return 2e-3 * pow(N / 1e7, -0.5);
+}
+
+static double batch_opt(double D)
+{
+    return 64 * pow(D / 1e8, 0.5);
+}
+
+/* True loss, or INFINITY when the run diverges (lr above 4x its optimum). */
+static double world_loss(double N, double D, double lr, double batch)
+{
+    if (lr > 4 * lr_opt(N))
+        return INFINITY;
+    double u = log(lr / lr_opt(N)), v = log(batch / batch_opt(D));
+    return (W_E + W_A * pow(N, -W_ALPHA) + W_B * pow(D, -W_BETA)) *
+           (1 + 0.03 * u * u + 0.01 * v * v);
+}
+
+static uint64_t rng_state = 12345;
+
+static double unif(void)
+{
+    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+static double log_unif(double lo, double hi)
+{
+    return exp(log(lo) + unif() * log(hi / lo));
+}
+
+/* A second stream for the runs that must not reach the engine, so that the engine's runs are
+ * the same with and without them. */
+static uint64_t junk_state = 999;
+
+static double junk_log_unif(double lo, double hi)
+{
+    uint64_t keep = rng_state;
+    rng_state = junk_state;
+    double v = log_unif(lo, hi);
+    junk_state = rng_state;
+    rng_state = keep;
+    return v;
+}
+
+static const char *const sweep_yaml =
+    "name: world\n"
+    "command: [\"true\"]\n"
+    "objective: {metric: val_loss}\n"
+    "cost: {metric: flops}\n"
+    "budget: {runs: 200}\n"
+    "parameters:\n"
+    "  N:       {space: log, min: 1.0e6, max: 1.0e8, center: 1.0e7}\n"
+    "  tokens:  {space: log, min: 2.0e7, max: 2.0e9, center: 2.0e8}\n"
+    "  lr:      {space: log, min: 1.0e-4, max: 0.3, center: 3.0e-3}\n"
+    "  batch:   {space: log, min: 16, max: 1024, center: 64, integer: true, rounding: 8}\n"
+    "  warmup:  {space: linear, min: 0.0, max: 0.5, center: 0.05}\n"
+    "  seq_len: {value: 256}\n";
+
+/* Adds a run to w (x: N, tokens, lr, batch, warmup, seq_len). */
+static void add_run(runner_sweep *w, runner_run_status st, runner_failure f, const double *x,
+                    double obj, double cost)
+{
+    runner_sweep_run *u = &w->runs[w->n_runs];
+    memset(u, 0, sizeof(*u));
+    u->id = ++w->n_runs;
+    u->status = st;
+    u->failure = f;
+    u->x = malloc(6 * sizeof(double));
+    memcpy(u->x, x, 6 * sizeof(double));
+    u->objective = obj;
+    u->cost = cost;
+    u->predicted_cost = u->final_N = u->final_D = NAN;
+}
+
+/* junk: 0 none; 1 refused/killed over the cost cap, infrastructure, OOM, stopped, running
+ * runs interleaved; 2 the same runs over the cap recorded as divergences (the old reading). */
+static runner_sweep *make_sweep(int junk)
+{
+    runner_sweep *w = calloc(1, sizeof(*w));
+    char em[ST_ERRMSG_MAX];
+    if (runner_config_load_string(sweep_yaml, strlen(sweep_yaml), "world", &w->cfg, em)) {
+        fprintf(stderr, "%s\n", em);
+        exit(1);
+    }
+    w->runs = calloc(200, sizeof(*w->runs));
+    rng_state = 12345;
+    junk_state = 999;
+    for (int i = 0; i < 90; i++) {
+        double N = log_unif(1e6, 3e7), D = log_unif(2e7, 1e9);
+        double x[6] = {N,  D, log_unif(1e-4, 0.3), 8 * round(log_unif(16, 1024) / 8), 0.5 * unif(),
+                       256};
+        double y = world_loss(N, D, x[2], x[3]) * (1 + 0.003 * (unif() - 0.5));
+        if (isfinite(y))
+            add_run(w, RUNNER_RUN_SUCCEEDED, RUNNER_FAIL_NONE, x, y, 6 * N * D);
+        else
+            add_run(w, RUNNER_RUN_FAILED, RUNNER_FAIL_DIVERGED, x, NAN, NAN);
+        if (junk && i % 5 == 0) { /* large runs the cost cap refused, at every lr */
+            double xl[6] = {junk_log_unif(5e7, 1e8),
+                            junk_log_unif(1e9, 2e9),
+                            junk_log_unif(1e-4, 1e-2),
+                            64,
+                            0.05,
+                            256};
+            add_run(w, RUNNER_RUN_FAILED,
+                    junk == 1 ? RUNNER_FAIL_OVER_BUDGET : RUNNER_FAIL_DIVERGED, xl, NAN, NAN);
+        }
+        if (junk && i % 30 == 1) {
+            add_run(w, RUNNER_RUN_INFRA_FAILED, RUNNER_FAIL_NODE, x, NAN, NAN);
+            add_run(w, RUNNER_RUN_FAILED, RUNNER_FAIL_OOM, x, NAN, NAN);
+            add_run(w, RUNNER_RUN_STOPPED, RUNNER_FAIL_STOPPED, x, NAN, NAN);
+            add_run(w, RUNNER_RUN_RUNNING, RUNNER_FAIL_NONE, x, NAN, NAN);
+        }
+    }
+    return w;
+}
+
+static study *run_study(const runner_sweep *w, double factor)
+{
+    study_options o = study_options_default();
+    o.factor = factor;
+    o.engine.n_boot = 40;
+    study *s = NULL;
+    char em[ST_ERRMSG_MAX] = "";
+    CHECK_ST(study_create(w, &o, &s, em), ST_OK);
+    if (!s)
+        return NULL;
+    st_status rc = study_run(s);
+    if (rc)
+        fprintf(stderr, "study_run: %s\n", study_errmsg(s));
+    CHECK_ST(rc, ST_OK);
+    return s;
+}
+
+static void test_failure_kinds(void)
+{
+    runner_sweep *clean = make_sweep(0), *junk = make_sweep(1), *old = make_sweep(2);
+    study *a = run_study(clean, 100), *b = run_study(junk, 100), *c = run_study(old, 100);
+    fit_xp_result ra, rb, rc;
+    CHECK_ST(fit_xp_get_result(study_engine(a), &ra), ST_OK);
+    CHECK_ST(fit_xp_get_result(study_engine(b), &rb), ST_OK);
+    CHECK_ST(fit_xp_get_result(study_engine(c), &rc), ST_OK);
+    const study_counts *ca = study_get_counts(a), *cb = study_get_counts(b);
+    CHECK(cb->n_used == ca->n_used && cb->n_diverged == ca->n_diverged);
+    CHECK(cb->n_over_budget == 18 && cb->n_infra == 3 && cb->n_resource == 3 &&
+          cb->n_unfinished == 6);
+    size_t P = fit_xp_n_params(study_engine(a));
+    CHECK(P == 5); /* the fixed seq_len is not fitted */
+    CHECK(memcmp(ra.value, rb.value, P * sizeof(double)) == 0);
+    CHECK(ra.objective == rb.objective && ra.p_diverge == rb.p_diverge);
+    CHECK(study_safe(a) && study_safe(b));
+    printf("clean: lr %.4g (optimum %.4g at N %.4g), P(diverge) %.3g, predicted %.4f\n",
+           ra.value[2], lr_opt(ra.N), ra.N, ra.p_diverge, ra.objective);
+    /* the old reading: refused large runs taught "large N diverges" */
+    printf("refused runs read as divergences: P(diverge) %.3g, safe %d\n", rc.p_diverge,
+           study_safe(c));
+    CHECK(!study_safe(c) && strstr(study_unsafe_reason(c), "would locate"));
+    CHECK(rc.p_diverge > ra.p_diverge);
+    study_destroy(a);
+    study_destroy(b);
+    study_destroy(c);
+    runner_sweep_free(clean);
+    runner_sweep_free(junk);
+    runner_sweep_free(old);
+}
+
+/* Every recommendation is in its domain, at several targets. */
+static void test_domains(void)
+{
+    runner_sweep *w = make_sweep(1);
+    const double factors[] = {3, 30, 300, 3000};
+    for (size_t k = 0; k < 4; k++) {
+        study *s = run_study(w, factors[k]);
+        fit_xp_result r;
+        CHECK_ST(fit_xp_get_result(study_engine(s), &r), ST_OK);
+        double batch = r.value[3], warmup = r.value[4];
+        CHECK(batch == 8 * round(batch / 8) && batch >= 8);
+        CHECK(warmup >= 0 && warmup <= 0.5);
+        CHECK(r.value[2] > 0 && r.value[0] > 0 && r.value[1] > 0);
+        for (size_t j = 0; j < 5; j++)
+            CHECK(r.lo[j] <= r.value[j] && r.value[j] <= r.hi[j]);
+        char *js = NULL;
+        CHECK_ST(study_result_json(s, &js), ST_OK);
+        json_t *j = json_loads(js ? js : "", 0, NULL);
+        CHECK(json_is_boolean(json_object_get(j, "safe")));
+        CHECK(json_number_value(json_object_get(json_object_get(j, "fixed"), "seq_len")) == 256);
+        CHECK(json_integer_value(json_object_get(json_object_get(j, "runs"), "over_budget")) == 18);
+        json_decref(j);
+        st_free(js);
+        study_destroy(s);
+    }
+    runner_sweep_free(w);
+}
+
+/* ---- the CLI on a store written through ask/tell ---------------------------------------- */
+
+static char dir[256], cli_path[4200];
+
+static int cli(const char *args)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof(cmd), "'%s' extrapolate %s > '%s/out.json' 2> '%s/err.log'", cli_path,
+             args, dir, dir);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* 40 asked runs, every other one "diverged" whatever its settings: no setting can be vouched
+ * for. */
+static int write_store(const char *db)
+{
+    char yaml[2048], path[512], em[ST_ERRMSG_MAX];
+    snprintf(path, sizeof(path), "%s/world.yaml", dir);
+    snprintf(yaml, sizeof(yaml), "%s", sweep_yaml);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return 1;
+    fputs(yaml, f);
+    fclose(f);
+    runner_config *cfg = NULL;
+    runner *r = NULL;
+    runner_options ro = runner_options_default();
+    ro.db_path = db;
+    if (runner_config_load_file(path, &cfg, em) || runner_launch(cfg, &ro, &r, em))
+        return fprintf(stderr, "%s\n", em), 1;
+    runner_destroy(r);
+    runner_config_destroy(cfg);
+    runner_store *s = NULL;
+    if (runner_store_open(db, &s, em))
+        return 1;
+    for (int i = 0; i < 40; i++) {
+        uint64_t id;
+        double x[6];
+        if (runner_store_ask(s, "world", &id, x, 6))
+            break;
+        double y = world_loss(x[0], x[1], x[2], x[3]);
+        int failed = !isfinite(y) || i % 2 == 0;
+        runner_store_tell(s, "world", id, failed ? NAN : y, 6 * x[0] * x[1], failed);
+    }
+    runner_store_close(s);
+    return 0;
+}
+
+static void test_cli(const char *argv0)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s", argv0);
+    char *abs = realpath(dirname(tmp), NULL);
+    snprintf(cli_path, sizeof(cli_path), "%s/../../scaletune", abs ? abs : ".");
+    free(abs);
+    if (access(cli_path, X_OK) != 0) {
+        printf("SKIP the CLI part: scaletune not built (run make)\n");
+        return;
+    }
+    snprintf(dir, sizeof(dir), "/tmp/st_study_XXXXXX");
+    if (!mkdtemp(dir))
+        return;
+    char db[512], args[2048];
+    snprintf(db, sizeof(db), "%s/s.db", dir);
+    CHECK(write_store(db) == 0);
+    snprintf(args, sizeof(args), "--db '%s' --factor 100 --bootstrap 20 --method model --json", db);
+    int rc = cli(args);
+    printf("extrapolate on a sweep where half of all runs diverged: exit %d\n", rc);
+    CHECK(rc == 3);
+    snprintf(tmp, sizeof(tmp), "%s/out.json", dir);
+    json_t *j = json_load_file(tmp, 0, NULL);
+    CHECK(j && json_is_false(json_object_get(j, "safe")));
+    CHECK(j && json_is_string(json_object_get(j, "unsafe_reason")));
+    json_decref(j);
+    snprintf(args, sizeof(args),
+             "--db '%s' --factor 100 --bootstrap 20 --method model --json --allow-unsafe", db);
+    CHECK(cli(args) == 0);
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "%s", getenv("KEEP_TMP") ? "true" : "");
+    if (!cmd[0])
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    st_global_init();
+    test_failure_kinds();
+    test_domains();
+    test_cli(argv[0]);
+    return check_summary("study");
+}
