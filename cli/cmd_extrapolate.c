@@ -39,6 +39,8 @@ static void usage(FILE *f)
                "  --max-p-diverge P     largest accepted P(diverge) (default 0.05)\n"
                "  --allow-unsafe        recommend the safest setting even when P(diverge) is\n"
                "                        above the limit everywhere (exit 0 instead of 3)\n"
+               "  --no-backtest         skip the leave-largest-group-out backtest (halves the\n"
+               "                        time)\n"
                "  --json                print JSON\n"
                "  --out FILE            also write the JSON to FILE\n\n"
                "exit status: 0 recommended, 1 the work failed (no store, too few runs),\n"
@@ -49,7 +51,7 @@ static void usage(FILE *f)
 typedef struct args {
     const char *db, *sweep, *config, *out;
     double compute, factor;
-    int json, allow_unsafe;
+    int json, allow_unsafe, no_backtest;
     fit_xp_options o;
     const char *role_name[32];
     fit_xp_role role[32];
@@ -97,6 +99,10 @@ static int parse_args(int argc, char **argv, args *a)
         }
         if (!strcmp(s, "--allow-unsafe")) {
             a->allow_unsafe = 1;
+            continue;
+        }
+        if (!strcmp(s, "--no-backtest")) {
+            a->no_backtest = 1;
             continue;
         }
         if (i + 1 >= argc) {
@@ -246,6 +252,12 @@ static void print_text(const study *st, const args *a)
             printf(" %s=%.4g", fit_xp_param_name(xp, j), fv[j]);
         printf("\n");
     }
+    const study_backtest_result *b = study_get_backtest(st);
+    if (b->done)
+        printf("backtest (the largest %s held out, up to %.3gx the rest): median error %.2f%%, "
+               "worst %.2f%%, %zu of %zu inside their %.0f%% interval\n",
+               b->by_model_size ? "model sizes" : "runs by cost", b->factor, 100 * b->median_error,
+               100 * b->worst_error, b->n_inside, b->n_held, 100 * a->o.level);
     if (res.warning_text[0] || study_warnings(st)[0]) {
         printf("\nwarnings:\n");
         print_warnings(res.warning_text);
@@ -268,6 +280,7 @@ static int study_setup(const args *a, study_options *so, runner_config **cfg)
         return 1;
     }
     so->config_override = *cfg;
+    so->backtest = !a->no_backtest;
     so->n_roles = a->n_roles;
     for (size_t k = 0; k < a->n_roles; k++) {
         /* "name=role": the name part, kept in the args' own buffer */

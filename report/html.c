@@ -663,6 +663,16 @@ static void recommendation(report *r, rp_buf *b)
     rp_buf_add(b, ".</p>\n");
     warnings(b, r->xp ? r->res.warning_text : r->xp_note);
     if (r->xp) {
+        const study_backtest_result *bt = study_get_backtest(r->st);
+        if (bt->done)
+            rp_buf_addf(b,
+                        "<p class=\"note\">Backtest on this sweep: the largest %s held out "
+                        "(up to %.3g&times; the rest), the engine fitted on the rest predicts "
+                        "them with median error %.2f%% (worst %.2f%%); %zu of %zu inside their "
+                        "%.0f%% interval.</p>\n",
+                        bt->by_model_size ? "model sizes" : "runs by cost", bt->factor,
+                        100 * bt->median_error, 100 * bt->worst_error, bt->n_inside, bt->n_held,
+                        100 * r->o.band_level);
         warnings(b, study_warnings(r->st));
         if (!study_safe(r->st)) {
             rp_buf_add(b, "<p class=\"note\"><b>Not safe to run:</b> ");

@@ -20,6 +20,7 @@ study_options study_options_default(void)
     o.compute = NAN;
     o.factor = 10;
     o.fit_max_cost = INFINITY;
+    o.backtest = 1;
     return o;
 }
 
@@ -372,6 +373,7 @@ st_status study_run(study *s)
     s->xp = NULL;
     s->warn[0] = s->unsafe_reason[0] = s->errmsg[0] = '\0';
     s->safe = 0;
+    memset(&s->backtest, 0, sizeof(s->backtest));
     double largest = largest_used_cost(s);
     s->target = isfinite(s->o.compute) ? s->o.compute : s->o.factor * largest;
     if (!(s->target > 0) || !isfinite(s->target)) {
@@ -404,7 +406,14 @@ st_status study_run(study *s)
                           "nothing about the hyperparameters)",
                           s->counts.n_over_budget);
     s->safe = study_judge_safety(s);
+    if (s->o.backtest)
+        study_backtest(s);
     return ST_OK;
+}
+
+const study_backtest_result *study_get_backtest(const study *s)
+{
+    return &s->backtest;
 }
 
 int study_safe(const study *s)

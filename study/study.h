@@ -51,12 +51,13 @@ typedef struct study_options {
     /* another sweep file whose spaces, bounds and rounding override the stored one's
      * (matched by parameter name); NULL: the stored sweep file (borrowed) */
     const runner_config *config_override;
+    int backtest;   /* 1 (default): study_run also runs the leave-largest-group-out backtest */
     size_t n_roles; /* role overrides: parameter role_name[k] has role[k] */
     const char *role_name[STUDY_MAX_ROLES];
     fit_xp_role role[STUDY_MAX_ROLES];
 } study_options;
 
-/* Engine defaults, compute NAN, factor 10, fit_max_cost +inf, no overrides. */
+/* Engine defaults, compute NAN, factor 10, fit_max_cost +inf, backtest on, no overrides. */
 study_options study_options_default(void);
 
 /* Why runs of the sweep did not reach the engine. */
@@ -115,6 +116,24 @@ size_t study_engine_param(const study *s, size_t j);
 double study_target(const study *s);
 /* The study's warnings beyond the engine's ("; "-separated, "" if none). */
 const char *study_warnings(const study *s);
+
+/*
+ * The engine's own backtest on this sweep (study_options.backtest): the largest fifth of the
+ * runs by model size (by cost when N is unknown) held out, the engine fitted on the rest, each
+ * held-out run predicted at its own settings. done is 0 when the sweep is too small to split
+ * (fewer than 15 successful runs) or the engine failed on the rest.
+ */
+typedef struct study_backtest_result {
+    int done;
+    int by_model_size;   /* 1: held out by N; 0: by cost */
+    size_t n_held;       /* held-out successful runs predicted */
+    size_t n_inside;     /* of them, inside their interval at the engine's level */
+    double factor;       /* the largest held-out run's cost / the largest run left in */
+    double median_error; /* |predicted - actual| / actual over the held-out runs */
+    double worst_error;
+} study_backtest_result;
+
+const study_backtest_result *study_get_backtest(const study *s);
 
 /*
  * The result as one JSON document (docs/cli/extrapolate.md lists the fields), NUL-terminated,

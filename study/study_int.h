@@ -2,6 +2,7 @@
  * study_int.h — interfaces between the files of study/ (not installed, not public).
  *   study.c       the input policy, the engine call, safety and what would resolve it
  *   study_safety.c  whether the recommendation is safe; which runs would resolve it if not
+ *   study_backtest.c  the leave-largest-group-out backtest
  *   study_json.c  the result as JSON (written here only)
  */
 #ifndef STUDY_INT_H
@@ -35,6 +36,7 @@ struct study {
     int safe;
     char unsafe_reason[ST_ERRMSG_MAX];
     char warn[ST_ERRMSG_MAX];
+    study_backtest_result backtest;
 };
 
 /* study.c: appends "; "-separated text to s->warn. */
@@ -47,5 +49,8 @@ void study_add_warning(study *s, const char *fmt, ...)
 /* study_safety.c: whether the engine vouches for its recommendation; fills s->unsafe_reason
  * with why not and which small runs would resolve it. */
 int study_judge_safety(study *s);
+
+/* study_backtest.c: fills s->backtest (after the engine ran on every run). */
+void study_backtest(study *s);
 
 #endif

@@ -101,6 +101,24 @@ static void add_counts(const study *s, json_t *o)
     json_object_set_new(o, "n_failed", json_integer((json_int_t)c->n_diverged));
 }
 
+static void add_backtest(const study *s, json_t *o)
+{
+    const study_backtest_result *b = &s->backtest;
+    if (!b->done) {
+        json_object_set_new(o, "backtest", json_null());
+        return;
+    }
+    json_t *j = json_object();
+    json_object_set_new(j, "held_out_by", json_string(b->by_model_size ? "N" : "cost"));
+    json_object_set_new(j, "n_held", json_integer((json_int_t)b->n_held));
+    json_object_set_new(j, "n_inside", json_integer((json_int_t)b->n_inside));
+    json_object_set_new(j, "level", jnum(s->o.engine.level));
+    json_object_set_new(j, "factor", jnum(b->factor));
+    json_object_set_new(j, "median_error", jnum(b->median_error));
+    json_object_set_new(j, "worst_error", jnum(b->worst_error));
+    json_object_set_new(o, "backtest", j);
+}
+
 /* CARBS' analysis: the front, each parameter's law along it, the objective's law. */
 static json_t *front_json(const study *s)
 {
@@ -215,6 +233,7 @@ st_status study_result_json(const study *s, char **out)
     add_split(warn, s->warn);
     json_object_set_new(o, "warnings", warn);
     add_counts(s, o);
+    add_backtest(s, o);
     json_object_set_new(o, "front", front_json(s));
     json_t *m = model_json(s);
     if (m)
