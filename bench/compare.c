@@ -429,6 +429,7 @@ static void extrapolate_engine(const problem *p, const trace *t, size_t n_boot, 
         return;
     study_options so = study_options_default();
     so.factor = 100;
+    so.backtest = 0;
     so.engine.n_boot = n_boot;
     so.engine.seed = 42;
     if (getenv("COMPARE_ENGINE_POINT"))

@@ -25,11 +25,30 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The engine parameter that is the model size (role N), or s->P. */
+static size_t n_param(const study *s)
+{
+    for (size_t j = 0; j < s->P; j++) {
+        fit_xp_role r =
+            s->par[j].role == FIT_XP_AUTO ? fit_xp_role_guess(s->par[j].name) : s->par[j].role;
+        if (r == FIT_XP_N)
+            return j;
+    }
+    return s->P;
+}
+
+/* The model size of engine run k: its N parameter, else its final record's N. */
+static double model_size(const study *s, size_t k)
+{
+    size_t j = n_param(s);
+    return j < s->P ? s->x[k * s->P + j] : s->N[k];
+}
+
 /* The size of engine run k for grouping: N when every run has one, else the cost. */
 static double size_of(const study *s, size_t k, int by_N)
 {
     if (by_N)
-        return isfinite(s->N[k]) ? s->N[k] : NAN;
+        return model_size(s, k);
     return s->cost[k];
 }
 
@@ -111,7 +130,7 @@ void study_backtest(study *s)
     b->median_error = b->worst_error = b->factor = NAN;
     int by_N = 1;
     for (size_t k = 0; k < s->n; k++)
-        if (!s->failed[k] && !isfinite(s->N[k]))
+        if (!s->failed[k] && !isfinite(model_size(s, k)))
             by_N = 0;
     double thr = split_threshold(s, by_N);
     int *held = calloc(s->n + 1, sizeof(int));
