@@ -143,11 +143,22 @@ typedef struct fit_xp_result {
     const double *lo, *hi;             /* n_params interval ends at `level` */
     double objective;                  /* predicted objective of the recommended run */
     double objective_lo, objective_hi; /* its interval (model and run noise) */
-    double p_diverge; /* predicted probability that the run diverges (NAN: FRONT) */
-    double N, D;      /* recommended model size and tokens (NAN when unknown) */
+    double p_diverge;                  /* predicted probability that the run diverges: mean over the
+                                          replicates of the stability boundary (both methods); NAN only when
+                                          the sweep has no learning rate (role lr) */
+    double N, D;                       /* recommended model size and tokens (NAN when unknown) */
     double N_lo, N_hi, D_lo, D_hi;
     unsigned warnings;        /* FIT_XP_WARN_* */
     const char *warning_text; /* human-readable, "; "-separated, "" if none */
+    int safe; /* 1: the engine vouches for the recommendation (p_diverge <= max_p_diverge there,
+                 and for FRONT the front's learning-rate law and the stability boundary agree
+                 within a factor e^1.5); 0: do not launch it (see unsafe_reason). MODEL: 0 exactly
+                 when FIT_XP_WARN_P_DIVERGE is set. FRONT: 0 when p_diverge > max_p_diverge at
+                 the lowest learning rate allowed, when the learning rate had to be lowered more
+                 than e^1.5 below the front's law to meet the limit, or when runs failed and no
+                 parameter is a learning rate (docs/algorithms/extrapolation.md section 1) */
+    const char *unsafe_reason; /* "" when safe; else why, and which small runs would resolve it
+                                  (e.g. "run lr between X and Y at cost Z") */
 } fit_xp_result;
 
 /* Fills *r. ST_ESTATE before a successful fit_xp_run. */
@@ -175,7 +186,8 @@ st_status fit_xp_front_loss_law(const fit_xp *xp, double natural[3]);
  */
 st_status fit_xp_front_curve(const fit_xp *xp, size_t i, size_t m, const double *C, double *mid,
                              double *lo, double *hi);
-/* CARBS' recommendation at the target compute: the front laws evaluated there (n_params). */
+/* CARBS' recommendation at the target compute: the front laws evaluated there (n_params), before
+ * the FRONT method holds the learning rate to the stability boundary (fit_xp_result.value). */
 st_status fit_xp_front_recommend(const fit_xp *xp, double *value);
 
 /* The model (METHOD_MODEL), ST_ENOTFOUND when it was not fitted. */

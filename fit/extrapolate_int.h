@@ -62,6 +62,18 @@ struct fit_xp {
     double loss_nat[3];
     double *loss_rep; /* R × 3 natural */
     size_t n_front_rep;
+    /* the front's stability boundary (extrapolate_front_boundary.c):
+     * logit P(fail) = fb_g[0] + fb_g[1] (b_lr - fb_m_lr) + fb_g[2] (ln cost - fb_m_lc) */
+    size_t fb_lr;      /* index of the learning rate, (size_t)-1 when none */
+    int fb_ok;         /* the boundary was fitted */
+    size_t fb_n_fail;  /* failed runs in the sweep (real ones, not the prior's) */
+    size_t fb_n_prior; /* pseudo-failures of the prior */
+    double fb_g[3];    /* fitted on every run and the prior */
+    double fb_m_lr;    /* centre of the learning rate's basic coordinate */
+    double fb_m_lc;    /* centre of ln cost */
+    double *fb_g_rep;  /* fb_n_rep × 3 run-bootstrap replicates */
+    size_t fb_n_rep;
+    char unsafe_text[512];
     /* model */
     int has_model;
     xp_model m;
@@ -72,6 +84,9 @@ struct fit_xp {
     char warn_text[1024];
 };
 
+/* Sets xp->err from fmt and returns s. */
+st_status xp_fail(fit_xp *xp, st_status s, const char *fmt, ...);
+
 /* Basic coordinate of value v in space s, and back. */
 double xp_to_basic(fit_xp_space s, double v);
 double xp_from_basic(fit_xp_space s, double b);
@@ -80,6 +95,19 @@ double xp_finish_value(const fit_xp *xp, size_t i, double v, int *clamped);
 
 /* Appends a warning (bit may be 0) to the result. */
 void xp_add_warning(fit_xp *xp, unsigned bit, const char *text);
+
+/* The front (extrapolate_front.c): groups and front into xp->front_*; the laws along it and
+ * their group bootstrap; the FRONT recommendation at C into xp->rec*, xp->res. */
+st_status xp_front(fit_xp *xp);
+st_status xp_front_laws(fit_xp *xp);
+st_status xp_front_recommend_fill(fit_xp *xp, double C);
+/* The front's stability boundary (extrapolate_front_boundary.c): the logistic fit and its
+ * replicates (ST_OK also when there is no learning rate: then fb_ok = 0); holding the FRONT
+ * recommendation at C to it (lowers the learning rate, sets res.p_diverge, res.safe, warnings);
+ * freeing. */
+st_status xp_front_boundary_fit(fit_xp *xp);
+st_status xp_front_boundary_apply(fit_xp *xp, double C);
+void xp_front_boundary_clear(fit_xp *xp);
 
 /* The model (extrapolate_model.c): fit on xp's runs (ST_OK, or ST_EEMPTY / ST_ENUMERIC with
  * xp->err set), the recommendation at C into xp->rec*, xp->res; freeing. */
