@@ -415,7 +415,7 @@ static void model_safety(fit_xp *xp)
         if (!xp->failed[i] && isfinite(xp->N[i]))
             N_max = fmax(N_max, xp->N[i]);
     snprintf(xp->unsafe_text, sizeof(xp->unsafe_text),
-             "P(diverge) %.3f above max_p_diverge %.3g even at the lowest learning rate the model "
+             "P(diverge) %.3g above max_p_diverge %.3g even at the lowest learning rate the model "
              "searched (%s = %.3g); to resolve it, run %s below %.3g at the largest N tried "
              "(%.3g) to find where runs of that size still train",
              xp->res.p_diverge, xp->o.max_p_diverge, xp->par[lr].name, xp->rec[lr],

@@ -50,14 +50,46 @@ static double fb_nll(const fb_rows *r, const double g[3])
     return f;
 }
 
-/* Newton's method with step halving on fb_nll (convex: a unique minimum). g: start in, fit out.
- * Returns 1 on convergence. */
-static int fb_fit(const fb_rows *r, double g[3])
+/* Solves H d = G (k × k, k <= 3, positive definite) by Cholesky. Returns 0 if not definite. */
+static int solve_spd(int k, double H[3][3], const double G[3], double d[3])
+{
+    double L[3][3] = {{0}}, y[3];
+    for (int a = 0; a < k; a++)
+        for (int b = 0; b <= a; b++) {
+            double s = H[a][b];
+            for (int m = 0; m < b; m++)
+                s -= L[a][m] * L[b][m];
+            if (a == b) {
+                if (!(s > 0))
+                    return 0;
+                L[a][a] = sqrt(s);
+            } else {
+                L[a][b] = s / L[b][b];
+            }
+        }
+    for (int a = 0; a < k; a++) {
+        double s = G[a];
+        for (int m = 0; m < a; m++)
+            s -= L[a][m] * y[m];
+        y[a] = s / L[a][a];
+    }
+    for (int a = k - 1; a >= 0; a--) {
+        double s = y[a];
+        for (int m = a + 1; m < k; m++)
+            s -= L[m][a] * d[m];
+        d[a] = s / L[a][a];
+    }
+    return 1;
+}
+
+/* Newton's method with step halving on fb_nll (convex: a unique minimum) over g[0..k-1], the
+ * others held. g: start in, fit out. Returns 1 on convergence. */
+static int fb_newton(const fb_rows *r, double g[3], int k)
 {
     double f = fb_nll(r, g);
     for (int it = 0; it < 100; it++) {
         double G[3] = {1e-4 * g[0], FB_RIDGE * g[1], FB_RIDGE * g[2]};
-        double H[3][3] = {{1e-4, 0, 0}, {0, FB_RIDGE, 0}, {0, 0, FB_RIDGE}};
+        double H[3][3] = {{1e-4, 0, 0}, {0, FB_RIDGE, 0}, {0, 0, FB_RIDGE}}, d[3] = {0};
         for (size_t t = 0; t < r->n; t++) {
             if (r->w[t] == 0)
                 continue;
@@ -70,33 +102,8 @@ static int fb_fit(const fb_rows *r, double g[3])
                     H[a][b] += h * x[a] * x[b];
             }
         }
-        /* solve H d = G by Cholesky (H is positive definite through the ridge) */
-        double L[3][3] = {{0}}, y[3], d[3];
-        for (int a = 0; a < 3; a++)
-            for (int b = 0; b <= a; b++) {
-                double s = H[a][b];
-                for (int k = 0; k < b; k++)
-                    s -= L[a][k] * L[b][k];
-                if (a == b) {
-                    if (!(s > 0))
-                        return 0;
-                    L[a][a] = sqrt(s);
-                } else {
-                    L[a][b] = s / L[b][b];
-                }
-            }
-        for (int a = 0; a < 3; a++) {
-            double s = G[a];
-            for (int k = 0; k < a; k++)
-                s -= L[a][k] * y[k];
-            y[a] = s / L[a][a];
-        }
-        for (int a = 2; a >= 0; a--) {
-            double s = y[a];
-            for (int k = a + 1; k < 3; k++)
-                s -= L[k][a] * d[k];
-            d[a] = s / L[a][a];
-        }
+        if (!solve_spd(k, H, G, d))
+            return 0;
         double step = 1, gn[3], fn = f;
         for (int h = 0; h < 40; h++, step *= 0.5) {
             for (int a = 0; a < 3; a++)
@@ -107,15 +114,27 @@ static int fb_fit(const fb_rows *r, double g[3])
         }
         if (!(fn <= f))
             return isfinite(f); /* no descent left: at the minimum within roundoff */
-        memcpy(g, gn, 3 * sizeof(double));
         double dec = f - fn;
+        memcpy(g, gn, 3 * sizeof(double));
         f = fn;
-        if (dec < 1e-10 * (1 + fabs(f)) && fabs(d[1]) + fabs(d[2]) < 1e-8)
-            return 1;
-        if (dec < 1e-12)
+        if (dec < 1e-12 * (1 + fabs(f)))
             return 1;
     }
     return isfinite(f);
+}
+
+/* The boundary's fit: g2 (the slope in ln cost) is constrained to >= 0, a larger run does not
+ * tolerate a larger learning rate than a smaller one. The objective is convex, so the constrained
+ * minimum is the free one when its g2 >= 0, else the minimum with g2 = 0. */
+static int fb_fit(const fb_rows *r, double g[3])
+{
+    double g0[3];
+    memcpy(g0, g, sizeof(g0));
+    if (fb_newton(r, g, 3) && g[2] >= 0)
+        return 1;
+    memcpy(g, g0, sizeof(g0));
+    g[2] = 0;
+    return fb_newton(r, g, 2);
 }
 
 /* ln cost of every run into lc (n). A successful run's is its own; a failed run's recorded cost
@@ -213,8 +232,9 @@ static int cmp_key(const void *a, const void *b)
 
 /* The prior: the successful runs sorted by ln cost are split into up to FB_PRIOR_BINS groups of
  * equal size; in each, a pseudo-run at e^FB_PRIOR_LR times the largest learning rate that
- * succeeded, at that run's ln cost, counts as failed. Appends to rows (absolute covariates, not
- * yet centred); returns how many were added. */
+ * succeeded in it or in a costlier group (a costlier run that trained says a cheaper one would
+ * too, as the fit assumes), at the group's median ln cost, counts as failed. Appends to rows
+ * (absolute covariates, centred later); returns how many were added. */
 static size_t fb_prior_rows(const fit_xp *xp, const double *lc, fb_rows *rows, double *key)
 {
     size_t n = xp->n, P = xp->P, m = 0, added = 0;
@@ -229,22 +249,18 @@ static size_t fb_prior_rows(const fit_xp *xp, const double *lc, fb_rows *rows, d
     size_t bins = m / 3 < FB_PRIOR_BINS ? m / 3 : FB_PRIOR_BINS;
     if (bins < 1)
         bins = 1;
-    for (size_t k = 0; k < bins; k++) {
-        size_t a = k * m / bins, e = (k + 1) * m / bins, best = (size_t)-1;
-        for (size_t t = a; t < e; t++) {
-            size_t i = (size_t)key[2 * t + 1];
-            if (best == (size_t)-1 || xp->b[i * P + xp->fb_lr] > xp->b[best * P + xp->fb_lr])
-                best = i;
-        }
-        if (best == (size_t)-1)
-            continue;
-        double v = xp_from_basic(par->space, xp->b[best * P + xp->fb_lr]) * exp(FB_PRIOR_LR);
+    double b_env = -INFINITY; /* largest lr coordinate that succeeded in this group or above */
+    for (size_t k = bins; k-- > 0;) {
+        size_t a = k * m / bins, e = (k + 1) * m / bins;
+        for (size_t t = a; t < e; t++)
+            b_env = fmax(b_env, xp->b[(size_t)key[2 * t + 1] * P + xp->fb_lr]);
+        double v = xp_from_basic(par->space, b_env) * exp(FB_PRIOR_LR);
         double bv = xp_to_basic(par->space, v);
-        if (!isfinite(bv))
+        if (!isfinite(bv) || e == a)
             continue;
         size_t t = rows->n++;
         rows->z1[t] = bv;
-        rows->z2[t] = lc[best];
+        rows->z2[t] = key[2 * ((a + e) / 2)];
         rows->y[t] = 1;
         rows->w[t] = 1;
         added++;
