@@ -152,10 +152,10 @@ typedef struct fit_xp_result {
     const char *warning_text; /* human-readable, "; "-separated, "" if none */
     int safe; /* 1: the engine vouches for the recommendation (p_diverge <= max_p_diverge there,
                  and for FRONT the front's learning-rate law and the stability boundary agree
-                 within a factor e^1.5); 0: do not launch it (see unsafe_reason). MODEL: 0 exactly
+                 within a factor e (2.7)); 0: do not launch it (see unsafe_reason). MODEL: 0 exactly
                  when FIT_XP_WARN_P_DIVERGE is set. FRONT: 0 when p_diverge > max_p_diverge at
                  the lowest learning rate allowed, when the learning rate had to be lowered more
-                 than e^1.5 below the front's law to meet the limit, or when runs failed and no
+                 than e below the front's law to meet the limit, or when runs failed and no
                  parameter is a learning rate (docs/algorithms/extrapolation.md section 1) */
     const char *unsafe_reason; /* "" when safe; else why, and which small runs would resolve it
                                   (e.g. "run lr between X and Y at cost Z") */

@@ -20,7 +20,7 @@
 #define FB_PRIOR_LR   0.5  /* pseudo-failure at e^0.5 (1.65x) the largest lr that succeeded */
 #define FB_PRIOR_BINS 4    /* ... in each of up to 4 groups of runs by ln cost */
 #define FB_RIDGE      0.1  /* Gaussian prior on the two slopes: 0.5 FB_RIDGE g^2 */
-#define FB_LOWER_SAFE 1.5  /* lowering the lr more than e^1.5 below the law: cannot vouch */
+#define FB_LOWER_SAFE 1.0  /* lowering the lr more than e^1 below the law: cannot vouch */
 #define FB_SCAN       9.21 /* the lowering searches down to e^-9.21 (1e-4) x the law's lr */
 #define FB_STEP       0.01 /* ... in steps of 1% */
 
