@@ -118,7 +118,7 @@ static void sweep_near_boundary(sweep *s)
 typedef struct outcome {
     fit_xp_result r;
     double lr, width, carbs_lr, lr_max_target;
-    char reason[512];
+    char reason[512], warnings[1024]; /* copies: r's strings are borrowed from the handle */
 } outcome;
 
 static void run_front(const sweep *s, int with_lr, double C, outcome *out)
@@ -146,6 +146,11 @@ static void run_front(const sweep *s, int with_lr, double C, outcome *out)
     out->lr_max_target = lr_max(out->width);
     snprintf(out->reason, sizeof(out->reason), "%s",
              out->r.unsafe_reason ? out->r.unsafe_reason : "(null)");
+    snprintf(out->warnings, sizeof(out->warnings), "%s",
+             out->r.warning_text ? out->r.warning_text : "(null)");
+    out->r.unsafe_reason = out->reason;
+    out->r.warning_text = out->warnings;
+    out->r.value = out->r.lo = out->r.hi = NULL;
     printf("  lr %.4g (CARBS' law %.4g, lr_max at width %.0f: %.4g, lr_opt %.4g), "
            "p_diverge %.4f, safe %d\n  unsafe_reason: %s\n  warnings: %s\n",
            out->lr, out->carbs_lr, out->width, out->lr_max_target, lr_opt(out->width),
