@@ -439,7 +439,7 @@ st_status xp_front_boundary_apply(fit_xp *xp, double C)
     size_t j = xp->fb_lr;
     const fit_xp_param *par = &xp->par[j];
     char msg[512];
-    if (!xp->fb_ok) {
+    if (!xp->fb_ok || !isfinite(xp_to_basic(par->space, xp->rec[j]))) {
         xp->res.p_diverge = NAN;
         xp->res.safe = 0;
         fb_unsafe_runs(xp, "the front's stability boundary could not be fitted");
