@@ -83,9 +83,15 @@ static void advise(study *s, char *buf, size_t cap)
 int study_judge_safety(study *s)
 {
     double p = s->res.p_diverge, lim = s->o.engine.max_p_diverge;
-    int unsafe = (s->res.warnings & FIT_XP_WARN_P_DIVERGE) || (isfinite(p) && p > lim);
+    int unsafe =
+        !s->res.safe || (s->res.warnings & FIT_XP_WARN_P_DIVERGE) || (isfinite(p) && p > lim);
     if (!unsafe)
         return 1;
+    if (s->res.unsafe_reason && s->res.unsafe_reason[0]) {
+        /* the engine says why and which runs would resolve it */
+        snprintf(s->unsafe_reason, sizeof(s->unsafe_reason), "%s", s->res.unsafe_reason);
+        return 0;
+    }
     char adv[ST_ERRMSG_MAX / 2];
     advise(s, adv, sizeof(adv));
     snprintf(s->unsafe_reason, sizeof(s->unsafe_reason),
