@@ -33,7 +33,7 @@
 #define SLOPE_BOUND 3.0   /* |sN|, |sD|, |t| (the wall already acts beyond SLOPE_MAX) */
 #define CURV_MIN    1e-6  /* c: from flat ... */
 #define CURV_MAX    100.0 /* ... to a penalty of 100 per unit^2 of basic coordinate */
-#define SAT_MIN     1e-3  /* kap: saturation between a 0.1% and a 20x loss increase */
+#define SAT_MIN     1e-3  /* kap: saturation from a 0.1% loss increase to a factor 21 */
 #define SAT_MAX     20.0
 
 /* L-BFGS stopping tolerances of both fits. */

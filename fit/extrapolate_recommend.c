@@ -22,9 +22,9 @@
 #define ALLOC_STEPS    200
 #define ALLOC_STEP     0.03
 /* The recommendation's search: ln N within SEARCH_N_STEPS steps of SEARCH_STEP of the point fit's
- * compute-optimal ln N (a factor e^-1 .. e^1), the learning rate's ln shifted from its law's
- * value by SHIFT_LO_STEPS .. SHIFT_HI_STEPS steps (x e^-1.5 .. e^0.5: its optimum under the
- * expected loss sits below the law's when the boundary is near). */
+ * compute-optimal ln N (a factor e^-1 .. e^1), the learning rate's basic coordinate shifted
+ * from its law's value by SHIFT_LO_STEPS .. SHIFT_HI_STEPS steps (x e^-1.5 .. e^0.5 on a log
+ * scale; mostly downwards, away from the stability boundary above). */
 #define SEARCH_STEP    0.05
 #define SEARCH_N_STEPS 20
 #define SHIFT_LO_STEPS (-30)
