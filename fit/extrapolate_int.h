@@ -1,19 +1,54 @@
 /*
  * extrapolate_int.h — private to fit/extrapolate*.c: the extrapolator's state, shared by the
- * front analysis (extrapolate.c) and the model of every run (extrapolate_model.c).
- * Shapes: n runs, P parameters, R bootstrap replicates; matrices are row-major.
+ * driver (extrapolate.c), the front analysis (extrapolate_front*.c) and the model of every run
+ * (extrapolate_model.c: the model's objectives and minimisers; extrapolate_model_fit.c: its fit;
+ * extrapolate_recommend.c: the recommendation and predictions). tests/fit/test_fit_extrapolate.c
+ * checks the objectives' gradients through the declarations below. Shapes: n runs, P parameters, R
+ * bootstrap replicates; matrices are row-major.
  */
 #ifndef FIT_EXTRAPOLATE_INT_H
 #define FIT_EXTRAPOLATE_INT_H
 
 #include "fit/extrapolate.h"
 
-#define XP_MAX_HP    8 /* hyperparameters in the model (roles LR, BATCH, OTHER) */
-/* model parameters: Chinchilla (a, b, e, alpha, beta) + per hyper k (a_k, sN, sD, ln c, ln kap,
- * t_k0 .. t_k(k-1)): hyper k's optimum also moves with the hypers before it (triangular) */
-#define XP_NTH       (5 + 5 * XP_MAX_HP + XP_MAX_HP * (XP_MAX_HP - 1) / 2)
-#define XP_HP_OFF(k) (5 + 5 * (k) + (k) * ((k)-1) / 2)
-#define XP_NG        4 /* logistic coefficients of the stability boundary */
+#define XP_MAX_HP 8 /* hyperparameters in the model (roles LR, BATCH, OTHER) */
+
+/*
+ * The model's parameter vector th: the Chinchilla part
+ *   ln L = LSE(a - alpha ln N, b - beta ln D, e) + ln(1 + sum_k penalty_k),
+ * then one block per modelled hyperparameter k at XP_HP_OFF(k), of XP_HP_LEN(k) slots: the law
+ * of its optimum b_k* = a_k + sN_k lNc + sD_k lDc + sum_{j<k} t_kj bh_j (lNc, lDc: ln N, ln D
+ * minus their centres; bh: centred basic coordinates; triangular: hyper k's optimum also moves
+ * with the hypers before it) and the shape of its penalty
+ *   kap_k (1 - exp(-c_k u_k^2 / kap_k)), u_k = bh_k - b_k*.
+ */
+enum {
+    XP_TH_A = 0, /* a: ln of the N term's scale */
+    XP_TH_B,     /* b: ln of the D term's scale */
+    XP_TH_E,     /* e: ln of the irreducible loss */
+    XP_TH_ALPHA, /* alpha: N exponent */
+    XP_TH_BETA,  /* beta: D exponent */
+    XP_TH_CHIN   /* slots of the Chinchilla part; hyper 0's block starts here */
+};
+enum {
+    XP_HP_ICPT = 0, /* a_k: the optimum at the centres (centred basic coordinate) */
+    XP_HP_SLOPE_N,  /* sN_k: d b_k* / d ln N */
+    XP_HP_SLOPE_D,  /* sD_k: d b_k* / d ln D */
+    XP_HP_LN_CURV,  /* ln c_k: curvature of the penalty at the optimum */
+    XP_HP_LN_SAT,   /* ln kap_k: the penalty's saturation far from it */
+    XP_HP_COUPLING  /* + j: t_kj, the coupling to hyper j < k */
+};
+#define XP_HP_LEN(k)  (XP_HP_COUPLING + (k)) /* slots of hyper k's block */
+#define XP_HP_OFF(k)  (XP_TH_CHIN + XP_HP_COUPLING * (k) + (k) * ((k)-1) / 2)
+#define XP_NTH        XP_HP_OFF(XP_MAX_HP) /* the largest parameter vector */
+/* kap's ridge centre and start (a penalty that saturates at a 10% loss increase) */
+#define XP_SAT_CENTRE 0.1
+
+/* The logistic stability boundary P(fail) = sigma(g . (1, z)) on the centred covariates z of a
+ * run: z[XP_Z_LR] = b_lr - m_lr, z[XP_Z_LN] = ln N - lN0, z[XP_Z_W] = w - m_w (b_lr, w: the basic
+ * coordinates of the learning rate and of the warmup-like parameter, w = 0 without one). */
+enum { XP_G_ICPT = 0, XP_G_LR, XP_G_LN, XP_G_W, XP_NG };
+enum { XP_Z_LR = 0, XP_Z_LN, XP_Z_W, XP_NZ };
 
 typedef struct xp_model {
     size_t n_hp;                /* hyperparameters modelled */
@@ -27,7 +62,7 @@ typedef struct xp_model {
     int has_div;                /* a logistic boundary was fitted */
     size_t lr_param;            /* index of the learning rate parameter */
     size_t wu_param;            /* index of the warmup-like parameter, (size_t)-1 if none */
-    double g[XP_NG];            /* logistic on (1, ln lr - m_lr, lN - lN0, w - m_w) */
+    double g[XP_NG];            /* logistic coefficients (XP_G_*) */
     double m_lr, m_w;           /* centres of the logistic's covariates */
     double *g_rep;              /* R × XP_NG */
     double cost_k;              /* cost = exp(cost_k) N D */
@@ -109,12 +144,57 @@ st_status xp_front_boundary_fit(fit_xp *xp);
 st_status xp_front_boundary_apply(fit_xp *xp, double C);
 void xp_front_boundary_clear(fit_xp *xp);
 
-/* The model (extrapolate_model.c): fit on xp's runs (ST_OK, or ST_EEMPTY / ST_ENUMERIC with
- * xp->err set), the recommendation at C into xp->rec*, xp->res; freeing. */
+/* The model (extrapolate_model_fit.c): fit on xp's runs (ST_OK, or ST_EEMPTY / ST_ENUMERIC with
+ * xp->err set); freeing. The recommendation at C into xp->rec*, xp->res (extrapolate_recommend.c).
+ */
 st_status xp_model_fit(fit_xp *xp);
 st_status xp_model_recommend(fit_xp *xp, double C);
 void xp_model_clear(xp_model *m);
 /* ln N of a parameter row x (via the N parameter or the SIZE regression), NAN if unknown. */
 double xp_model_lnN(const fit_xp *xp, const double *x);
+
+/* ---- the model's objectives and minimisers (extrapolate_model.c) ---------------------------- */
+
+/* Hyper k's optimum b_k* (centred basic coordinate) under its block h = &th[XP_HP_OFF(k)] at
+ * lNc = ln N - lN0, lDc = ln D - lD0 and the centred coordinates bh of the hypers before it. */
+double xp_hp_optimum(const double *h, size_t k, double lNc, double lDc, const double *bh);
+
+/* ln L of model th (XP_HP_OFF(n_hp) parameters) at one run and, if g != NULL, d ln L / d th.
+ * bh: the run's n_hp centred basic coordinates of the modelled hyperparameters. */
+double xp_jm_eval(const double *th, size_t n_hp, double lN, double lD, double lN0, double lD0,
+                  const double *bh, double *g);
+
+/* The joint fit's objective: 0.5 sum_rows (ln L - ln y)^2 + the priors and ridges, over the free
+ * parameters (the others held at full[]). */
+typedef struct xp_jm_data {
+    size_t n_hp;
+    size_t n;                   /* rows */
+    const size_t *rows;         /* n indices into the arrays below */
+    const double *lN, *lD, *ly; /* per run (all runs) */
+    const double *bh;           /* runs × n_hp centred basic coordinates of the hypers */
+    double lN0, lD0;
+    size_t n_th, n_free;     /* n_th = XP_HP_OFF(n_hp) */
+    size_t free_idx[XP_NTH]; /* the free parameters' slots, increasing */
+    double full[XP_NTH];     /* every parameter; the held ones keep these values */
+    double w_ab;             /* weight of the prior on alpha - beta */
+    /* Gaussian priors on hyper slots j >= XP_TH_CHIN: weight pw[j] (0: none) towards pmu[j] */
+    double pw[XP_NTH], pmu[XP_NTH];
+} xp_jm_data;
+/* NLopt objective: xf the n_free free parameters, gf (may be NULL) its gradient. */
+double xp_jm_objective(unsigned nf, const double *xf, double *gf, void *data);
+/* Minimises from th (n_th, updated) within the search box; the objective (INFINITY on failure). */
+double xp_jm_minimise(xp_jm_data *d, double *th, size_t max_eval);
+
+/* The boundary's objective: -log likelihood of the failed flags + a ridge on the slopes. */
+typedef struct xp_lg_data {
+    size_t n;
+    const size_t *rows;
+    const double *z; /* runs × XP_NZ centred covariates */
+    const int *y;    /* failed */
+    int use_w;       /* the warmup covariate is in (XP_NG coefficients; else XP_NG - 1) */
+} xp_lg_data;
+double xp_lg_objective(unsigned nv, const double *g, double *grad, void *data);
+/* Minimises from g (XP_NG, updated; g[XP_G_W] = 0 without use_w); 1 on success. */
+int xp_lg_minimise(xp_lg_data *d, double *g);
 
 #endif /* FIT_EXTRAPOLATE_INT_H */

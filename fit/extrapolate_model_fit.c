@@ -1,0 +1,691 @@
+/*
+ * extrapolate_model_fit.c — the fit of the model of every run (extrapolate_model.c) on a sweep,
+ * in stages (xp_model_fit): choose the hyperparameters to model and the SIZE regression; assemble
+ * the runs (ln N, ln D, ln loss, centred coordinates); choose the free parameters; a multi-start
+ * first fit; the priors weighted by its residual variance and a refit; the logistic stability
+ * boundary (with prior pseudo-runs when no run failed); run bootstrap replicates of both.
+ * docs/algorithms/extrapolation.md.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_multifit.h>
+
+#include "fit/extrapolate_int.h"
+#include "fit/fit_int.h"
+
+#define NONE ((size_t)-1)
+
+/* A hyperparameter is modelled when its basic coordinate varies by more than this among the
+ * successful runs (a constant one has no optimum to find). */
+#define HP_MIN_SPREAD    1e-9
+/* A sweep needs at least n_th / 2 + MIN_RUNS_SLACK usable runs (many of the n_th parameters are
+ * held or tied by priors and ridges). */
+#define MIN_RUNS_SLACK   3
+/* N or D spanning less than this factor: the L(N, D) law is weak (a warning). */
+#define NARROW_SPAN      4.0
+/* With fewer usable runs the couplings and the N/D slopes of OTHER hyperparameters are held at 0
+ * (except where the weight decay's timescale prior speaks). */
+#define SMALL_SWEEP_RUNS 40
+/* ln N (ln D) spans below this: the hyperparameters' slopes on it are held at 0. */
+#define FLAT_SPAN        1e-6
+
+/* Starts of the first fit: each hyper's optimum at the mean of the best START_BEST_Q of the runs
+ * (by loss), curvature START_CURV and saturation XP_SAT_CENTRE; on the Chinchilla part a grid of
+ * E = START_E_FRAC x the best loss and alpha, beta in START_EXP, the two power-law terms sharing
+ * the rest of the mean loss (at least START_REST_MIN of it). */
+#define START_BEST_Q   0.2
+#define START_CURV     0.01
+#define START_REST_MIN 0.05
+static const double START_E_FRAC[] = {0.5, 0.85};
+static const double START_EXP[] = {0.2, 0.35, 0.6};
+#define N_START_E   (sizeof(START_E_FRAC) / sizeof(START_E_FRAC[0]))
+#define N_START_EXP (sizeof(START_EXP) / sizeof(START_EXP[0]))
+
+/* Evaluations of L-BFGS: each start, the polish and refit, each bootstrap replicate. */
+#define MAXEVAL_START  3000
+#define MAXEVAL_POLISH 5000
+#define MAXEVAL_BOOT   2000
+
+/* A Gaussian prior on alpha - beta with sd o.prior_ab_sd (0.05). Published fits put alpha and beta
+ * close (Hoffmann et al. 0.34 and 0.28, Besiroglu et al. 0.35 and 0.37), i.e. N_opt close to C^0.5;
+ * a sweep near the front cannot tell N from D apart and would otherwise extrapolate either without
+ * bound. The objective is 0.5 sum r^2 (ln loss), so the prior's weight is sigma^2 / (2 sd^2) with
+ * sigma the residual sd of a fit without it, at least PRIOR_SIGMA_MIN. */
+#define PRIOR_SIGMA_MIN 0.01 /* residual sd floor for the prior's weight (runs are never exact) */
+/* The weight decay's timescale prior: the centres of its law in ln lambda = ln B - ln lr - ln D +
+ * const (no N slope; other hypers 0). */
+#define WD_SLOPE_N      0.0
+#define WD_SLOPE_D      (-1.0)
+#define WD_ON_BATCH     1.0
+#define WD_ON_LR        (-1.0)
+#define WD_ON_OTHER     0.0
+
+/* The boundary: fitted on at least BOUNDARY_MIN_RUNS runs, from an intercept at the log of the
+ * failed fraction and a slope LG_START_LR on ln lr. Without a failed run, prior pseudo-runs: up
+ * to PRIOR_BINS size groups of at least PRIOR_BIN_RUNS runs each. */
+#define BOUNDARY_MIN_RUNS 5
+#define LG_START_LR       1.0
+#define PRIOR_DIV_LR      0.5 /* ln of the factor above the largest successful lr (no failed run) */
+#define PRIOR_BINS        4   /* size groups that each get a prior row (no failed run) */
+#define PRIOR_BIN_RUNS    5
+
+/* ---- choosing what to model ----------------------------------------------------------------- */
+
+/* Is this the name of a weight decay? */
+static int is_weight_decay(const char *name)
+{
+    return strstr(name, "weight_decay") || strstr(name, "weight-decay") ||
+           strstr(name, "weightdecay") || !strcmp(name, "wd");
+}
+
+/*
+ * The hyper index of a weight decay that gets the AdamW timescale prior, NONE if none.
+ * AdamW's decoupled decay (per-step lr * lambda) averages the weights over tau = B / (lr lambda D)
+ * of the run; its optimum is close to a fixed fraction of the run (Wang & Aitchison 2024; Bergsma
+ * et al. 2025 "Power Lines": a weak power of tokens per parameter), so ln lambda_opt ~ ln B -
+ * ln lr - ln D + const. Needs the weight decay, learning rate and batch modelled on log scales.
+ */
+static size_t wd_prior_hyper(const fit_xp *xp)
+{
+    const xp_model *m = &xp->m;
+    if (!(xp->o.prior_wd_sd > 0))
+        return NONE;
+    size_t k_wd = NONE;
+    int lr = 0, bs = 0;
+    for (size_t k = 0; k < m->n_hp; k++) {
+        size_t j = m->hp_param[k];
+        int lg = xp->par[j].space == FIT_XP_LOG;
+        if (xp->role[j] == FIT_XP_LR)
+            lr = lg;
+        else if (xp->role[j] == FIT_XP_BATCH)
+            bs = lg;
+        else if (xp->role[j] == FIT_XP_OTHER && lg && is_weight_decay(xp->par[j].name) &&
+                 k_wd == NONE)
+            k_wd = k;
+    }
+    return lr && bs ? k_wd : NONE;
+}
+
+/* The timescale prior on hyper k_wd's slopes and couplings, weighted sigma^2 / (2 sd^2) as the
+ * alpha - beta prior. */
+static void wd_prior_set(const fit_xp *xp, xp_jm_data *d, size_t k_wd, double sigma)
+{
+    const xp_model *m = &xp->m;
+    double sd = xp->o.prior_wd_sd, wgt = sigma * sigma / (2 * sd * sd);
+    double *pw = &d->pw[XP_HP_OFF(k_wd)], *pmu = &d->pmu[XP_HP_OFF(k_wd)];
+    pw[XP_HP_SLOPE_N] = pw[XP_HP_SLOPE_D] = wgt;
+    pmu[XP_HP_SLOPE_N] = WD_SLOPE_N;
+    pmu[XP_HP_SLOPE_D] = WD_SLOPE_D;
+    for (size_t j = 0; j < k_wd; j++) {
+        fit_xp_role r = xp->role[m->hp_param[j]];
+        pw[XP_HP_COUPLING + j] = wgt;
+        pmu[XP_HP_COUPLING + j] = r == FIT_XP_BATCH ? WD_ON_BATCH
+                                  : r == FIT_XP_LR  ? WD_ON_LR
+                                                    : WD_ON_OTHER;
+    }
+}
+
+/* The learning rate and warmup-like parameters, and the hyperparameters that vary among the
+ * successful runs, in the order batch, learning rate (its optimum moves with the batch), others;
+ * their centres. */
+static void choose_hypers(fit_xp *xp)
+{
+    xp_model *m = &xp->m;
+    size_t n = xp->n, P = xp->P;
+    m->lr_param = m->wu_param = NONE;
+    for (size_t j = 0; j < P; j++) {
+        if (xp->role[j] == FIT_XP_LR && m->lr_param == NONE)
+            m->lr_param = j;
+        if (m->wu_param == NONE && strstr(xp->par[j].name, "warmup"))
+            m->wu_param = j;
+    }
+    m->n_hp = 0;
+    const fit_xp_role order[3] = {FIT_XP_BATCH, FIT_XP_LR, FIT_XP_OTHER};
+    for (size_t pass = 0; pass < 3; pass++)
+        for (size_t j = 0; j < P; j++) {
+            if (xp->role[j] != order[pass])
+                continue;
+            double lo = INFINITY, hi = -INFINITY;
+            for (size_t i = 0; i < n; i++)
+                if (!xp->failed[i]) {
+                    lo = fmin(lo, xp->b[i * P + j]);
+                    hi = fmax(hi, xp->b[i * P + j]);
+                }
+            if (hi - lo > HP_MIN_SPREAD && m->n_hp < XP_MAX_HP)
+                m->hp_param[m->n_hp++] = j;
+        }
+    m->n_th = XP_HP_OFF(m->n_hp);
+    for (size_t k = 0; k < m->n_hp; k++) {
+        double acc = 0;
+        for (size_t i = 0; i < n; i++)
+            if (!xp->failed[i])
+                acc += xp->b[i * P + m->hp_param[k]];
+        m->hp_mean[k] = acc / (double)xp->n_ok;
+    }
+}
+
+/* ln N on the SIZE parameters' basic coordinates by OLS (GSL) over runs with N known. */
+static st_status fit_size_regression(fit_xp *xp)
+{
+    xp_model *m = &xp->m;
+    m->n_size = 0;
+    for (size_t j = 0; j < xp->P && m->n_size < XP_MAX_HP; j++)
+        if (xp->role[j] == FIT_XP_SIZE)
+            m->size_param[m->n_size++] = j;
+    if (!m->n_size)
+        return ST_OK;
+    size_t n = 0, p = 1 + m->n_size;
+    for (size_t i = 0; i < xp->n; i++)
+        if (isfinite(xp->N[i]))
+            n++;
+    if (n < p + 1) {
+        m->n_size = 0;
+        return ST_OK;
+    }
+    gsl_matrix *X = gsl_matrix_alloc(n, p), *cov = gsl_matrix_alloc(p, p);
+    gsl_vector *y = gsl_vector_alloc(n), *c = gsl_vector_alloc(p);
+    gsl_multifit_linear_workspace *w = gsl_multifit_linear_alloc(n, p);
+    st_status s = ST_OK;
+    if (!X || !cov || !y || !c || !w) {
+        s = ST_ENOMEM;
+    } else {
+        size_t r = 0;
+        for (size_t i = 0; i < xp->n; i++) {
+            if (!isfinite(xp->N[i]))
+                continue;
+            gsl_matrix_set(X, r, 0, 1.0);
+            for (size_t k = 0; k < m->n_size; k++)
+                gsl_matrix_set(X, r, 1 + k, xp->b[i * xp->P + m->size_param[k]]);
+            gsl_vector_set(y, r, log(xp->N[i]));
+            r++;
+        }
+        double chisq;
+        if (gsl_multifit_linear(X, y, c, cov, &chisq, w) != 0)
+            m->n_size = 0;
+        else
+            for (size_t k = 0; k < p; k++)
+                m->size_c[k] = gsl_vector_get(c, k);
+    }
+    gsl_matrix_free(X);
+    gsl_matrix_free(cov);
+    gsl_vector_free(y);
+    gsl_vector_free(c);
+    gsl_multifit_linear_free(w);
+    return s;
+}
+
+void xp_model_clear(xp_model *m)
+{
+    free(m->th_rep);
+    free(m->g_rep);
+    memset(m, 0, sizeof(*m));
+}
+
+double xp_model_lnN(const fit_xp *xp, const double *x)
+{
+    const xp_model *m = &xp->m;
+    for (size_t j = 0; j < xp->P; j++)
+        if (xp->role[j] == FIT_XP_N)
+            return log(x[j]);
+    if (!m->n_size)
+        return NAN;
+    double l = m->size_c[0];
+    for (size_t s = 0; s < m->n_size; s++) {
+        size_t j = m->size_param[s];
+        l += m->size_c[1 + s] * xp_to_basic(xp->par[j].space, x[j]);
+    }
+    return l;
+}
+
+/* ---- the runs' data --------------------------------------------------------------------- */
+
+/* The runs' data and every buffer of the fit, allocated once before the first stage. The
+ * boundary's arrays have PRIOR_BINS rows past the n runs for its prior pseudo-runs. */
+typedef struct fit_work {
+    size_t nh;                 /* row stride of bh: n_hp, at least 1 */
+    double *lN, *lD, *ly;      /* n: ln N, ln D, ln loss (NAN if failed) */
+    double *bh;                /* n × nh centred basic coordinates of the hypers */
+    double *z;                 /* (n + PRIOR_BINS) × XP_NZ: the boundary's covariates */
+    int *y;                    /* n + PRIOR_BINS: failed */
+    double *key;               /* 2 per run: sort keys of the boundary's prior rows */
+    double *loss;              /* n: the usable runs' losses, sorted (the starts) */
+    size_t *ok_rows, *rows;    /* n: usable runs; a bootstrap resample of them */
+    size_t *lg_rows, *lg_boot; /* n + PRIOR_BINS: the boundary's rows; a resample of them */
+    size_t n_okr;              /* usable runs (succeeded, ln N and ln D known, loss > 0) */
+    size_t n_lgr, n_lg_real;   /* the boundary's rows, of which runs (the rest prior rows) */
+    double lN_span, lD_span;   /* of the usable runs */
+} fit_work;
+
+static st_status work_alloc(fit_work *w, size_t n, size_t nh)
+{
+    w->nh = nh;
+    w->lN = malloc(n * sizeof(double));
+    w->lD = malloc(n * sizeof(double));
+    w->ly = malloc(n * sizeof(double));
+    w->bh = malloc(n * nh * sizeof(double));
+    w->z = malloc((n + PRIOR_BINS) * XP_NZ * sizeof(double));
+    w->y = malloc((n + PRIOR_BINS) * sizeof(int));
+    w->key = malloc(2 * n * sizeof(double));
+    w->loss = malloc(n * sizeof(double));
+    w->ok_rows = malloc(n * sizeof(size_t));
+    w->rows = malloc(n * sizeof(size_t));
+    w->lg_rows = malloc((n + PRIOR_BINS) * sizeof(size_t));
+    w->lg_boot = malloc((n + PRIOR_BINS) * sizeof(size_t));
+    if (!w->lN || !w->lD || !w->ly || !w->bh || !w->z || !w->y || !w->key || !w->loss ||
+        !w->ok_rows || !w->rows || !w->lg_rows || !w->lg_boot)
+        return ST_ENOMEM;
+    return ST_OK;
+}
+
+static void work_free(fit_work *w)
+{
+    free(w->lN);
+    free(w->lD);
+    free(w->ly);
+    free(w->bh);
+    free(w->z);
+    free(w->y);
+    free(w->key);
+    free(w->loss);
+    free(w->ok_rows);
+    free(w->rows);
+    free(w->lg_rows);
+    free(w->lg_boot);
+}
+
+/* Per run ln N, ln D, ln loss and the hypers' centred coordinates; the usable runs, the
+ * centres of their ln N and ln D, the cost model. ST_EEMPTY with too few usable runs. */
+static st_status assemble_runs(fit_xp *xp, fit_work *w)
+{
+    xp_model *m = &xp->m;
+    size_t n = xp->n, P = xp->P, nh = w->nh;
+    double sN = 0, sD = 0, minN = INFINITY, maxN = -INFINITY, minD = INFINITY, maxD = -INFINITY;
+    double sk = 0;
+    w->n_okr = 0;
+    for (size_t i = 0; i < n; i++) {
+        double lN = isfinite(xp->N[i]) ? log(xp->N[i]) : xp_model_lnN(xp, &xp->x[i * P]);
+        double lD = isfinite(xp->D[i]) ? log(xp->D[i]) : NAN;
+        w->lN[i] = lN;
+        w->lD[i] = lD;
+        w->ly[i] = xp->failed[i] ? NAN : log(xp->obj[i]);
+        for (size_t k = 0; k < m->n_hp; k++)
+            w->bh[i * nh + k] = xp->b[i * P + m->hp_param[k]] - m->hp_mean[k];
+        w->y[i] = xp->failed[i];
+        if (!xp->failed[i] && isfinite(lN) && isfinite(lD) && xp->obj[i] > 0) {
+            w->ok_rows[w->n_okr++] = i;
+            sN += lN;
+            sD += lD;
+            minN = fmin(minN, lN);
+            maxN = fmax(maxN, lN);
+            minD = fmin(minD, lD);
+            maxD = fmax(maxD, lD);
+            sk += log(xp->cost[i]) - lN - lD;
+        }
+    }
+    if (w->n_okr < m->n_th / 2 + MIN_RUNS_SLACK) {
+        snprintf(xp->err, sizeof(xp->err), "%zu usable runs for %zu model parameters", w->n_okr,
+                 m->n_th);
+        return ST_EEMPTY;
+    }
+    m->lN0 = sN / (double)w->n_okr;
+    m->lD0 = sD / (double)w->n_okr;
+    m->cost_k = sk / (double)w->n_okr;
+    m->fail_loss = xp->o.fail_loss; /* NAN: set at the target compute (xp_model_recommend) */
+    w->lN_span = maxN - minN;
+    w->lD_span = maxD - minD;
+    if (w->lN_span < log(NARROW_SPAN) || w->lD_span < log(NARROW_SPAN))
+        xp_add_warning(xp, FIT_XP_WARN_NARROW_ND,
+                       "N or D spans less than a factor 4: the L(N, D) law is weak");
+    return ST_OK;
+}
+
+/* ---- the joint fit ---------------------------------------------------------------------- */
+
+/* Is slot q of hyper k held at its start? The N/D slopes of OTHER hypers and all couplings in a
+ * small sweep (except under the timescale prior), a slope on ln N or ln D where it is flat. */
+static int hp_slot_held(const fit_xp *xp, const fit_work *w, size_t k, size_t q, size_t k_wd)
+{
+    int small = w->n_okr < SMALL_SWEEP_RUNS && k != k_wd;
+    int slope = q == XP_HP_SLOPE_N || q == XP_HP_SLOPE_D;
+    if (slope && small && xp->role[xp->m.hp_param[k]] == FIT_XP_OTHER)
+        return 1;
+    if (q >= XP_HP_COUPLING && small)
+        return 1;
+    if (q == XP_HP_SLOPE_N && w->lN_span < FLAT_SPAN)
+        return 1;
+    if (q == XP_HP_SLOPE_D && w->lD_span < FLAT_SPAN)
+        return 1;
+    return 0;
+}
+
+/* The joint fit's data on the usable runs and its free parameters. */
+static void jm_setup(const fit_xp *xp, const fit_work *w, size_t k_wd, xp_jm_data *d)
+{
+    const xp_model *m = &xp->m;
+    memset(d, 0, sizeof(*d));
+    d->n_hp = m->n_hp;
+    d->lN = w->lN;
+    d->lD = w->lD;
+    d->ly = w->ly;
+    d->bh = w->bh;
+    d->lN0 = m->lN0;
+    d->lD0 = m->lD0;
+    d->n_th = m->n_th;
+    for (size_t j = 0; j < XP_TH_CHIN; j++)
+        d->free_idx[d->n_free++] = j;
+    for (size_t k = 0; k < m->n_hp; k++)
+        for (size_t q = 0; q < XP_HP_LEN(k); q++)
+            if (!hp_slot_held(xp, w, k, q, k_wd))
+                d->free_idx[d->n_free++] = XP_HP_OFF(k) + q;
+    d->n = w->n_okr;
+    d->rows = w->ok_rows;
+}
+
+/* The hyper blocks of the start th0 (its Chinchilla part left alone): each optimum at the mean
+ * centred coordinate of the best START_BEST_Q of the usable runs, no slopes or couplings. */
+static void hyper_starts(const fit_xp *xp, fit_work *w, double *th0)
+{
+    const xp_model *m = &xp->m;
+    if (!m->n_hp)
+        return;
+    for (size_t t = 0; t < w->n_okr; t++)
+        w->loss[t] = xp->obj[w->ok_rows[t]];
+    fit_sort_doubles(w->loss, w->n_okr);
+    double cut = fit_quantile_sorted(w->loss, w->n_okr, START_BEST_Q);
+    for (size_t k = 0; k < m->n_hp; k++) {
+        double acc = 0;
+        size_t na = 0;
+        for (size_t t = 0; t < w->n_okr; t++)
+            if (xp->obj[w->ok_rows[t]] <= cut) {
+                acc += w->bh[w->ok_rows[t] * w->nh + k];
+                na++;
+            }
+        double *h = &th0[XP_HP_OFF(k)];
+        h[XP_HP_ICPT] = na ? acc / (double)na : 0;
+        h[XP_HP_SLOPE_N] = h[XP_HP_SLOPE_D] = 0;
+        h[XP_HP_LN_CURV] = log(START_CURV);
+        h[XP_HP_LN_SAT] = log(XP_SAT_CENTRE);
+    }
+}
+
+/* The first fit into th: the best of the starts on the grid of the Chinchilla part, polished.
+ * Under the timescale prior (weighted with the residual floor until sigma is known), the weight
+ * decay's law starts at the prior's centre. ST_ENUMERIC if no start reaches a finite optimum. */
+static st_status first_fit(fit_xp *xp, fit_work *w, xp_jm_data *d, size_t k_wd, double *th)
+{
+    const xp_model *m = &xp->m;
+    double ymin = INFINITY, ymean = 0;
+    for (size_t t = 0; t < w->n_okr; t++) {
+        ymin = fmin(ymin, xp->obj[w->ok_rows[t]]);
+        ymean += xp->obj[w->ok_rows[t]] / (double)w->n_okr;
+    }
+    double th0[XP_NTH] = {0};
+    hyper_starts(xp, w, th0);
+    if (k_wd != NONE) {
+        wd_prior_set(xp, d, k_wd, PRIOR_SIGMA_MIN);
+        for (size_t q = XP_HP_SLOPE_N; q < XP_HP_LEN(k_wd); q++) {
+            size_t j = XP_HP_OFF(k_wd) + q;
+            if (d->pw[j] > 0)
+                th0[j] = d->pmu[j];
+        }
+    }
+    double best_f = INFINITY;
+    for (size_t ie = 0; ie < N_START_E; ie++)
+        for (size_t ia = 0; ia < N_START_EXP; ia++)
+            for (size_t ib = 0; ib < N_START_EXP; ib++) {
+                double t[XP_NTH];
+                memcpy(t, th0, sizeof(t));
+                double E = START_E_FRAC[ie] * ymin;
+                double rest = fmax(ymean - E, START_REST_MIN * ymean) / 2;
+                t[XP_TH_E] = log(E);
+                t[XP_TH_ALPHA] = START_EXP[ia];
+                t[XP_TH_BETA] = START_EXP[ib];
+                t[XP_TH_A] = log(rest) + START_EXP[ia] * m->lN0;
+                t[XP_TH_B] = log(rest) + START_EXP[ib] * m->lD0;
+                double f = xp_jm_minimise(d, t, MAXEVAL_START);
+                if (f < best_f) {
+                    best_f = f;
+                    memcpy(th, t, sizeof(t));
+                }
+            }
+    if (!isfinite(best_f)) {
+        snprintf(xp->err, sizeof(xp->err), "the model fit found no finite optimum");
+        return ST_ENUMERIC;
+    }
+    xp_jm_minimise(d, th, MAXEVAL_POLISH);
+    return ST_OK;
+}
+
+/* Residual sd of ln loss of model th over the usable runs, dof degrees of freedom. */
+static double residual_sd(const xp_model *m, const fit_work *w, const double *th, double dof)
+{
+    double ss = 0;
+    for (size_t t = 0; t < w->n_okr; t++) {
+        size_t i = w->ok_rows[t];
+        double r =
+            xp_jm_eval(th, m->n_hp, w->lN[i], w->lD[i], m->lN0, m->lD0, &w->bh[i * w->nh], NULL) -
+            w->ly[i];
+        ss += r * r;
+    }
+    return sqrt(ss / (dof > 1 ? dof : 1));
+}
+
+/* m->sigma of the first fit th; with a prior on, the priors weighted by it (at least
+ * PRIOR_SIGMA_MIN), a refit from th and m->sigma of the refit. */
+static void refit_with_priors(fit_xp *xp, const fit_work *w, xp_jm_data *d, size_t k_wd, double *th)
+{
+    xp_model *m = &xp->m;
+    double dof = (double)w->n_okr - (double)d->n_free;
+    m->sigma = residual_sd(m, w, th, dof);
+    double sg = fmax(m->sigma, PRIOR_SIGMA_MIN), sd = xp->o.prior_ab_sd;
+    if (k_wd != NONE)
+        wd_prior_set(xp, d, k_wd, sg);
+    if (sd > 0)
+        d->w_ab = sg * sg / (2 * sd * sd);
+    if (!(sd > 0) && k_wd == NONE)
+        return;
+    xp_jm_minimise(d, th, MAXEVAL_POLISH);
+    m->sigma = residual_sd(m, w, th, dof);
+}
+
+/* ---- the stability boundary ------------------------------------------------------------- */
+
+static int cmp_lnN(const void *a, const void *b)
+{
+    const double *x = a, *y = b;
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* The boundary's prior rows (see boundary_fit): rows n, n+1, ... of w->z, w->y, appended to
+ * w->lg_rows after the n_real real ones (whose z is set). Returns how many were added. */
+static size_t add_prior_rows(fit_work *w, size_t n, size_t n_real)
+{
+    size_t bins = n_real / PRIOR_BIN_RUNS < PRIOR_BINS ? n_real / PRIOR_BIN_RUNS : PRIOR_BINS;
+    if (bins < 1)
+        bins = 1;
+    double *key = w->key;
+    for (size_t t = 0; t < n_real; t++) {
+        key[2 * t] = w->z[XP_NZ * w->lg_rows[t] + XP_Z_LN];
+        key[2 * t + 1] = (double)w->lg_rows[t];
+    }
+    qsort(key, n_real, 2 * sizeof(double), cmp_lnN);
+    for (size_t q = 0; q < bins; q++) {
+        size_t a = q * n_real / bins, e = (q + 1) * n_real / bins;
+        size_t imax = (size_t)key[2 * a + 1];
+        for (size_t t = a; t < e; t++)
+            if (w->z[XP_NZ * (size_t)key[2 * t + 1] + XP_Z_LR] > w->z[XP_NZ * imax + XP_Z_LR])
+                imax = (size_t)key[2 * t + 1];
+        const double *zi = &w->z[XP_NZ * imax];
+        double *zr = &w->z[XP_NZ * (n + q)];
+        zr[XP_Z_LR] = zi[XP_Z_LR] + PRIOR_DIV_LR;
+        zr[XP_Z_LN] = zi[XP_Z_LN];
+        zr[XP_Z_W] = zi[XP_Z_W];
+        w->y[n + q] = 1;
+        w->lg_rows[w->n_lgr++] = n + q;
+    }
+    return bins;
+}
+
+/* The boundary's covariates of the runs in w->lg_rows and their centres m_lr, m_w. */
+static void boundary_covariates(fit_xp *xp, fit_work *w, double slr, double sw)
+{
+    xp_model *m = &xp->m;
+    size_t P = xp->P, n_real = w->n_lg_real;
+    m->m_lr = slr / (double)n_real;
+    m->m_w = sw / (double)n_real;
+    for (size_t t = 0; t < n_real; t++) {
+        size_t i = w->lg_rows[t];
+        double *z = &w->z[XP_NZ * i];
+        z[XP_Z_LR] = xp->b[i * P + m->lr_param] - m->m_lr;
+        z[XP_Z_LN] = w->lN[i] - m->lN0;
+        z[XP_Z_W] = m->wu_param != NONE ? xp->b[i * P + m->wu_param] - m->m_w : 0;
+    }
+}
+
+/*
+ * The stability boundary on every run whose ln N is known, into m->g (m->has_div) and L.
+ * No failed run: a prior instead of "never diverges". The runs are split by ln N into up to
+ * PRIOR_BINS groups of equal size; in each, a pseudo-run at e^PRIOR_DIV_LR times the largest
+ * learning rate that succeeded (at that run's N and warmup) counts as failed. A recommendation
+ * above every learning rate tried carries a divergence risk, and the boundary moves with N as
+ * the largest learning rates tried do (a sweep near the front tries them near each size's
+ * optimum), not flat from the small runs' large learning rates.
+ */
+static void boundary_fit(fit_xp *xp, fit_work *w, xp_lg_data *L)
+{
+    xp_model *m = &xp->m;
+    size_t n = xp->n, P = xp->P, n_fail = 0;
+    double slr = 0, sw = 0;
+    w->n_lgr = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(w->lN[i]))
+            continue;
+        w->lg_rows[w->n_lgr++] = i;
+        slr += xp->b[i * P + m->lr_param];
+        sw += m->wu_param != NONE ? xp->b[i * P + m->wu_param] : 0;
+        n_fail += (size_t)xp->failed[i];
+    }
+    m->has_div = 0;
+    memset(L, 0, sizeof(*L));
+    size_t n_real = w->n_lg_real = w->n_lgr;
+    int enough = n_real >= BOUNDARY_MIN_RUNS;
+    int prior_row = n_fail == 0 && enough && xp->par[m->lr_param].space == FIT_XP_LOG;
+    if ((n_fail > 0 || prior_row) && enough) {
+        boundary_covariates(xp, w, slr, sw);
+        if (prior_row)
+            n_fail = add_prior_rows(w, n, n_real);
+        L->n = w->n_lgr;
+        L->rows = w->lg_rows;
+        L->z = w->z;
+        L->y = w->y;
+        L->use_w = m->wu_param != NONE;
+        double g[XP_NG] = {log((double)n_fail / (double)w->n_lgr), LG_START_LR, 0, 0};
+        if (xp_lg_minimise(L, g)) {
+            memcpy(m->g, g, sizeof(g));
+            m->has_div = 1;
+        }
+    }
+    if (!m->has_div)
+        xp_add_warning(xp, FIT_XP_WARN_FEW_FAILED,
+                       n_fail ? "the stability boundary could not be fitted: p_diverge 0"
+                              : "no failed run: the stability boundary is unknown (p_diverge "
+                                "reported as 0)");
+    else if (prior_row)
+        xp_add_warning(xp, FIT_XP_WARN_FEW_FAILED,
+                       "no failed run: p_diverge comes from a prior (runs at 1.65x the largest "
+                       "learning rate that succeeded at their size are assumed to diverge)");
+}
+
+/* ---- bootstrap -------------------------------------------------------------------------- */
+
+/* R replicates into m->th_rep, m->g_rep: resample the usable runs (and the boundary's runs,
+ * keeping its prior rows), refit both models from the point fit. A replicate whose joint fit
+ * fails is dropped; one whose boundary fit fails keeps the point boundary. No allocation in the
+ * loop: the resamples go to w->rows and w->lg_boot. */
+static st_status bootstrap(fit_xp *xp, fit_work *w, xp_jm_data *d, xp_lg_data *L)
+{
+    xp_model *m = &xp->m;
+    size_t R = xp->o.n_boot, n = xp->n, n_real = w->n_lg_real, n_prior = w->n_lgr - n_real;
+    m->n_rep = 0;
+    m->th_rep = malloc((R ? R : 1) * XP_NTH * sizeof(double));
+    m->g_rep = malloc((R ? R : 1) * XP_NG * sizeof(double));
+    if (!m->th_rep || !m->g_rep)
+        return ST_ENOMEM;
+    st_rng *rng = NULL;
+    if (st_rng_create(xp->o.seed + 1, &rng) != ST_OK)
+        return ST_ENOMEM;
+    d->rows = w->rows;
+    d->n = w->n_okr;
+    for (size_t r = 0; r < R; r++) {
+        double th[XP_NTH], g[XP_NG];
+        memcpy(th, m->th, sizeof(th));
+        for (size_t t = 0; t < w->n_okr; t++)
+            w->rows[t] = w->ok_rows[st_rng_uniform_int(rng, w->n_okr)];
+        double f = xp_jm_minimise(d, th, MAXEVAL_BOOT);
+        memcpy(g, m->g, sizeof(g));
+        if (m->has_div) {
+            for (size_t t = 0; t < n_real; t++)
+                w->lg_boot[t] = w->lg_rows[st_rng_uniform_int(rng, n_real)];
+            for (size_t t = 0; t < n_prior; t++)
+                w->lg_boot[n_real + t] = n + t;
+            L->rows = w->lg_boot;
+            if (!xp_lg_minimise(L, g))
+                memcpy(g, m->g, sizeof(g));
+        }
+        if (!isfinite(f))
+            continue;
+        memcpy(&m->th_rep[m->n_rep * XP_NTH], th, sizeof(th));
+        memcpy(&m->g_rep[m->n_rep * XP_NG], g, sizeof(g));
+        m->n_rep++;
+    }
+    st_rng_destroy(rng);
+    if (m->n_rep == 0) { /* no replicates: the point fit stands alone */
+        memcpy(m->th_rep, m->th, sizeof(m->th));
+        memcpy(m->g_rep, m->g, sizeof(m->g));
+        m->n_rep = 1;
+    }
+    return ST_OK;
+}
+
+/* ---- the stages ------------------------------------------------------------------------- */
+
+/* Fits everything from the runs into xp->m (its point fit and R replicates). */
+static st_status model_fit(fit_xp *xp, fit_work *w)
+{
+    xp_model *m = &xp->m;
+    choose_hypers(xp);
+    st_status s = fit_size_regression(xp);
+    if (s == ST_OK)
+        s = work_alloc(w, xp->n, m->n_hp ? m->n_hp : 1);
+    if (s == ST_OK)
+        s = assemble_runs(xp, w);
+    if (s != ST_OK)
+        return s;
+    size_t k_wd = wd_prior_hyper(xp);
+    xp_jm_data d;
+    jm_setup(xp, w, k_wd, &d);
+    double th[XP_NTH];
+    s = first_fit(xp, w, &d, k_wd, th);
+    if (s != ST_OK)
+        return s;
+    refit_with_priors(xp, w, &d, k_wd, th);
+    memcpy(m->th, th, sizeof(th));
+    xp_lg_data L;
+    boundary_fit(xp, w, &L);
+    return bootstrap(xp, w, &d, &L);
+}
+
+st_status xp_model_fit(fit_xp *xp)
+{
+    fit_work w;
+    memset(&w, 0, sizeof(w));
+    xp_model_clear(&xp->m);
+    st_status s = model_fit(xp, &w);
+    work_free(&w);
+    if (s == ST_ENOMEM)
+        snprintf(xp->err, sizeof(xp->err), "out of memory in the model fit");
+    return s;
+}

@@ -1,0 +1,519 @@
+/*
+ * extrapolate_recommend.c — the model's recommendation at compute C (xp_model_recommend): the
+ * setting that minimises the expected loss over the bootstrap replicates with failed runs charged
+ * fail_loss, subject to P(fail) <= max_p_diverge, rounded as it will run, with its prediction and
+ * the intervals of each replicate's own optimum; the model's predictions (fit_xp_predict) and
+ * accessors. The model is in extrapolate_model.c, its fit in extrapolate_model_fit.c;
+ * docs/algorithms/extrapolation.md.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_cdf.h>
+
+#include "fit/extrapolate_int.h"
+#include "fit/fit_int.h"
+
+#define NONE ((size_t)-1)
+
+/* The compute-optimal allocation of a replicate: ln N on a grid of ALLOC_STEP either side of
+ * ln(N D) / 2, ALLOC_STEPS steps each way (N / D within e^-12 .. e^12). */
+#define ALLOC_STEPS    200
+#define ALLOC_STEP     0.03
+/* The recommendation's search: ln N within SEARCH_N_STEPS steps of SEARCH_STEP of the point fit's
+ * compute-optimal ln N (a factor e^-1 .. e^1), the learning rate's basic coordinate shifted
+ * from its law's value by SHIFT_LO_STEPS .. SHIFT_HI_STEPS steps (x e^-1.5 .. e^0.5 on a log
+ * scale; mostly downwards, away from the stability boundary above). */
+#define SEARCH_STEP    0.05
+#define SEARCH_N_STEPS 20
+#define SHIFT_LO_STEPS (-30)
+#define SHIFT_HI_STEPS 10
+/* refine_hypers: REFINE_PASSES passes of REFINE_STEPS + 1 candidates per hyperparameter, the
+ * learning rate and batch within REFINE_WINDOW (ln) of the law's value, the others in the range
+ * the successful runs tried widened by REFINE_WIDEN of it on each side. */
+#define REFINE_PASSES  2
+#define REFINE_STEPS   60
+#define REFINE_WINDOW  1.5
+#define REFINE_WIDEN   0.25
+/* Rounding the size moved ln N by more than this: the tokens take up the difference. */
+#define ROUND_TOL      1e-12
+
+/* ---- the model at a setting ------------------------------------------------------------- */
+
+static double lnD_of(const fit_xp *xp, const double *x)
+{
+    for (size_t j = 0; j < xp->P; j++)
+        if (xp->role[j] == FIT_XP_D)
+            return log(x[j]);
+    return NAN;
+}
+
+/* ln L of model th at lN, lD and the basic coordinates of a full parameter row b (P). */
+static double model_lnL(const fit_xp *xp, const double *th, double lN, double lD, const double *b)
+{
+    const xp_model *m = &xp->m;
+    double bh[XP_MAX_HP];
+    for (size_t k = 0; k < m->n_hp; k++)
+        bh[k] = b[m->hp_param[k]] - m->hp_mean[k];
+    return xp_jm_eval(th, m->n_hp, lN, lD, m->lN0, m->lD0, bh, NULL);
+}
+
+/* P(diverge) under the boundary's coefficients g at lN and the basic row b. */
+static double model_pdiv(const fit_xp *xp, const double *g, double lN, const double *b)
+{
+    const xp_model *m = &xp->m;
+    if (!m->has_div)
+        return 0;
+    double eta =
+        g[XP_G_ICPT] + g[XP_G_LR] * (b[m->lr_param] - m->m_lr) + g[XP_G_LN] * (lN - m->lN0);
+    if (m->wu_param != NONE)
+        eta += g[XP_G_W] * (b[m->wu_param] - m->m_w);
+    return 1 / (1 + exp(-eta));
+}
+
+/* Basic coordinate of hyper k's optimum under th at (lN, lD), given the earlier hypers in the
+ * full basic row b. */
+static double hp_opt(const xp_model *m, const double *th, size_t k, double lN, double lD,
+                     const double *b)
+{
+    double bh[XP_MAX_HP];
+    for (size_t j = 0; j < k; j++)
+        bh[j] = b[m->hp_param[j]] - m->hp_mean[j];
+    return xp_hp_optimum(&th[XP_HP_OFF(k)], k, lN - m->lN0, lD - m->lD0, bh) + m->hp_mean[k];
+}
+
+/* Fills a full basic row b (P) for (lN, lD) under th with lr shifted by s; starts from base. */
+static void setting_basic(const fit_xp *xp, const double *th, double lN, double lD, double s,
+                          const double *base, double *b)
+{
+    const xp_model *m = &xp->m;
+    memcpy(b, base, xp->P * sizeof(double));
+    for (size_t j = 0; j < xp->P; j++) {
+        if (xp->role[j] == FIT_XP_N)
+            b[j] = xp_to_basic(xp->par[j].space, exp(lN));
+        if (xp->role[j] == FIT_XP_D)
+            b[j] = xp_to_basic(xp->par[j].space, exp(lD));
+    }
+    for (size_t k = 0; k < m->n_hp; k++) {
+        size_t j = m->hp_param[k];
+        b[j] = hp_opt(m, th, k, lN, lD, b) + (j == m->lr_param ? s : 0);
+    }
+}
+
+/* The SIZE parameter solved for (index into m->size_param, NONE if none) set in b so that the
+ * SIZE regression gives ln N = lN. */
+static void solve_size(const xp_model *m, size_t solve, double lN, double *b)
+{
+    if (solve == NONE)
+        return;
+    size_t j = m->size_param[solve];
+    double acc = m->size_c[0];
+    for (size_t s = 0; s < m->n_size; s++)
+        if (s != solve)
+            acc += m->size_c[1 + s] * b[m->size_param[s]];
+    b[j] = (lN - acc) / m->size_c[1 + solve];
+}
+
+/* The compute-optimal ln N of replicate th at ln(N D) = lND (its Chinchilla part on a grid). */
+static double best_lN(const double *th, double lND)
+{
+    double best = INFINITY, arg = 0.5 * lND;
+    for (int t = -ALLOC_STEPS; t <= ALLOC_STEPS; t++) {
+        double lN = 0.5 * lND + ALLOC_STEP * t, lD = lND - lN;
+        double tN = th[XP_TH_A] - th[XP_TH_ALPHA] * lN, tD = th[XP_TH_B] - th[XP_TH_BETA] * lD;
+        double v = exp(tN) + exp(tD);
+        if (v < best) {
+            best = v;
+            arg = lN;
+        }
+    }
+    return arg;
+}
+
+/*
+ * The prediction at the setting b (basic coordinates) at (lN, lD): the median over the replicates
+ * of ln L with the interval exp(median +- z sqrt(var_r ln L + sigma^2)) at the options' level, and
+ * the mean P(diverge). v: R values of scratch.
+ */
+static void predict_reps(const fit_xp *xp, double lN, double lD, const double *b, double *v,
+                         double *objective, double *lo, double *hi, double *p_diverge)
+{
+    const xp_model *m = &xp->m;
+    size_t R = m->n_rep;
+    double mean = 0, var = 0, pm = 0;
+    for (size_t r = 0; r < R; r++) {
+        v[r] = model_lnL(xp, &m->th_rep[r * XP_NTH], lN, lD, b);
+        mean += v[r] / (double)R;
+        pm += model_pdiv(xp, &m->g_rep[r * XP_NG], lN, b) / (double)R;
+    }
+    for (size_t r = 0; r < R; r++)
+        var += (v[r] - mean) * (v[r] - mean) / (double)(R > 1 ? R - 1 : 1);
+    fit_sort_doubles(v, R);
+    double med = fit_quantile_sorted(v, R, 0.5);
+    double z = gsl_cdf_ugaussian_Pinv(0.5 + xp->o.level / 2);
+    double sd = sqrt(var + m->sigma * m->sigma);
+    *objective = exp(med);
+    *lo = exp(med - z * sd);
+    *hi = exp(med + z * sd);
+    *p_diverge = pm;
+}
+
+/* The expected loss over the replicates of the setting b at (lN, lD), a diverged run charged
+ * fail_loss; the mean P(diverge) in *pm. */
+static double expected_loss(const fit_xp *xp, double lN, double lD, const double *b, double *pm)
+{
+    const xp_model *m = &xp->m;
+    double E = 0, P = 0;
+    for (size_t r = 0; r < m->n_rep; r++) {
+        double L = exp(model_lnL(xp, &m->th_rep[r * XP_NTH], lN, lD, b));
+        double p = model_pdiv(xp, &m->g_rep[r * XP_NG], lN, b);
+        E += (1 - p) * L + p * m->fail_loss;
+        P += p;
+    }
+    *pm = P / (double)m->n_rep;
+    return E / (double)m->n_rep;
+}
+
+/* ---- the recommendation ----------------------------------------------------------------- */
+
+/* The candidates of hyper k in refine_hypers: [*lo, *hi] in basic coordinates; law: its value at
+ * the start. */
+static void refine_range(const fit_xp *xp, size_t k, double law, double *lo, double *hi)
+{
+    size_t P = xp->P, j = xp->m.hp_param[k];
+    if (xp->role[j] != FIT_XP_OTHER) {
+        *lo = law - REFINE_WINDOW;
+        *hi = law + REFINE_WINDOW;
+        return;
+    }
+    double l = INFINITY, h = -INFINITY;
+    for (size_t i = 0; i < xp->n; i++)
+        if (!xp->failed[i]) {
+            l = fmin(l, xp->b[i * P + j]);
+            h = fmax(h, xp->b[i * P + j]);
+        }
+    double w = h - l;
+    *lo = l - REFINE_WIDEN * w;
+    *hi = h + REFINE_WIDEN * w;
+}
+
+/*
+ * Coordinate descent on each modelled hyperparameter: the value minimising the expected loss
+ * over the replicates with P(diverge) <= the limit (never raising P(diverge) above it or above
+ * the start's). Replicates that disagree on an optimum pull the choice to where most of them
+ * agree instead of following the point fit's law. Candidates: the learning rate and the batch
+ * near the law's value; other hyperparameters (whose optima the sweep does not show moving in a
+ * known way) within the range the successful runs tried, widened (refine_range).
+ */
+static void refine_hypers(fit_xp *xp, double lN, double lD, double *b)
+{
+    const xp_model *m = &xp->m;
+    double pm0, E0 = expected_loss(xp, lN, lD, b, &pm0);
+    double plim = fmax(xp->o.max_p_diverge, pm0);
+    double law[XP_MAX_HP]; /* the start's values: the second pass may not walk further from them */
+    for (size_t k = 0; k < m->n_hp; k++)
+        law[k] = b[m->hp_param[k]];
+    for (int pass = 0; pass < REFINE_PASSES; pass++)
+        for (size_t k = 0; k < m->n_hp; k++) {
+            size_t j = m->hp_param[k];
+            double lo, hi;
+            refine_range(xp, k, law[k], &lo, &hi);
+            double best = b[j];
+            for (int t = 0; t <= REFINE_STEPS; t++) {
+                double v = xp_finish_value(
+                    xp, j,
+                    xp_from_basic(xp->par[j].space, lo + (hi - lo) * t / (double)REFINE_STEPS),
+                    NULL);
+                b[j] = xp_to_basic(xp->par[j].space, v);
+                if (!isfinite(b[j]))
+                    continue;
+                double pm, E = expected_loss(xp, lN, lD, b, &pm);
+                if (pm <= plim && E < E0) {
+                    E0 = E;
+                    best = b[j];
+                }
+            }
+            b[j] = best;
+        }
+}
+
+/* Scratch of the recommendation, one allocation. */
+typedef struct rec_work {
+    double *base; /* P: the basic row of the parameters the model does not set */
+    double *b;    /* P: the recommendation's basic row */
+    double *bq;   /* P: a replicate's */
+    double *vals; /* R + 1 */
+    double *repv; /* R × P: each replicate's optimum */
+    double *repN, *repD;
+    size_t solve; /* the SIZE parameter solved for ln N (index into m->size_param), NONE */
+} rec_work;
+
+static st_status rec_alloc(rec_work *w, size_t P, size_t R)
+{
+    double *p = malloc((3 * P + (R + 1) + R * P + 2 * R) * sizeof(double));
+    if (!p)
+        return ST_ENOMEM;
+    w->base = p;
+    w->b = w->base + P;
+    w->bq = w->b + P;
+    w->vals = w->bq + P;
+    w->repv = w->vals + R + 1;
+    w->repN = w->repv + R * P;
+    w->repD = w->repN + R;
+    return ST_OK;
+}
+
+/* The base row: the best front group's values; the SIZE parameter to solve for (the one ln N
+ * depends on most); the other SIZE parameters from the front law at C. */
+static void rec_base(fit_xp *xp, double C, rec_work *w)
+{
+    const xp_model *m = &xp->m;
+    size_t P = xp->P, best_run = xp->front_run[xp->n_front - 1];
+    for (size_t j = 0; j < P; j++)
+        w->base[j] = xp->b[best_run * P + j];
+    double cmax = 0;
+    w->solve = NONE;
+    for (size_t s = 0; s < m->n_size; s++)
+        if (fabs(m->size_c[1 + s]) > cmax) {
+            cmax = fabs(m->size_c[1 + s]);
+            w->solve = s;
+        }
+    for (size_t s = 0; s < m->n_size; s++) {
+        size_t j = m->size_param[s];
+        if (s == w->solve || !xp->front_law_ok[j])
+            continue;
+        double v = xp_from_basic(xp->par[j].space,
+                                 xp->front_coef[2 * j] + xp->front_coef[2 * j + 1] * log(C));
+        w->base[j] = xp_to_basic(xp->par[j].space, xp_finish_value(xp, j, v, NULL));
+    }
+}
+
+/* (ln N, lr shift) minimising the expected loss over the replicates with P(fail) <=
+ * max_p_diverge, around the point fit's compute-optimal ln N; the safest candidate (with a
+ * warning) if none qualifies. */
+static void rec_search(fit_xp *xp, double lND, rec_work *w, double *lN_out, double *s_out)
+{
+    const xp_model *m = &xp->m;
+    double lN_pt = best_lN(m->th, lND);
+    double best_E = INFINITY, best_lN_v = lN_pt, best_s = 0, minp = INFINITY;
+    double minp_lN = lN_pt, minp_s = 0;
+    for (int it = -SEARCH_N_STEPS; it <= SEARCH_N_STEPS; it++) {
+        double lN = lN_pt + SEARCH_STEP * it, lD = lND - lN;
+        for (int is = SHIFT_LO_STEPS; is <= SHIFT_HI_STEPS; is++) {
+            double s = SEARCH_STEP * is;
+            setting_basic(xp, m->th, lN, lD, s, w->base, w->b);
+            double pm, E = expected_loss(xp, lN, lD, w->b, &pm);
+            if (pm < minp) {
+                minp = pm;
+                minp_lN = lN;
+                minp_s = s;
+            }
+            if (pm <= xp->o.max_p_diverge && E < best_E) {
+                best_E = E;
+                best_lN_v = lN;
+                best_s = s;
+            }
+        }
+    }
+    if (!isfinite(best_E)) {
+        best_lN_v = minp_lN;
+        best_s = minp_s;
+        xp_add_warning(xp, FIT_XP_WARN_P_DIVERGE,
+                       "every candidate has P(diverge) above the limit: the safest one is given");
+    }
+    *lN_out = best_lN_v;
+    *s_out = best_s;
+}
+
+/* The setting w->b (at lN, lD = lND - lN) as it will run: clamped and rounded into xp->rec; its
+ * N, D (the tokens take up the size's rounding, so the run costs C), prediction and P(diverge)
+ * into xp->res. */
+static void rec_finish(fit_xp *xp, double lN, double lND, rec_work *w)
+{
+    size_t P = xp->P;
+    double lD = lND - lN;
+    int clamped = 0;
+    for (size_t j = 0; j < P; j++)
+        xp->rec[j] = xp_finish_value(xp, j, xp_from_basic(xp->par[j].space, w->b[j]), &clamped);
+    if (clamped)
+        xp_add_warning(xp, FIT_XP_WARN_BOUND, "a recommended value was clamped to its bound");
+    double lNr = xp_model_lnN(xp, xp->rec), lDr = lnD_of(xp, xp->rec);
+    if (isfinite(lNr) && isfinite(lDr) && fabs(lNr - lN) > ROUND_TOL)
+        for (size_t j = 0; j < P; j++)
+            if (xp->role[j] == FIT_XP_D) {
+                xp->rec[j] = xp_finish_value(xp, j, exp(lND - lNr), &clamped);
+                lDr = log(xp->rec[j]);
+            }
+    if (!isfinite(lNr))
+        lNr = lN;
+    if (!isfinite(lDr))
+        lDr = lD;
+    for (size_t j = 0; j < P; j++)
+        w->b[j] = xp_to_basic(xp->par[j].space, xp->rec[j]);
+    predict_reps(xp, lNr, lDr, w->b, w->vals, &xp->res.objective, &xp->res.objective_lo,
+                 &xp->res.objective_hi, &xp->res.p_diverge);
+    xp->res.N = exp(lNr);
+    xp->res.D = exp(lDr);
+}
+
+/* Intervals: each replicate's own optimum (its allocation and laws, the same lr shift s), the
+ * options' level, each widened to contain the recommendation. */
+static void rec_intervals(fit_xp *xp, double lND, double s, rec_work *w)
+{
+    const xp_model *m = &xp->m;
+    size_t P = xp->P, R = m->n_rep;
+    for (size_t r = 0; r < R; r++) {
+        const double *th = &m->th_rep[r * XP_NTH];
+        double lNq = best_lN(th, lND), lDq = lND - lNq;
+        setting_basic(xp, th, lNq, lDq, s, w->base, w->bq);
+        solve_size(m, w->solve, lNq, w->bq);
+        for (size_t j = 0; j < P; j++)
+            w->repv[r * P + j] = xp_from_basic(xp->par[j].space, w->bq[j]);
+        w->repN[r] = exp(lNq);
+        w->repD[r] = exp(lDq);
+    }
+    double a = (1 - xp->o.level) / 2;
+    for (size_t j = 0; j < P; j++) {
+        for (size_t r = 0; r < R; r++)
+            w->vals[r] = w->repv[r * P + j];
+        fit_sort_doubles(w->vals, R);
+        double lo = fit_quantile_sorted(w->vals, R, a);
+        double hi = fit_quantile_sorted(w->vals, R, 1 - a);
+        xp->rec_lo[j] = xp_finish_value(xp, j, fmin(lo, xp->rec[j]), NULL);
+        xp->rec_hi[j] = xp_finish_value(xp, j, fmax(hi, xp->rec[j]), NULL);
+    }
+    fit_sort_doubles(w->repN, R);
+    fit_sort_doubles(w->repD, R);
+    xp->res.N_lo = fmin(fit_quantile_sorted(w->repN, R, a), xp->res.N);
+    xp->res.N_hi = fmax(fit_quantile_sorted(w->repN, R, 1 - a), xp->res.N);
+    xp->res.D_lo = fmin(fit_quantile_sorted(w->repD, R, a), xp->res.D);
+    xp->res.D_hi = fmax(fit_quantile_sorted(w->repD, R, 1 - a), xp->res.D);
+}
+
+st_status xp_model_recommend(fit_xp *xp, double C)
+{
+    xp_model *m = &xp->m;
+    double lND = log(C) - m->cost_k;
+    rec_work w;
+    if (rec_alloc(&w, xp->P, m->n_rep) != ST_OK)
+        return ST_ENOMEM;
+    rec_base(xp, C, &w);
+    if (!isfinite(xp->o.fail_loss)) {
+        /* a diverged run burns compute: charged as the compute-optimal run at C/2 */
+        double lNh = best_lN(m->th, lND - M_LN2), lDh = lND - M_LN2 - lNh;
+        setting_basic(xp, m->th, lNh, lDh, 0, w.base, w.b);
+        m->fail_loss = exp(model_lnL(xp, m->th, lNh, lDh, w.b));
+    }
+    double lN, s;
+    rec_search(xp, lND, &w, &lN, &s);
+    setting_basic(xp, m->th, lN, lND - lN, s, w.base, w.b);
+    if (xp->o.robust)
+        refine_hypers(xp, lN, lND - lN, w.b);
+    solve_size(m, w.solve, lN, w.b);
+    rec_finish(xp, lN, lND, &w);
+    rec_intervals(xp, lND, s, &w);
+    xp->res.method = FIT_XP_METHOD_MODEL;
+    if (xp->res.p_diverge > xp->o.max_p_diverge && !(xp->res.warnings & FIT_XP_WARN_P_DIVERGE))
+        xp_add_warning(xp, FIT_XP_WARN_P_DIVERGE, "after rounding, P(diverge) is above the limit");
+    free(w.base);
+    return ST_OK;
+}
+
+/* ---- accessors ------------------------------------------------------------------------- */
+
+st_status fit_xp_chinchilla(const fit_xp *xp, double natural[5], fit_alloc *alloc)
+{
+    if (!xp || !xp->has_model)
+        return ST_ENOTFOUND;
+    const double *th = xp->m.th;
+    double nat[5] = {exp(th[XP_TH_A]), exp(th[XP_TH_B]), exp(th[XP_TH_E]), th[XP_TH_ALPHA],
+                     th[XP_TH_BETA]};
+    if (natural)
+        memcpy(natural, nat, sizeof(nat));
+    if (alloc) {
+        /* the C = 6 N D convention of fit_allocate: C_flop = 6 N D = 6 C / exp(cost_k) */
+        double Cf = 6 * (xp->done ? xp->res.compute : 1) / exp(xp->m.cost_k);
+        return fit_allocate(nat, Cf, alloc);
+    }
+    return ST_OK;
+}
+
+st_status fit_xp_hp_law(const fit_xp *xp, size_t i, double coef[3], double *curv, double *sat)
+{
+    if (!xp || !xp->has_model)
+        return ST_ENOTFOUND;
+    const xp_model *m = &xp->m;
+    for (size_t k = 0; k < m->n_hp; k++) {
+        if (m->hp_param[k] != i)
+            continue;
+        const double *h = &m->th[XP_HP_OFF(k)];
+        double sN = h[XP_HP_SLOPE_N], sD = h[XP_HP_SLOPE_D];
+        if (coef) { /* uncentred: b* = coef0 + coef1 ln N + coef2 ln D (+ couplings) */
+            coef[0] = h[XP_HP_ICPT] + m->hp_mean[k] - sN * m->lN0 - sD * m->lD0;
+            coef[1] = sN;
+            coef[2] = sD;
+        }
+        if (curv)
+            *curv = exp(h[XP_HP_LN_CURV]);
+        if (sat)
+            *sat = exp(h[XP_HP_LN_SAT]);
+        return ST_OK;
+    }
+    return ST_ENOTFOUND;
+}
+
+st_status fit_xp_divergence(const fit_xp *xp, double g[4])
+{
+    if (!xp || !xp->has_model || !xp->m.has_div)
+        return ST_ENOTFOUND;
+    const xp_model *m = &xp->m;
+    const double *c = m->g;
+    /* uncentred: eta = g0 + g1 ln lr + g2 ln N + g3 w */
+    g[0] = c[XP_G_ICPT] - c[XP_G_LR] * m->m_lr - c[XP_G_LN] * m->lN0 - c[XP_G_W] * m->m_w;
+    g[1] = c[XP_G_LR];
+    g[2] = c[XP_G_LN];
+    g[3] = c[XP_G_W];
+    return ST_OK;
+}
+
+st_status fit_xp_cost_model(const fit_xp *xp, double *k)
+{
+    if (!xp || !xp->has_model)
+        return ST_ENOTFOUND;
+    *k = xp->m.cost_k;
+    return ST_OK;
+}
+
+st_status fit_xp_predict(const fit_xp *xp, const double *x, double N, double D, double *objective,
+                         double *lo, double *hi, double *p_diverge)
+{
+    if (!xp || !x)
+        return ST_EINVAL;
+    if (!xp->has_model)
+        return ST_ENOTFOUND;
+    const xp_model *m = &xp->m;
+    size_t P = xp->P, R = m->n_rep;
+    double lN = isfinite(N) && N > 0 ? log(N) : xp_model_lnN(xp, x);
+    double lD = isfinite(D) && D > 0 ? log(D) : lnD_of(xp, x);
+    if (!isfinite(lN) || !isfinite(lD))
+        return ST_EINVAL;
+    double *b = malloc((P + R) * sizeof(double));
+    if (!b)
+        return ST_ENOMEM;
+    double *v = b + P;
+    for (size_t j = 0; j < P; j++)
+        b[j] = xp_to_basic(xp->par[j].space, x[j]);
+    double o, l, h, p;
+    predict_reps(xp, lN, lD, b, v, &o, &l, &h, &p);
+    if (objective)
+        *objective = o;
+    if (lo)
+        *lo = l;
+    if (hi)
+        *hi = h;
+    if (p_diverge)
+        *p_diverge = p;
+    free(b);
+    return ST_OK;
+}
