@@ -52,6 +52,7 @@ typedef struct xp_eval {
     double true_loss, oracle_loss, regret, observed;
     int covered, covered_true; /* observed / true loss within [lo, hi] */
     char err[ERR_MAX];
+    char reason[ERR_MAX]; /* the JSON's "unsafe_reason", when refused */
 } xp_eval;
 
 typedef struct seed_result {
@@ -176,6 +177,8 @@ static int read_xp(const char *path, xp_eval *e)
     }
     const json_t *safe = json_object_get(root, "safe");
     e->safe = json_is_boolean(safe) ? json_is_true(safe) : -1;
+    const char *why = json_string_value(json_object_get(root, "unsafe_reason"));
+    snprintf(e->reason, ERR_MAX, "%s", why ? why : "");
     e->compute = jnum(root, "compute");
     e->p_diverge = jnum(root, "p_diverge");
     const json_t *rec = json_object_get(root, "recommended");
@@ -455,6 +458,7 @@ static json_t *xp_json(const xp_eval *e)
     json_object_set_new(o, "exit", json_integer(e->rc));
     json_object_set_new(o, "safe", e->safe < 0 ? json_null() : json_boolean(e->safe));
     json_object_set_new(o, "refused", json_boolean(e->refused));
+    json_object_set_new(o, "unsafe_reason", e->reason[0] ? json_string(e->reason) : json_null());
     json_object_set_new(o, "has_recommendation", json_boolean(e->has_rec));
     json_object_set_new(o, "error", e->err[0] ? json_string(e->err) : json_null());
     if (!e->has_rec)
