@@ -450,6 +450,12 @@ static json_t *jreal(double x)
     return isfinite(x) ? json_real(x) : json_null();
 }
 
+/* A loss or regret: "inf" for a diverged or invalid recommendation, null when undefined. */
+static json_t *jloss(double x)
+{
+    return isinf(x) && x > 0 ? json_string("inf") : jreal(x);
+}
+
 static json_t *xp_json(const xp_eval *e)
 {
     json_t *o = json_object(), *rec = json_object();
@@ -472,9 +478,9 @@ static json_t *xp_json(const xp_eval *e)
     json_object_set_new(o, "p_diverge", jreal(e->p_diverge));
     json_object_set_new(o, "invalid", json_boolean(e->invalid));
     json_object_set_new(o, "diverged", json_boolean(e->diverged));
-    json_object_set_new(o, "true_loss", jreal(e->true_loss));
+    json_object_set_new(o, "true_loss", jloss(e->true_loss));
     json_object_set_new(o, "oracle_loss", jreal(e->oracle_loss));
-    json_object_set_new(o, "regret", jreal(e->regret));
+    json_object_set_new(o, "regret", jloss(e->regret));
     json_object_set_new(o, "observed_loss", jreal(e->observed));
     json_object_set_new(o, "covered", json_boolean(e->covered));
     json_object_set_new(o, "covered_true", json_boolean(e->covered_true));
@@ -493,8 +499,8 @@ static json_t *law_json(const sim_law *w)
 static json_t *summary_json(const xp_summary *s)
 {
     return json_pack(
-        "{s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "regret_median", jreal(s->median),
-        "regret_worst", jreal(s->worst), "n_regret_lt_1pct", (json_int_t)s->n_regret_lt1,
+        "{s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "regret_median", jloss(s->median),
+        "regret_worst", jloss(s->worst), "n_regret_lt_1pct", (json_int_t)s->n_regret_lt1,
         "n_regret_lt_2pct", (json_int_t)s->n_regret_lt2, "n_accepted", (json_int_t)s->n_accepted,
         "n_diverged", (json_int_t)s->n_diverged, "n_invalid", (json_int_t)s->n_invalid, "n_refused",
         (json_int_t)s->n_refused, "n_refused_would_diverge", (json_int_t)s->n_refused_would_diverge,
