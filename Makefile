@@ -299,6 +299,18 @@ bench: $(BUILD)/bench/compare $(BUILD)/bench/compare_report
 	$(BUILD)/bench/compare_report --compare $(BUILD)/bench/compare.json \
 	  --logs $(BUILD)/bench/logs --json bench/results/latest.json --md bench/results/latest.md
 	@grep -A40 '^## Ratios' bench/results/latest.md
+# make bench-extrapolate: `scaletune extrapolate` on users' sweeps of llmsim in worlds 1..SEEDS
+# (docs/benchmarks.md, "Extrapolation on users' sweeps"); `make bench-extrapolate SEEDS=3` is the
+# quick variant; BENCH_XP_FLAGS=--pass-config also gives extrapolate the sweep file. Targets
+# print PASS/FAIL and never fail the build.
+$(BUILD)/bench/bench_extrapolate: $(BUILD)/bench/bench_extrapolate.o $(BUILD)/bench/sim.o \
+                                  $(BUILD)/mod/libcommon.a
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+bench-extrapolate: $(BUILD)/bench/bench_extrapolate $(BUILD)/$(NAME) $(BUILD)/bench/llmsim/llmsim
+	OPENBLAS_NUM_THREADS=1 $(BUILD)/bench/bench_extrapolate --seeds $(if $(SEEDS),$(SEEDS),20) \
+	  --scaletune $(BUILD)/$(NAME) --llmsim $(BUILD)/bench/llmsim/llmsim \
+	  --work $(BUILD)/bench/extrapolate --out $(BUILD)/bench/extrapolate.json $(BENCH_XP_FLAGS)
+.PHONY: bench-extrapolate
 test-bench: $(BUILD)/tests/bench/test_bench_sim $(BUILD)/bench/llmsim/llmsim
 	@tests/run-tests.sh $(BUILD)/tests/bench/test_bench_sim
 .PHONY: test-bench bench-compare bench

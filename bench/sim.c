@@ -55,6 +55,57 @@ sim_law sim_law_default(void)
     return w;
 }
 
+/* x uniform in [lo, hi], or log-uniform when logscale. */
+static double draw_in(st_rng *r, double lo, double hi, int logscale)
+{
+    double u = st_rng_uniform(r);
+    return logscale ? lo * pow(hi / lo, u) : lo + (hi - lo) * u;
+}
+
+/* Ranges and sources: sim.h and docs/benchmarks.md ("A family of worlds"). */
+st_status sim_law_draw(uint64_t world, sim_law *out)
+{
+    sim_law w = sim_law_default();
+    if (world == 0) {
+        *out = w;
+        return ST_OK;
+    }
+    st_rng *r;
+    if (st_rng_create(st_mix64(world), &r) != ST_OK)
+        return ST_ENOMEM;
+    const double Nr = SIM_REF_N, Dr = SIM_REF_D;
+
+    /* L(N, D): new exponents, the same loss at the reference run */
+    double a_term = w.A * pow(Nr, -w.alpha), b_term = w.B * pow(Dr, -w.beta);
+    w.alpha = draw_in(r, 0.25, 0.40, 0);
+    w.beta = draw_in(r, 0.25, 0.40, 0);
+    w.A = a_term * pow(Nr, w.alpha);
+    w.B = b_term * pow(Dr, w.beta);
+
+    /* lr_opt = c_lr N^pN D^pD, anchored at the reference run */
+    w.lr_pN = draw_in(r, -0.7, -0.3, 0);
+    w.lr_pD = draw_in(r, 0.0, 0.3, 0);
+    double lr_ref = draw_in(r, 1e-3, 1e-2, 1);
+    w.c_lr = lr_ref / (pow(Nr, w.lr_pN) * pow(Dr, w.lr_pD));
+
+    /* batch_opt = c_bs D^pD tokens, anchored at the reference run */
+    w.bs_pD = draw_in(r, 0.3, 0.6, 0);
+    double bs_ref = draw_in(r, 1e4, 1e5, 1);
+    w.c_bs = bs_ref / pow(Dr, w.bs_pD);
+
+    /* warmup: a fixed number of steps, a fraction f of the reference run's steps, clamped */
+    double f = draw_in(r, 0.005, 0.10, 1);
+    w.wu_steps = f * Dr / bs_ref;
+    w.wu_min = 0.005;
+    w.wu_max = 0.10;
+
+    w.div_kappa = draw_in(r, 2.0, 5.0, 0);
+    w.noise_sd = draw_in(r, 0.002, 0.01, 1);
+    st_rng_destroy(r);
+    *out = w;
+    return ST_OK;
+}
+
 /* Chinchilla eq. 2 with Epoch's constants: nats per token. */
 double sim_loss_nd(const sim_law *law, double N, double D)
 {

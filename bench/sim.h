@@ -54,6 +54,32 @@ typedef struct sim_law {
 /* Fills the default world (values in sim.c and docs/benchmarks.md). */
 sim_law sim_law_default(void);
 
+/*
+ * A family of worlds for judging extrapolation across laws, not one law (issue 15). World 0 is
+ * sim_law_default(); world k >= 1 starts from the default and draws, from an st_rng seeded with
+ * st_mix64(k), in this order (U uniform, logU log-uniform):
+ *   alpha, beta ~ U[0.25, 0.40]      published L(N, D) fits lie inside: Chinchilla approach 3
+ *                                     (Hoffmann et al. 2022: 0.34, 0.28), Epoch's refit
+ *                                     (Besiroglu et al. 2024: 0.348, 0.366, the default);
+ *   lr_pN ~ U[-0.7, -0.3], lr_pD ~ U[0, 0.3]   lr_opt = c_lr N^lr_pN D^lr_pD; StepLaw's fit
+ *                                     (-0.713, 0.307) sits at the edge, weaker laws inside;
+ *   lr_opt(SIM_REF_N, SIM_REF_D) ~ logU[1e-3, 1e-2]   (re-anchors c_lr; default 6.5e-3);
+ *   bs_pD ~ U[0.3, 0.6]               batch_opt = c_bs D^bs_pD (StepLaw 0.571);
+ *   batch_opt(SIM_REF_D) ~ logU[1e4, 1e5] tokens   (re-anchors c_bs; default 3.19e4);
+ *   warmup_opt at the reference run ~ logU[0.005, 0.10] of its steps (sets wu_steps; wu_min
+ *                                     = 0.005, wu_max = 0.10 clamp it to that range everywhere);
+ *   div_kappa ~ U[2, 5]               diverge above 2-5x the lr optimum of a 20 tokens/param run;
+ *   noise_sd ~ logU[0.002, 0.01]      seed-to-seed noise of the final loss, 0.2-1%.
+ * A and B are re-anchored so that L(SIM_REF_N, SIM_REF_D) equals the default world's
+ * (A N_ref^-alpha and B D_ref^-beta unchanged); E and the penalty shapes (k_lr, k_bs, rho, the
+ * warmup and weight-decay bowls) stay at the default. The ranges are issue 15's; the reference
+ * run (N 1e7, D 2e8: 20 tokens/param) is the centre of examples/e2e/llmsim.yaml's box.
+ * Returns ST_OK or ST_ENOMEM (out untouched).
+ */
+#define SIM_REF_N 1.0e7
+#define SIM_REF_D 2.0e8
+st_status sim_law_draw(uint64_t world, sim_law *out);
+
 /* One training run's settings. */
 typedef struct sim_setting {
     double N;            /* parameters, > 0 */

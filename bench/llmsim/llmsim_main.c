@@ -4,6 +4,7 @@
  * Takes a run's settings as flags, prints JSON lines (step, eval, final or diverged) computed by
  * bench/sim.c in microseconds, and exits 0 (finished), 3 (diverged) or 2 (bad flags). With
  * --oracle C it prints the true optimum at compute C instead; with --true, the noise-free terms.
+ * --world K picks the simulated world (0 the default law; K >= 1 drawn by sim_law_draw).
  * It is not a trainer: nothing is learned; the loss comes from published scaling laws.
  */
 #include <errno.h>
@@ -18,8 +19,8 @@ static void usage(FILE *f)
 {
     fputs("usage: llmsim (--N P | --d-model W --n-layer L) --tokens D --lr LR --batch B\n"
           "              [--warmup F] [--weight-decay WD] [--seed S] [--steps-to-report K]\n"
-          "              [--true]\n"
-          "       llmsim --oracle C\n"
+          "              [--true] [--world K]\n"
+          "       llmsim --oracle C [--world K]\n"
           "  --N P              non-embedding parameters (or 12 * n_layer * d_model^2)\n"
           "  --tokens D         training tokens\n"
           "  --lr LR            peak learning rate (AdamW)\n"
@@ -30,6 +31,8 @@ static void usage(FILE *f)
           "  --steps-to-report K  number of step/eval reports (default 10)\n"
           "  --true             print the noise-free loss and its terms as one JSON line\n"
           "  --oracle C         print the true optimum at C FLOPs (C = 6 N D)\n"
+          "  --world K          the simulated world: 0 the default law (default), K >= 1 a law\n"
+          "                     drawn from published ranges (bench/sim.h, sim_law_draw)\n"
           "exit: 0 finished, 3 diverged, 2 bad arguments\n",
           f);
 }
@@ -50,7 +53,7 @@ static int parse_num(const char *flag, const char *s, double *out)
 int main(int argc, char **argv)
 {
     double N = NAN, dm = NAN, nl = NAN, D = NAN, lr = NAN, batch = NAN;
-    double warmup = 0.02, wd = 0.1, seed = 0, nrep = 10, oracle = NAN;
+    double warmup = 0.02, wd = 0.1, seed = 0, nrep = 10, oracle = NAN, world = 0;
     int show_true = 0;
     struct {
         const char *name;
@@ -60,7 +63,7 @@ int main(int argc, char **argv)
                  {"--lr", &lr},         {"--batch", &batch},
                  {"--warmup", &warmup}, {"--weight-decay", &wd},
                  {"--seed", &seed},     {"--steps-to-report", &nrep},
-                 {"--oracle", &oracle}};
+                 {"--oracle", &oracle}, {"--world", &world}};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
@@ -84,7 +87,15 @@ int main(int argc, char **argv)
         i++;
     }
 
-    sim_law law = sim_law_default();
+    if (world < 0 || world != floor(world) || world > 1.8e19) {
+        fprintf(stderr, "llmsim: --world must be a non-negative integer\n");
+        return 2;
+    }
+    sim_law law;
+    if (sim_law_draw((uint64_t)world, &law) != ST_OK) {
+        fprintf(stderr, "llmsim: out of memory drawing world %.0f\n", world);
+        return 2;
+    }
     if (!isnan(oracle)) {
         sim_setting o;
         double loss;

@@ -4,7 +4,9 @@
  * References: the formulas evaluated independently in Python (values pasted with 15 digits),
  * Chinchilla's closed-form allocation for the oracle, local perturbation of the oracle's optimum
  * in every coordinate, the divergence boundary on both sides, seeded noise (same seed, same
- * value; the sample sd over many seeds), and the metrics protocol as sim_emit writes it.
+ * value; the sample sd over many seeds), the metrics protocol as sim_emit writes it, and the
+ * family of drawn worlds (sim_law_draw: ranges from issue 15; the oracle in every world against
+ * local perturbation and random settings of the same cost).
  */
 #include <math.h>
 #include <stdio.h>
@@ -294,6 +296,102 @@ static void test_emit(const sim_law *law)
     CHECK(n_div == 1);
 }
 
+/* A random setting of cost C: N within 30x of the optimum's either way, every hyperparameter
+ * over a range wider than any sweep's. */
+static void random_setting(st_rng *r, double C, double N_opt, sim_setting *s)
+{
+    s->N = N_opt * pow(30.0, 2.0 * st_rng_uniform(r) - 1.0);
+    s->D = C / (6.0 * s->N);
+    s->lr = 1e-5 * pow(1e5, st_rng_uniform(r));
+    s->batch = fmin(s->D, 1e3 * pow(1e4, st_rng_uniform(r)));
+    s->warmup = 0.5 * st_rng_uniform(r);
+    s->weight_decay = 1e-4 * pow(1e5, st_rng_uniform(r));
+}
+
+/* The drawn constants lie in issue 15's ranges (literal numbers here, not sim.c's), the
+ * re-anchored quantities take their drawn values at the reference run, and the draws span the
+ * ranges (a constant draw would fail). */
+static void check_draw_ranges(const sim_law *def)
+{
+    enum { NW = 200 };
+    double lo[6], hi[6];
+    for (int k = 0; k < 6; k++)
+        lo[k] = INFINITY, hi[k] = -INFINITY;
+    for (uint64_t world = 1; world <= NW; world++) {
+        sim_law w;
+        CHECK_ST(sim_law_draw(world, &w), ST_OK);
+        double lr_ref = sim_lr_opt(&w, 1e7, 2e8), bs_ref = sim_batch_opt(&w, 2e8);
+        double wu_ref = sim_warmup_opt(&w, 2e8, bs_ref);
+        double x[6] = {w.alpha, w.lr_pN, lr_ref, bs_ref, wu_ref, w.noise_sd};
+        for (int k = 0; k < 6; k++)
+            lo[k] = fmin(lo[k], x[k]), hi[k] = fmax(hi[k], x[k]);
+        int ok = w.alpha >= 0.25 && w.alpha <= 0.40 && w.beta >= 0.25 && w.beta <= 0.40 &&
+                 w.lr_pN >= -0.7 && w.lr_pN <= -0.3 && w.lr_pD >= 0 && w.lr_pD <= 0.3 &&
+                 lr_ref >= 1e-3 * (1 - 1e-12) && lr_ref <= 1e-2 * (1 + 1e-12) && w.bs_pD >= 0.3 &&
+                 w.bs_pD <= 0.6 && bs_ref >= 1e4 * (1 - 1e-12) && bs_ref <= 1e5 * (1 + 1e-12) &&
+                 wu_ref >= 0.005 && wu_ref <= 0.10 && w.div_kappa >= 2 && w.div_kappa <= 5 &&
+                 w.noise_sd >= 0.002 && w.noise_sd <= 0.01;
+        if (!ok)
+            fprintf(stderr, "  world %llu: a constant outside its range\n",
+                    (unsigned long long)world);
+        CHECK(ok);
+        /* the loss at the reference run is the default world's */
+        CHECK_REL(sim_loss_nd(&w, 1e7, 2e8), sim_loss_nd(def, 1e7, 2e8), 1e-12);
+        CHECK(w.E == def->E && w.k_lr == def->k_lr && w.wd_kappa == def->wd_kappa);
+    }
+    /* alpha in [0.25, 0.40], lr_pN in [-0.7, -0.3], lr_ref, bs_ref, warmup, noise (log) */
+    const double want_lo[6] = {0.27, -0.66, 1.3e-3, 1.3e4, 0.0065, 0.0025};
+    const double want_hi[6] = {0.38, -0.34, 7.5e-3, 7.5e4, 0.075, 0.008};
+    for (int k = 0; k < 6; k++) {
+        CHECK(lo[k] < want_lo[k]);
+        CHECK(hi[k] > want_hi[k]);
+    }
+}
+
+/* Every world of the family: world 0 is the default; a world is the same each time it is drawn;
+ * the oracle works at every compute a bench asks of it and beats random settings of that cost. */
+static void test_family(const sim_law *def)
+{
+    sim_law w0, a, b;
+    CHECK_ST(sim_law_draw(0, &w0), ST_OK);
+    CHECK(memcmp(&w0, def, sizeof(w0)) == 0);
+    CHECK_ST(sim_law_draw(7, &a), ST_OK);
+    CHECK_ST(sim_law_draw(7, &b), ST_OK);
+    CHECK(memcmp(&a, &b, sizeof(a)) == 0);
+    CHECK_ST(sim_law_draw(8, &b), ST_OK);
+    CHECK(a.alpha != b.alpha && a.c_lr != b.c_lr);
+    check_draw_ranges(def);
+
+    st_rng *r;
+    CHECK_ST(st_rng_create(99, &r), ST_OK);
+    int n_rand = getenv("ST_TEST_QUICK") ? 200 : 1000;
+    for (uint64_t world = 1; world <= 20; world++) {
+        sim_law w;
+        CHECK_ST(sim_law_draw(world, &w), ST_OK);
+        for (double C = 1e16; C <= 1e20; C *= 10) {
+            sim_setting o;
+            double loss;
+            CHECK_ST(sim_oracle(&w, C, &o, &loss), ST_OK);
+            CHECK(isfinite(loss) && loss > w.E);
+            CHECK_REL(6 * o.N * o.D, C, 1e-12);
+            check_local_optimum(&w, &o, loss);
+            int n_worse = 0;
+            for (int i = 0; i < n_rand; i++) {
+                sim_setting s;
+                sim_terms t;
+                random_setting(r, C, o.N, &s);
+                CHECK_ST(sim_eval(&w, &s, &t, NULL), ST_OK);
+                n_worse += !(t.loss < loss);
+            }
+            if (n_worse != n_rand)
+                fprintf(stderr, "  world %llu C %g: a random setting beats the oracle\n",
+                        (unsigned long long)world, C);
+            CHECK(n_worse == n_rand);
+        }
+    }
+    st_rng_destroy(r);
+}
+
 int main(void)
 {
     st_global_init();
@@ -305,6 +403,7 @@ int main(void)
     test_divergence(&law);
     test_noise(&law);
     test_emit(&law);
+    test_family(&law);
     st_global_cleanup();
     return check_summary("bench.sim");
 }
