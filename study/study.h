@@ -141,6 +141,16 @@ const study_backtest_result *study_get_backtest(const study *s);
  */
 st_status study_result_json(const study *s, char **out);
 
+/*
+ * The whole route in one call, for bindings: opens the store, runs the study of sweep `sweep`
+ * (NULL: the only one) at `compute` (NAN: `factor` x the largest run) with `n_boot` replicates
+ * and the other defaults, and returns its JSON in *out (free with st_free). An unsafe
+ * recommendation is ST_OK with "safe": false in the JSON. Errors as study_open and study_run;
+ * errmsg says why.
+ */
+st_status study_extrapolate_json(const char *db_path, const char *sweep, double compute,
+                                 double factor, size_t n_boot, char **out, char *errmsg);
+
 #ifdef __cplusplus
 }
 #endif

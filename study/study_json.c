@@ -6,6 +6,7 @@
  */
 #include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -241,4 +242,26 @@ st_status study_result_json(const study *s, char **out)
     *out = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
     json_decref(o);
     return *out ? ST_OK : ST_ENOMEM;
+}
+
+st_status study_extrapolate_json(const char *db_path, const char *sweep, double compute,
+                                 double factor, size_t n_boot, char **out, char *errmsg)
+{
+    *out = NULL;
+    study_options o = study_options_default();
+    o.compute = compute;
+    if (isfinite(factor) && factor > 0)
+        o.factor = factor;
+    o.engine.n_boot = n_boot;
+    study *s = NULL;
+    st_status rc = study_open(db_path, sweep, &o, &s, errmsg);
+    if (rc)
+        return rc;
+    rc = study_run(s);
+    if (!rc)
+        rc = study_result_json(s, out);
+    if (rc && errmsg)
+        snprintf(errmsg, ST_ERRMSG_MAX, "%s", study_errmsg(s));
+    study_destroy(s);
+    return rc;
 }

@@ -4,6 +4,7 @@ recorded, Python and the CLI interleave on one store, status/pareto/export agree
 (unknown id, wrong sweep name, not a store) raise with the store's message."""
 
 import json
+import math
 import os
 import re
 import tempfile
@@ -24,6 +25,19 @@ parameters:
 budget: {runs: %d}
 seed: 5
 optimizer: {num_random_samples: 3}
+"""
+
+
+WORLD = """name: world
+command: ["/bin/false"]
+objective: {metric: val_loss}
+cost: {metric: flops}
+parameters:
+  N:      {space: log, min: 1.0e6, max: 3.0e7, center: 5.0e6}
+  tokens: {space: log, min: 2.0e7, max: 1.0e9, center: 1.0e8}
+  lr:     {space: log, min: 1.0e-4, max: 0.03, center: 2.0e-3}
+budget: {runs: 100}
+seed: 3
 """
 
 
@@ -76,6 +90,33 @@ class TestSweep(unittest.TestCase):
             exp = s.export()
             self.assertEqual(len(exp["runs"]), 6)
             self.assertEqual(Sweep.list(self.db), ["py-asktell"])
+
+    def test_extrapolate(self):
+        # a sweep of a known world through ask/tell: L = 1.7 + 400 N^-0.34 + 1200 D^-0.3 times
+        # a learning-rate penalty around lr_opt = 2e-3 (N / 1e7)^-0.5; the recommendation at
+        # 30x comes back as the CLI's JSON, with its safety verdict
+        path = os.path.join(self.tmp.name, "world.yaml")
+        with open(path, "w") as f:
+            f.write(WORLD)
+        stutil.run([stutil.CLI, "sweep", "create", path, "--db", self.db])
+        with Sweep(self.db) as s:
+            for i in range(36):
+                p, rid = s.ask()
+                lr_opt = 2e-3 * (p["N"] / 1e7) ** -0.5
+                u = math.log(p["lr"] / lr_opt)
+                y = (1.7 + 400 * p["N"] ** -0.34 + 1200 * p["tokens"] ** -0.3) * (1 + 0.03 * u * u)
+                s.tell(rid, objective=y, cost=6 * p["N"] * p["tokens"])
+            r = s.extrapolate(factor=30, bootstrap=20)
+            self.assertIn(r["safe"], (True, False))
+            self.assertEqual(set(r["recommended"]), {"N", "tokens", "lr"})
+            self.assertAlmostEqual(r["factor"], 30, places=6)
+            self.assertGreater(r["recommended"]["N"], 0)
+            self.assertEqual(r["runs"]["used"], 36)
+            self.assertTrue(r["predicted"]["lo"] <= r["predicted"]["objective"] <= r["predicted"]["hi"])
+        self.create(name="empty")
+        with Sweep(self.db, "empty") as s, self.assertRaises(ScaletuneError) as cm:
+            s.extrapolate(factor=10)
+        self.assertIn("no successful run", str(cm.exception))
 
     def test_interleaves_with_cli(self):
         self.create(runs=4)

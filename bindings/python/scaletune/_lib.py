@@ -332,6 +332,11 @@ _PROTOS = {
     "runner_store_ask": (st, [c_void_p, c_char_p, P(c_uint64), dbl_p, c_size_t]),
     "runner_store_tell": (st, [c_void_p, c_char_p, c_uint64, c_double, c_double, c_int]),
     "runner_run_status_name": (c_char_p, [c_int]),
+    # study/study.h
+    "study_extrapolate_json": (
+        st,
+        [c_char_p, c_char_p, c_double, c_double, c_size_t, P(c_void_p), c_char_p],
+    ),
 }
 
 for _name, (_res, _args) in _PROTOS.items():

@@ -122,6 +122,23 @@ class Sweep:
             lib.st_free(p)
         return json.loads(s)
 
+    def extrapolate(self, compute=None, factor=None, bootstrap=200):
+        """The settings of a large run at `compute` (cost units) or `factor` x the largest run
+        (default 10x), as `scaletune extrapolate --json` prints them (a parsed dict). A
+        recommendation the engine cannot vouch for comes back with "safe": False and its
+        "unsafe_reason"; check it before launching the run."""
+        p = c_void_p()
+        err = _lib.errbuf()
+        c = float("nan") if compute is None else float(compute)
+        f = float("nan") if factor is None else float(factor)
+        check(lib.study_extrapolate_json(enc(self.db), enc(self.name), c, f, int(bootstrap),
+                                         byref(p), err), err)
+        try:
+            s = text(c_char_p(p.value).value)
+        finally:
+            lib.st_free(p)
+        return json.loads(s)
+
     def request_stop(self):
         """Asks the controller that owns the sweep to stop gracefully."""
         self._check(lib.runner_store_request_stop(self._handle(), enc(self.name)))
