@@ -79,6 +79,11 @@ st_status gp_predict(gp *g, size_t m, const double *Xs, double *mean, double *va
  * the hyperparameters (fantasies). Returns ST_OK, ST_ENUMERIC, ST_ENOMEM. */
 st_status gp_append(gp *g, const double *x, double y);
 size_t gp_n(const gp *g);
+/* Mean over the training points of the squared standardized leave-one-out residual,
+ * ((y_i - mu_-i) / sd_-i)^2, at the current theta (closed form from the factorisation; about 1
+ * for a calibrated model, larger for an overconfident one). ST_OK, ST_ESTATE (not factored),
+ * ST_EEMPTY (n < 2), ST_ENUMERIC, ST_ENOMEM. */
+st_status gp_loo_z2(const gp *g, double *z2);
 
 /* ---- space.c ----------------------------------------------------------------------------- */
 
@@ -222,6 +227,13 @@ typedef struct capm {
     int own;
     logcost lc;   /* CAP_GP: scaled log cost <-> cost */
     double noise; /* CAP_GP: the GP's noise variance, scaled log-cost units */
+    double *plane; /* CAP_GP: a least-squares plane of scaled log cost over the basic
+                      coordinates (xbar D, slope D, value at xbar), or NULL. The checked value is
+                      the larger of the GP's mean and the plane's, plus z sd: the GP's mean
+                      reverts to its data away from them, where the plane keeps the trend that
+                      costs (6 N D, times) follow, so neither under-predicts an extrapolation */
+    double infl;  /* CAP_GP: sd inflation, sqrt of the mean squared standardized leave-one-out
+                     residual when above 1 (an overconfident GP, typically with few points) */
 } capm;
 
 /* The cost model's data: the successes (in observation order), then the cost-only
@@ -231,7 +243,7 @@ st_status cap_cost_data(const carbs *c, size_t *n, double **X, double **cost);
  * generator, so that the phase's draws do not move) when it needs one. */
 st_status cap_init(carbs *c, capm *cm);
 /* The cap model over an already fitted cost GP and its log-cost map (borrowed). */
-void cap_borrow(const carbs *c, capm *cm, gp *g, const logcost *lc);
+st_status cap_borrow(const carbs *c, capm *cm, gp *g, const logcost *lc);
 void cap_clear(capm *cm);
 /* The checked cost at m basic points B (m*D): cost units; NaN for CAP_NONE and CAP_BLIND. */
 st_status cap_cost(const carbs *c, const capm *cm, size_t m, const double *B, double *out);

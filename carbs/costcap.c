@@ -52,6 +52,15 @@ static void cap_base(const carbs *c, capm *cm)
     cm->kind = !isfinite(cm->cap) ? CAP_NONE : c->cost_fn ? CAP_EXACT : CAP_BLIND;
 }
 
+/* How much the GP's predictive sd must grow to match its leave-one-out errors (>= 1). */
+static double gp_inflation(const gp *g)
+{
+    double z2;
+    if (gp_loo_z2(g, &z2) != ST_OK || !(z2 > 1))
+        return 1.0;
+    return sqrt(z2);
+}
+
 /* The noise variance of a fitted GP (its last log-hyperparameter) plus gp_factor's 1e-4. */
 static double gp_noise(const gp *g)
 {
@@ -63,15 +72,35 @@ static double gp_noise(const gp *g)
     return exp(th[nt - 1]) + 1e-4;
 }
 
-void cap_borrow(const carbs *c, capm *cm, gp *g, const logcost *lc)
+static st_status lin_fit(const carbs *c, const capm *cm, double *xbar, double *y0, double *g);
+
+/* The GP's noise and inflation, and the plane (lin_fit; none if it cannot be fitted). */
+static st_status gp_finish(const carbs *c, capm *cm)
+{
+    size_t d = c->d;
+    cm->kind = CAP_GP;
+    cm->noise = gp_noise(cm->g);
+    cm->infl = gp_inflation(cm->g);
+    cm->plane = malloc((2 * d + 1) * sizeof(double));
+    if (!cm->plane)
+        return ST_ENOMEM;
+    st_status s = lin_fit(c, cm, cm->plane, cm->plane + 2 * d, cm->plane + d);
+    if (s == ST_ENUMERIC) {
+        free(cm->plane);
+        cm->plane = NULL;
+        s = ST_OK;
+    }
+    return s;
+}
+
+st_status cap_borrow(const carbs *c, capm *cm, gp *g, const logcost *lc)
 {
     cap_base(c, cm);
     if (cm->kind != CAP_BLIND || !g)
-        return;
-    cm->kind = CAP_GP;
+        return ST_OK;
     cm->g = g;
     cm->lc = *lc;
-    cm->noise = gp_noise(g);
+    return gp_finish(c, cm);
 }
 
 st_status cap_init(carbs *c, capm *cm)
@@ -93,9 +122,8 @@ st_status cap_init(carbs *c, capm *cm)
         if (s == ST_OK)
             s = carbs_priv_fit_gp(c, n, X, cost, rng, &cm->g);
         if (s == ST_OK) {
-            cm->kind = CAP_GP;
             cm->own = 1;
-            cm->noise = gp_noise(cm->g);
+            s = gp_finish(c, cm);
         } else {
             gp_destroy(cm->g);
             cm->g = NULL;
@@ -113,7 +141,18 @@ void cap_clear(capm *cm)
 {
     if (cm->own)
         gp_destroy(cm->g);
+    free(cm->plane);
     memset(cm, 0, sizeof(*cm));
+}
+
+/* The plane's scaled log cost at b (basic). */
+static double plane_at(const carbs *c, const capm *cm, const double *b)
+{
+    size_t d = c->d;
+    double l = cm->plane[2 * d];
+    for (size_t i = 0; i < d; i++)
+        l += cm->plane[d + i] * (b[i] - cm->plane[i]);
+    return l;
 }
 
 st_status cap_cost(const carbs *c, const capm *cm, size_t m, const double *B, double *out)
@@ -142,9 +181,13 @@ st_status cap_cost(const carbs *c, const capm *cm, size_t m, const double *B, do
     if (!var)
         return ST_ENOMEM;
     st_status s = gp_predict(cm->g, m, B, out, var);
-    for (size_t j = 0; s == ST_OK && j < m; j++)
-        out[j] =
-            logcost_inverse(&cm->lc, out[j] + cm->z * sqrt((var[j] > 0 ? var[j] : 0) + cm->noise));
+    for (size_t j = 0; s == ST_OK && j < m; j++) {
+        double sd = cm->infl * sqrt((var[j] > 0 ? var[j] : 0) + cm->noise);
+        double l = out[j];
+        if (cm->plane) /* the larger of the GP's mean and the plane's (see capm) */
+            l = fmax(l, plane_at(c, cm, B + j * d));
+        out[j] = logcost_inverse(&cm->lc, l + cm->z * sd);
+    }
     free(var);
     return s;
 }
@@ -281,20 +324,19 @@ static int path_point(const carbs *c, const double *b0, const double *g, double 
 static st_status lin_descend(carbs *c, const capm *cm, double *b, double *v)
 {
     size_t d = c->d, P = PATH_POINTS;
-    double *xbar = malloc((3 * d + P * d + 2 * P) * sizeof(double)), y0 = 0;
-    if (!xbar)
+    if (!cm->plane)
+        return ST_ERANGE; /* a plane that could not be fitted shows no way down */
+    double *b0 = malloc((d + P * d + 2 * P) * sizeof(double));
+    if (!b0)
         return ST_ENOMEM;
-    double *g = xbar + d, *b0 = xbar + 2 * d, *B = xbar + 3 * d, *mu = B + P * d, *var = mu + P;
+    double *B = b0 + d, *mu = B + P * d, *var = mu + P;
+    const double *g = cm->plane + d;
     memcpy(b0, b, d * sizeof(double));
-    st_status s = lin_fit(c, cm, xbar, &y0, g);
-    double capl = logcost_forward(&cm->lc, cm->cap), pred0 = y0, gg = 0;
-    for (size_t i = 0; i < d; i++) {
-        pred0 += g[i] * (b0[i] - xbar[i]);
+    double capl = logcost_forward(&cm->lc, cm->cap), gg = 0;
+    for (size_t i = 0; i < d; i++)
         gg += g[i] * g[i];
-    }
-    if (s == ST_OK && !(gg > 1e-12))
-        s = ST_ENUMERIC; /* a flat plane shows no way down */
-    double t_cap = s == ST_OK ? fmax(pred0 - capl, 0.0) / gg : 0;
+    st_status s = gg > 1e-12 ? ST_OK : ST_ERANGE; /* a flat plane shows no way down */
+    double t_cap = s == ST_OK ? fmax(plane_at(c, cm, b0) - capl, 0.0) / gg : 0;
     size_t n = 0;
     for (size_t k = 1; s == ST_OK && k <= P; k++)
         n += path_point(c, b0, g, t_cap * PATH_SPAN * (double)k / (double)P, B + n * d);
@@ -302,10 +344,8 @@ static st_status lin_descend(carbs *c, const capm *cm, double *b, double *v)
         s = gp_predict(cm->g, n, B, mu, var);
     double best = INFINITY;
     for (size_t k = 0; s == ST_OK && k < n; k++) {
-        double l = y0, sd = sqrt((var[k] > 0 ? var[k] : 0) + cm->noise);
-        for (size_t i = 0; i < d; i++)
-            l += g[i] * (B[k * d + i] - xbar[i]);
-        double vk = logcost_inverse(&cm->lc, l + cm->z * sd);
+        double sd = cm->infl * sqrt((var[k] > 0 ? var[k] : 0) + cm->noise);
+        double vk = logcost_inverse(&cm->lc, plane_at(c, cm, B + k * d) + cm->z * sd);
         if (vk < best) { /* the first admissible one, else the cheapest */
             best = vk;
             memcpy(b, B + k * d, d * sizeof(double));
@@ -314,9 +354,33 @@ static st_status lin_descend(carbs *c, const capm *cm, double *b, double *v)
             break;
     }
     *v = best;
-    free(xbar);
-    if (s == ST_ENUMERIC || (s == ST_OK && !cap_ok(cm, best)))
+    free(b0);
+    if (s == ST_OK && !cap_ok(cm, best))
         return ST_ERANGE;
+    return s;
+}
+
+/* The observed point (success or cost-only) of lowest checked cost; if it is admissible, b
+ * becomes the admissible point nearest `from` on the segment between them and *ok = 1. */
+static st_status toward_anchor(carbs *c, const capm *cm, const double *from, double *b, double *v,
+                               double *trial, int *ok)
+{
+    size_t n, d = c->d, best = 0;
+    double *X, *cost;
+    if (cap_cost_data(c, &n, &X, &cost) != ST_OK)
+        return ST_ENOMEM;
+    st_status s = n > 0 ? cap_cost(c, cm, n, X, cost) : ST_OK;
+    for (size_t i = 1; s == ST_OK && i < n; i++)
+        if (cost[i] < cost[best])
+            best = i;
+    if (s == ST_OK && n > 0 && cap_ok(cm, cost[best])) {
+        memcpy(b, X + best * d, d * sizeof(double));
+        *v = cost[best];
+        *ok = 1;
+        s = bisect_back(c, cm, from, b, v, trial);
+    }
+    free(X);
+    free(cost);
     return s;
 }
 
@@ -349,6 +413,8 @@ st_status cap_descend(carbs *c, const capm *cm, double *b, double *v)
     }
     if (s == ST_OK && ok)
         s = bisect_back(c, cm, prev, b, v, trial);
+    if (s == ST_OK && !ok)
+        s = toward_anchor(c, cm, start, b, v, trial, &ok);
     /* the GP's mean reverts to its data away from them: when every cost it saw is above the
      * cap (a search centre over the cap) it shows no way down, and the plane does */
     if (s == ST_OK && !ok && cm->kind == CAP_GP) {

@@ -511,9 +511,8 @@ static st_status draw_cands(carbs *c, const models *m, cands *k, size_t N)
 {
     size_t d = c->d, n = 0;
     capm cm;
-    cap_borrow(c, &cm, m->cost, &m->lc);
+    st_status s = cap_borrow(c, &cm, m->cost, &m->lc);
     int rounds = cm.kind == CAP_NONE ? 1 : CAND_ROUNDS;
-    st_status s = ST_OK;
     for (int round = 0; round < rounds && n < N && s == ST_OK; round++) {
         size_t n0 = n;
         for (size_t tries = 0; n < N && tries < 4 * N; tries++) {
@@ -537,6 +536,7 @@ static st_status draw_cands(carbs *c, const models *m, cands *k, size_t N)
         n = kept;
     }
     k->n = n;
+    cap_clear(&cm);
     return s;
 }
 
