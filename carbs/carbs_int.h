@@ -225,15 +225,15 @@ typedef struct capm {
     double z;   /* Phi^-1(cost_cap_quantile) */
     gp *g;      /* CAP_GP: the cost GP (owned when own) */
     int own;
-    logcost lc;   /* CAP_GP: scaled log cost <-> cost */
-    double noise; /* CAP_GP: the GP's noise variance, scaled log-cost units */
+    logcost lc;    /* CAP_GP: scaled log cost <-> cost */
+    double noise;  /* CAP_GP: the GP's noise variance, scaled log-cost units */
     double *plane; /* CAP_GP: a least-squares plane of scaled log cost over the basic
                       coordinates (xbar D, slope D, value at xbar), or NULL. The checked value is
                       the larger of the GP's mean and the plane's, plus z sd: the GP's mean
                       reverts to its data away from them, where the plane keeps the trend that
                       costs (6 N D, times) follow, so neither under-predicts an extrapolation */
-    double infl;  /* CAP_GP: sd inflation, sqrt of the mean squared standardized leave-one-out
-                     residual when above 1 (an overconfident GP, typically with few points) */
+    double infl;   /* CAP_GP: sd inflation, sqrt of the mean squared standardized leave-one-out
+                      residual when above 1 (an overconfident GP, typically with few points) */
 } capm;
 
 /* The cost model's data: the successes (in observation order), then the cost-only
