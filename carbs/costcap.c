@@ -38,8 +38,10 @@ st_status cap_cost_data(const carbs *c, size_t *n, double **X, double **cost)
         memcpy(*X + k * d, c->obs_b + i * d, d * sizeof(double));
         (*cost)[k++] = c->obs_c[i];
     }
-    memcpy(*X + k * d, c->cobs_b, c->n_cobs * d * sizeof(double));
-    memcpy(*cost + k, c->cobs_c, c->n_cobs * sizeof(double));
+    if (c->n_cobs > 0) { /* the arrays are NULL before the first one */
+        memcpy(*X + k * d, c->cobs_b, c->n_cobs * d * sizeof(double));
+        memcpy(*cost + k, c->cobs_c, c->n_cobs * sizeof(double));
+    }
     *n = k + c->n_cobs;
     return ST_OK;
 }
@@ -394,10 +396,10 @@ st_status cap_descend(carbs *c, const capm *cm, double *b, double *v)
     st_status s = cap_cost(c, cm, 1, b, v);
     if (s != ST_OK || cap_ok(cm, *v))
         return s;
-    double *nb = malloc(5 * d * sizeof(double)), *prev = nb + d, *trial = nb + 2 * d, nv = 0;
-    double *start = nb + 4 * d;
+    double *nb = malloc(5 * d * sizeof(double)), nv = 0;
     if (!nb)
         return ST_ENOMEM;
+    double *prev = nb + d, *trial = nb + 2 * d, *start = nb + 4 * d;
     memcpy(start, b, d * sizeof(double));
     double step = c->o.search_radius;
     int ok = 0;
