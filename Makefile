@@ -276,6 +276,10 @@ $(BUILD)/bench/compare: $(BUILD)/bench/compare.o $(BUILD)/bench/sim.o $(BUILD)/m
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BUILD)/bench/compare_report: $(BUILD)/bench/compare_report.o $(BUILD)/mod/libcommon.a
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+# how often a suggestion is over budget.max_cost_per_run, on llmsim (docs/config.md)
+bench-costcap: all $(BUILD)/bench/llmsim/llmsim
+	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} sh bench/costcap.sh
+.PHONY: bench-costcap
 BENCH_PY ?= /usr/bin/python3
 BENCH_COMPARE_FLAGS ?=
 bench-compare: $(BUILD)/bench/compare

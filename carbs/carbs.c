@@ -54,6 +54,9 @@ static st_status validate_options(const carbs_options *o, char *msg)
     if (!(o->max_suggestion_cost > 0))
         return st_errf(msg, ST_EINVAL, "option max_suggestion_cost must be positive (got %g)",
                        o->max_suggestion_cost);
+    if (!(o->cost_cap_quantile > 0 && o->cost_cap_quantile < 1))
+        return st_errf(msg, ST_EINVAL, "option cost_cap_quantile must be in (0, 1) (got %g)",
+                       o->cost_cap_quantile);
     if (!(o->min_pareto_cost_fraction >= 0 && o->min_pareto_cost_fraction <= 1))
         return st_errf(msg, ST_EINVAL, "option min_pareto_cost_fraction must be in [0, 1]");
     if (o->gp_restarts > 64)
@@ -93,6 +96,9 @@ void carbs_destroy(carbs *c)
     free(c->obs_y);
     free(c->obs_c);
     free(c->obs_fail);
+    free(c->cobs_x);
+    free(c->cobs_b);
+    free(c->cobs_c);
     free(c->out_id);
     free(c->out_x);
     free(c->out_b);
@@ -237,6 +243,22 @@ static st_status add_observation(carbs *c, const double *x, double output, doubl
     return ST_OK;
 }
 
+/* Checks D parameter values: not NaN, not on the edge of their space. */
+static st_status check_x(carbs *c, const double *x)
+{
+    for (size_t i = 0; i < c->d; i++) {
+        double b = space_to_basic(&c->params[i], x[i]);
+        if (isnan(x[i]) || isnan(b))
+            return st_errf(c->errmsg, ST_EINVAL, "parameter '%s': value %g is not valid",
+                           c->params[i].name, x[i]);
+        if (isinf(b))
+            return st_errf(c->errmsg, ST_EINVAL,
+                           "parameter '%s': value %g lies at the edge of its space",
+                           c->params[i].name, x[i]);
+    }
+    return ST_OK;
+}
+
 st_status carbs_observe(carbs *c, uint64_t id, const double *x, double output, double cost,
                         int failed)
 {
@@ -256,21 +278,13 @@ st_status carbs_observe(carbs *c, uint64_t id, const double *x, double output, d
                            "observe without parameters needs a suggestion id");
         x = c->out_x + (size_t)k * c->d;
     }
-    for (size_t i = 0; i < c->d; i++) {
-        double b = space_to_basic(&c->params[i], x[i]);
-        if (isnan(x[i]) || isnan(b))
-            return st_errf(c->errmsg, ST_EINVAL, "parameter '%s': value %g is not valid",
-                           c->params[i].name, x[i]);
-        if (isinf(b))
-            return st_errf(c->errmsg, ST_EINVAL,
-                           "parameter '%s': value %g lies at the edge of its space",
-                           c->params[i].name, x[i]);
-    }
+    st_status s = check_x(c, x);
+    if (s != ST_OK)
+        return s;
     if (!isfinite(output))
         failed = 1; /* a NaN or infinite objective is a failed run */
     if (!failed && (!(cost > 0) || !isfinite(cost)))
         return st_errf(c->errmsg, ST_EINVAL, "cost %g must be positive and finite", cost);
-    st_status s;
     if (k >= 0) {
         /* copy before removal: x may point into the outstanding array */
         double *tmp = malloc(c->d * sizeof(double));
@@ -293,6 +307,76 @@ st_status carbs_observe(carbs *c, uint64_t id, const double *x, double output, d
         for (size_t j = c->n_out; j-- > 0;)
             if (c->n_obs - c->out_born[j] >= c->o.max_outstanding_age)
                 remove_outstanding(c, j);
+    return ST_OK;
+}
+
+static st_status reserve_cobs(carbs *c, size_t need)
+{
+    if (need <= c->cap_cobs)
+        return ST_OK;
+    size_t cap = c->cap_cobs ? c->cap_cobs * 2 : 16;
+    while (cap < need)
+        cap *= 2;
+    size_t d = c->d;
+    if (grow((void **)&c->cobs_x, d * sizeof(double), cap) ||
+        grow((void **)&c->cobs_b, d * sizeof(double), cap) ||
+        grow((void **)&c->cobs_c, sizeof(double), cap))
+        return ST_ENOMEM;
+    c->cap_cobs = cap;
+    return ST_OK;
+}
+
+st_status carbs_observe_cost(carbs *c, uint64_t id, const double *x, double cost)
+{
+    c->errmsg[0] = 0;
+    ptrdiff_t k = -1;
+    if (id != 0 && (k = find_outstanding(c, id)) < 0)
+        return st_errf(c->errmsg, ST_ENOTFOUND, "suggestion %llu is not outstanding",
+                       (unsigned long long)id);
+    if (!x && k < 0)
+        return st_errf(c->errmsg, ST_EINVAL, "observe_cost without parameters needs an id");
+    if (!x)
+        x = c->out_x + (size_t)k * c->d;
+    st_status s = check_x(c, x);
+    if (s != ST_OK)
+        return s;
+    if (!(cost > 0) || !isfinite(cost))
+        return st_errf(c->errmsg, ST_EINVAL, "cost %g must be positive and finite", cost);
+    if (reserve_cobs(c, c->n_cobs + 1) != ST_OK)
+        return st_errf(c->errmsg, ST_ENOMEM, "out of memory");
+    size_t n = c->n_cobs, d = c->d;
+    for (size_t i = 0; i < d; i++) {
+        c->cobs_x[n * d + i] = x[i];
+        c->cobs_b[n * d + i] = space_to_basic(&c->params[i], x[i]);
+    }
+    c->cobs_c[n] = cost;
+    c->n_cobs++;
+    if (k >= 0) /* after the copy: x may point into the outstanding array */
+        remove_outstanding(c, (size_t)k);
+    return ST_OK;
+}
+
+size_t carbs_n_cost_observations(const carbs *c)
+{
+    return c->n_cobs;
+}
+
+st_status carbs_get_cost_observation(const carbs *c, size_t i, double *x, double *cost)
+{
+    if (i >= c->n_cobs)
+        return ST_ERANGE;
+    if (x)
+        memcpy(x, c->cobs_x + i * c->d, c->d * sizeof(double));
+    if (cost)
+        *cost = c->cobs_c[i];
+    return ST_OK;
+}
+
+st_status carbs_set_cost_function(carbs *c, carbs_cost_fn fn, void *data)
+{
+    c->errmsg[0] = 0;
+    c->cost_fn = fn;
+    c->cost_data = fn ? data : NULL;
     return ST_OK;
 }
 
@@ -425,6 +509,14 @@ st_status carbs_warm_start(carbs *c, const carbs *prev, const double *fill)
             x[i] = map[i] == SIZE_MAX ? space_from_basic(&c->params[i], c->center_b[i])
                                       : prev->obs_x[r * prev->d + map[i]];
         s = carbs_observe(c, 0, x, prev->obs_y[r], prev->obs_c[r], prev->obs_fail[r]);
+        if (s != ST_OK)
+            goto done;
+    }
+    for (size_t r = 0; r < prev->n_cobs; r++) {
+        for (size_t i = 0; i < d; i++)
+            x[i] = map[i] == SIZE_MAX ? space_from_basic(&c->params[i], c->center_b[i])
+                                      : prev->cobs_x[r * prev->d + map[i]];
+        s = carbs_observe_cost(c, 0, x, prev->cobs_c[r]);
         if (s != ST_OK)
             goto done;
     }

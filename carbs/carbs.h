@@ -118,7 +118,9 @@ typedef struct carbs_options {
                                          quantiles; 0 in recommended mode, 1 (CARBS) faithful */
     size_t candidates_per_dim;        /* [candidates_per_dim] 100 */
     size_t resample_frequency;        /* [resample_frequency] 5; 0 disables resampling */
-    double max_suggestion_cost;       /* [max_suggestion_cost] +inf: no cap */
+    double max_suggestion_cost;       /* [max_suggestion_cost] +inf: no cap. A hard cap held in
+                                         every phase (random, resample, Bayes, fallback): see
+                                         "The cost cap" below */
     double min_pareto_cost_fraction;  /* [min_pareto_cost_fraction] 0.2 */
     int pareto_conservative;          /* [pareto_conservative] 1 */
     int ei_clamp;                     /* [ei_clamp] 1: random-cost clamp of the Pareto value */
@@ -132,6 +134,9 @@ typedef struct carbs_options {
     size_t gp_max_fit_points;         /* [gp_max_fit_points] 128: hyperparameters are fitted on
                                          at most this many points (a seeded subset); the
                                          posterior always uses all of them (recommended) */
+    double cost_cap_quantile;         /* [cost_cap_quantile] 0.9: without a cost function, a
+                                         point is admissible under max_suggestion_cost when
+                                         this quantile of its predicted cost is (in (0, 1)) */
 } carbs_options;
 
 carbs_options carbs_options_default(void);
@@ -194,6 +199,10 @@ typedef struct carbs_suggestion_info {
     double expected_improvement; /* in the surrogate (normal-quantile) space */
     double p_success;
     double locality; /* CARBS' locality weight */
+    /* the cost the cap was checked against (cost units): the cost function's value, or the
+     * cost_cap_quantile of the cost model; NaN where nothing was checked (no cap, or no cost
+     * function and fewer than 2 cost observations: the "blind" start) */
+    double cap_cost;
 } carbs_suggestion_info;
 
 /*
@@ -230,6 +239,54 @@ void carbs_last_info(const carbs *c, carbs_suggestion_info *info);
  */
 st_status carbs_observe(carbs *c, uint64_t id, const double *x, double output, double cost,
                         int failed);
+
+/*
+ * Records what a run cost without saying anything about its output or whether it succeeded:
+ * for a suggestion the caller refused, or killed, because it was over its cost cap. The
+ * observation enters the cost model only (not the output, success or Pareto models, not the
+ * count of the initial design), so P(success) and the front stay as they were.
+ *  id    the suggestion's id (it stops being outstanding), or 0 for a point not suggested.
+ *  x     D parameter values; NULL to use the suggestion's own values (id must be known).
+ *  cost  > 0 and finite, cost units: the predicted cost of a refused run, or the cost a
+ *        killed run had reached when it was killed. The latter is a lower bound of what the
+ *        run would have cost; it is recorded as it is (it already lies above the cap, which
+ *        is what the cap needs to learn; the model's slope there is underestimated).
+ * Returns ST_OK, ST_ENOTFOUND (unknown id), ST_EINVAL (x invalid, cost <= 0 or not finite,
+ * x NULL without id), ST_ENOMEM. On error nothing is recorded.
+ */
+st_status carbs_observe_cost(carbs *c, uint64_t id, const double *x, double cost);
+
+/* Cost-only observations (carbs_observe_cost), in order. ST_ERANGE if i is out of range. */
+size_t carbs_n_cost_observations(const carbs *c);
+st_status carbs_get_cost_observation(const carbs *c, size_t i, double *x, double *cost);
+
+/*
+ * The exact cost of a run at x (D parameter values): cost units, > 0; NaN or infinite for a
+ * point that must not be suggested. Must be deterministic and free of I/O (carbs stays pure).
+ */
+typedef double (*carbs_cost_fn)(const double *x, void *data);
+
+/*
+ * Installs an exact cost function (NULL removes it). With one, the cap max_suggestion_cost is
+ * checked on the function's value at every candidate of every phase; without one, on the
+ * cost_cap_quantile of the cost model (a GP on log cost over the successes and the cost-only
+ * observations), once it has 2 cost observations. `data` is borrowed and must outlive the
+ * handle. Not saved by carbs_export: install it again after carbs_import.
+ *
+ * The cost cap: a point whose checked cost is above the cap is rejected and redrawn (the next
+ * design point, another draw near the origins; bounded); if no draw is admissible, the point
+ * moves in the direction of lower cost (a coordinate search on the checked cost) until it is.
+ * Only a search space with no admissible point at all yields a suggestion above the cap, and
+ * then info.cap_cost says so. Returns ST_OK.
+ */
+st_status carbs_set_cost_function(carbs *c, carbs_cost_fn fn, void *data);
+
+/*
+ * 1 when a cap is set but cannot be checked yet: no cost function and fewer than 2 cost
+ * observations (successes and cost-only ones). A controller that runs several suggestions at
+ * once should launch one at a time while this holds: each blind suggestion may be over the cap.
+ */
+int carbs_cap_blind(const carbs *c);
 
 /* Drops an outstanding suggestion (a run lost to infrastructure). ST_OK or ST_ENOTFOUND. */
 st_status carbs_forget(carbs *c, uint64_t id);

@@ -8,6 +8,8 @@
  *   acq.c        expected improvement, locality weight, candidate sampling, initial design
  *   carbs.c      the handle: options, suggest/observe/forget, batch, warm start
  *   state.c      export/import of the whole state
+ *   costcap.c    the cost cap: the cost a point is checked against, redraws and the descent
+ *                toward lower cost
  */
 #ifndef CARBS_INT_H
 #define CARBS_INT_H
@@ -77,6 +79,11 @@ st_status gp_predict(gp *g, size_t m, const double *Xs, double *mean, double *va
  * the hyperparameters (fantasies). Returns ST_OK, ST_ENUMERIC, ST_ENOMEM. */
 st_status gp_append(gp *g, const double *x, double y);
 size_t gp_n(const gp *g);
+/* Mean over the training points of the squared standardized leave-one-out residual,
+ * ((y_i - mu_-i) / sd_-i)^2, at the current theta (closed form from the factorisation; about 1
+ * for a calibrated model, larger for an overconfident one). ST_OK, ST_ESTATE (not factored),
+ * ST_EEMPTY (n < 2), ST_ENUMERIC, ST_ENOMEM. */
+st_status gp_loo_z2(const gp *g, double *z2);
 
 /* ---- space.c ----------------------------------------------------------------------------- */
 
@@ -166,6 +173,14 @@ struct carbs {
     double *obs_c; /* n_obs cost (NaN for failures) */
     int *obs_fail; /* n_obs */
 
+    /* cost-only observations (carbs_observe_cost): the cost model's, nobody else's */
+    size_t n_cobs, cap_cobs;
+    double *cobs_x;        /* n_cobs*D parameter units */
+    double *cobs_b;        /* n_cobs*D basic */
+    double *cobs_c;        /* n_cobs cost */
+    carbs_cost_fn cost_fn; /* NULL: none (not saved) */
+    void *cost_data;
+
     /* outstanding suggestions, oldest first */
     size_t n_out, cap_out;
     uint64_t *out_id;
@@ -184,6 +199,65 @@ struct carbs {
 };
 
 st_status carbs_priv_reserve_outstanding(carbs *c, size_t need);
+/* A Linear+Matern GP on (X n*D basic, y n), fitted with the handle's options and `rng`. */
+st_status carbs_priv_fit_gp(carbs *c, size_t n, const double *X, const double *y, st_rng *rng,
+                            gp **out);
+/* Parameter values of a basic point (integers rounded). */
+void carbs_priv_to_params(const carbs *c, const double *b, double *x);
+/* Rounds integer dimensions in place; 0 if the rounded point left the bounds. */
+int carbs_priv_round(const carbs *c, double *b);
+
+/* ---- costcap.c --------------------------------------------------------------------------- */
+
+#define CAP_MIN_COST_OBS 2 /* cost observations before the cost GP checks the cap */
+
+typedef enum cap_kind {
+    CAP_NONE = 0,  /* no cap (max_suggestion_cost infinite): everything is admissible */
+    CAP_BLIND = 1, /* a cap, but no cost function and fewer than 2 cost observations */
+    CAP_EXACT = 2, /* the cost function */
+    CAP_GP = 3,    /* the cost_cap_quantile of the GP on scaled log cost */
+} cap_kind;
+
+/* What a point's cost is checked against, for one suggestion. */
+typedef struct capm {
+    cap_kind kind;
+    double cap; /* max_suggestion_cost, cost units */
+    double z;   /* Phi^-1(cost_cap_quantile) */
+    gp *g;      /* CAP_GP: the cost GP (owned when own) */
+    int own;
+    logcost lc;    /* CAP_GP: scaled log cost <-> cost */
+    double noise;  /* CAP_GP: the GP's noise variance, scaled log-cost units */
+    double *plane; /* CAP_GP: a least-squares plane of scaled log cost over the basic
+                      coordinates (xbar D, slope D, value at xbar), or NULL. The checked value is
+                      the larger of the GP's mean and the plane's, plus z sd: the GP's mean
+                      reverts to its data away from them, where the plane keeps the trend that
+                      costs (6 N D, times) follow, so neither under-predicts an extrapolation */
+    double infl;   /* CAP_GP: sd inflation, sqrt of the mean squared standardized leave-one-out
+                      residual when above 1 (an overconfident GP, typically with few points) */
+} capm;
+
+/* The cost model's data: the successes (in observation order), then the cost-only
+ * observations. *X (n*D basic) and *cost (n) are malloc'd; free both. ST_OK or ST_ENOMEM. */
+st_status cap_cost_data(const carbs *c, size_t *n, double **X, double **cost);
+/* The cap model for a phase without fitted models: fits its own cost GP (with its own
+ * generator, so that the phase's draws do not move) when it needs one. */
+st_status cap_init(carbs *c, capm *cm);
+/* The cap model over an already fitted cost GP and its log-cost map (borrowed). */
+st_status cap_borrow(const carbs *c, capm *cm, gp *g, const logcost *lc);
+void cap_clear(capm *cm);
+/* The checked cost at m basic points B (m*D): cost units; NaN for CAP_NONE and CAP_BLIND. */
+st_status cap_cost(const carbs *c, const capm *cm, size_t m, const double *B, double *out);
+/* Whether a point with checked cost v is admissible. */
+int cap_ok(const capm *cm, double v);
+/* Moves b (basic, rounded, inside) toward lower checked cost until it is admissible: a
+ * coordinate search from b. Writes the final checked cost to *v. Returns ST_OK (b admissible),
+ * ST_ERANGE (no admissible point found: b is the cheapest one met), ST_ENOMEM. */
+st_status cap_descend(carbs *c, const capm *cm, double *b, double *v);
+/* Redraw loop for the single-point phases: b is checked; while it is not admissible it is
+ * redrawn with draw(c, ctx, b) up to `tries` times, then descended. *v: its checked cost. */
+typedef void (*cap_draw_fn)(carbs *c, void *ctx, double *b);
+st_status cap_enforce(carbs *c, const capm *cm, double *b, cap_draw_fn draw, void *ctx,
+                      size_t tries, double *v);
 /* Whether the next suggestion comes from the initial design (suggest.c). */
 int carbs_priv_random_phase(const carbs *c);
 

@@ -197,6 +197,37 @@ size_t gp_n(const gp *g)
     return g->n;
 }
 
+st_status gp_loo_z2(const gp *g, double *z2)
+{
+    size_t n = g->n, ld = g->cap;
+    if (!g->factored)
+        return ST_ESTATE;
+    if (n < 2)
+        return ST_EEMPTY;
+    double *Ki = malloc(n * n * sizeof(double));
+    if (!Ki)
+        return ST_ENOMEM;
+    for (size_t j = 0; j < n; j++)
+        memcpy(Ki + j * n, g->L + j * ld, n * sizeof(double));
+    /* (K^-1)_ii from the Cholesky factor; z_i = (K^-1 y)_i / sqrt((K^-1)_ii) (Rasmussen &
+     * Williams 2006, eq. 5.12: the leave-one-out residual over its predictive sd) */
+    lapack_int info = LAPACKE_dpotri_work(LAPACK_COL_MAJOR, 'L', (lapack_int)n, Ki, (lapack_int)n);
+    double sum = 0;
+    for (size_t i = 0; info == 0 && i < n; i++) {
+        double kii = Ki[i + i * n];
+        if (!(kii > 0)) {
+            info = -1;
+            break;
+        }
+        sum += g->alpha[i] * g->alpha[i] / kii;
+    }
+    free(Ki);
+    if (info != 0)
+        return ST_ENUMERIC;
+    *z2 = sum / (double)n;
+    return ST_OK;
+}
+
 size_t gp_n_theta(const gp *g)
 {
     return g->n_theta;

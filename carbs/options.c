@@ -34,6 +34,7 @@ carbs_options carbs_options_default(void)
     o.max_outstanding_age = 0;
     o.gp_restarts = 1;
     o.gp_max_fit_points = 128;
+    o.cost_cap_quantile = 0.9;
     return o;
 }
 
@@ -71,7 +72,7 @@ static const struct {
       "xi of expected improvement, in normal quantiles (auto: 0 recommended, 1 faithful)"),
     O(candidates_per_dim, T_SIZE, "candidates scored per suggestion, per dimension"),
     O(resample_frequency, T_SIZE, "re-run a Pareto point every this many suggestions (0: never)"),
-    O(max_suggestion_cost, T_DOUBLE, "exclude candidates whose predicted cost reaches this"),
+    O(max_suggestion_cost, T_DOUBLE, "hard cap on a suggestion's cost, held in every phase"),
     O(min_pareto_cost_fraction, T_DOUBLE, "cheapest fraction of runs lumped into one Pareto group"),
     O(pareto_conservative, T_BOOL, "CARBS' conservative Pareto rule for search origins"),
     O(ei_clamp, T_BOOL, "random-cost clamp of the Pareto value in expected improvement"),
@@ -83,6 +84,8 @@ static const struct {
       "objective transform: auto, quantile (CARBS) or rank (rank-Gaussian, linear tails)"),
     O(gp_restarts, T_SIZE, "extra L-BFGS starts when fitting GP hyperparameters"),
     O(gp_max_fit_points, T_SIZE, "fit GP hyperparameters on at most this many points"),
+    O(cost_cap_quantile, T_DOUBLE,
+      "quantile of the predicted cost held under max_suggestion_cost (no cost function)"),
 #undef O
 };
 

@@ -1,7 +1,9 @@
 /*
  * state.c — carbs_export/carbs_import: the whole optimizer state as bytes ("CARBSST1" magic,
  * a format version, a byte-order mark, then options, parameters, search centre, counters,
- * observations and outstanding suggestions), and the same through a file written atomically.
+ * observations and outstanding suggestions; version 2 adds cost_cap_quantile and the
+ * cost-only observations, version 1 is still read), and the same through a file written
+ * atomically.
  * The RNG is not stored: it is reseeded from the seed and the suggestion counter each time.
  */
 #include <errno.h>
@@ -13,7 +15,7 @@
 #include "carbs/carbs_int.h"
 
 #define MAGIC   "CARBSST1"
-#define VERSION 1u
+#define VERSION 2u
 #define BOM     0x01020304u
 
 typedef struct wbuf {
@@ -74,6 +76,7 @@ static void put_opts(wbuf *w, const carbs_options *o)
     put_u64(w, (uint64_t)o->output_transform);
     put_u64(w, o->gp_restarts);
     put_u64(w, o->gp_max_fit_points);
+    put_f64(w, o->cost_cap_quantile); /* version 2 */
 }
 
 st_status carbs_export(const carbs *c, void **buf, size_t *len)
@@ -117,6 +120,11 @@ st_status carbs_export(const carbs *c, void **buf, size_t *len)
         put(&w, c->out_x + k * c->d, c->d * sizeof(double));
         put_u64(&w, c->out_born[k]);
     }
+    put_u64(&w, c->n_cobs); /* version 2 */
+    for (size_t k = 0; k < c->n_cobs; k++) {
+        put(&w, c->cobs_x + k * c->d, c->d * sizeof(double));
+        put_f64(&w, c->cobs_c[k]);
+    }
     if (w.oom) {
         free(w.p);
         return ST_ENOMEM;
@@ -157,8 +165,9 @@ static double get_f64(rbuf *r)
     return v;
 }
 
-static void get_opts(rbuf *r, carbs_options *o)
+static void get_opts(rbuf *r, carbs_options *o, uint32_t version)
 {
+    *o = carbs_options_default(); /* fields a version 1 state lacks */
     o->mode = (carbs_mode)get_u64(r);
     o->maximize = (int)get_u64(r);
     o->seed = get_u64(r);
@@ -179,6 +188,27 @@ static void get_opts(rbuf *r, carbs_options *o)
     o->output_transform = (carbs_transform)get_u64(r);
     o->gp_restarts = get_u64(r);
     o->gp_max_fit_points = get_u64(r);
+    if (version >= 2)
+        o->cost_cap_quantile = get_f64(r);
+}
+
+/* Version 2: the cost-only observations. */
+static st_status import_cost_obs(rbuf *r, carbs *c, double *x, char *msg)
+{
+    size_t d = c->d;
+    uint64_t n = get_u64(r);
+    if (r->bad || n > (r->n - r->at) / (8 * (d + 1)))
+        return st_errf(msg, ST_EFORMAT, "optimizer state is truncated or corrupt (cost obs)");
+    for (uint64_t k = 0; k < n; k++) {
+        get(r, x, d * sizeof(double));
+        double cost = get_f64(r);
+        if (r->bad)
+            break;
+        if (carbs_observe_cost(c, 0, x, cost) != ST_OK)
+            return st_errf(msg, ST_EFORMAT, "optimizer state: cost observation %llu: %s",
+                           (unsigned long long)k, carbs_errmsg(c));
+    }
+    return ST_OK;
 }
 
 st_status carbs_import(const void *buf, size_t len, carbs **out, char *errmsg)
@@ -199,11 +229,11 @@ st_status carbs_import(const void *buf, size_t len, carbs **out, char *errmsg)
         return st_errf(msg, ST_EFORMAT,
                        "optimizer state was written on a machine of the other "
                        "byte order");
-    if (v != VERSION)
-        return st_errf(msg, ST_EFORMAT, "optimizer state version %u; this build reads version %u",
-                       v, VERSION);
+    if (v < 1 || v > VERSION)
+        return st_errf(msg, ST_EFORMAT,
+                       "optimizer state version %u; this build reads versions 1 to %u", v, VERSION);
     carbs_options o;
-    get_opts(&r, &o);
+    get_opts(&r, &o, v);
     uint64_t d = get_u64(&r);
     if (r.bad || d == 0 || d > (len - r.at) / 16)
         return st_errf(msg, ST_EFORMAT, "optimizer state is truncated or corrupt (dimension)");
@@ -304,6 +334,8 @@ st_status carbs_import(const void *buf, size_t len, carbs **out, char *errmsg)
         }
         c->out_born[c->n_out - 1] = (size_t)born;
     }
+    if (v >= 2 && (s = import_cost_obs(&r, c, x, msg)) != ST_OK)
+        goto done;
     if (r.bad || r.at != len) {
         s = st_errf(msg, ST_EFORMAT, "optimizer state is truncated or has trailing bytes");
         goto done;

@@ -15,6 +15,9 @@
 
 #include "carbs/carbs_int.h"
 
+#define CAND_ROUNDS  4  /* rounds of Bayesian candidates drawn again in place of over-cap ones */
+#define REDRAW_TRIES 32 /* redraws of a single-point phase before the descent */
+
 /* ---- small helpers ----------------------------------------------------------------------- */
 
 static int faithful(const carbs *c)
@@ -64,16 +67,14 @@ static double trunc_normal(double o, double r, double lo, double hi, double u)
     return x;
 }
 
-/* Rounds integer dimensions in place; 0 if the rounded point left the bounds. */
-static int round_point(const carbs *c, double *b)
+int carbs_priv_round(const carbs *c, double *b)
 {
     for (size_t i = 0; i < c->d; i++)
         b[i] = space_round_basic(&c->params[i], b[i]);
     return inside(c, b);
 }
 
-/* Parameter values of a basic point (integers rounded). */
-static void to_params(const carbs *c, const double *b, double *x)
+void carbs_priv_to_params(const carbs *c, const double *b, double *x)
 {
     for (size_t i = 0; i < c->d; i++)
         x[i] = space_param_value(&c->params[i], b[i]);
@@ -87,13 +88,13 @@ static void draw_near(carbs *c, size_t n_origins, const double *origins, double 
         for (size_t i = 0; i < c->d; i++)
             b[i] = trunc_normal(o[i], c->o.search_radius, c->lo_b[i], c->hi_b[i],
                                 st_rng_uniform_pos(c->rng));
-        if (round_point(c, b))
+        if (carbs_priv_round(c, b))
             return;
     }
     /* Rounding kept throwing the point out (an integer range narrower than its rounding): fall
      * back to the centre, which was validated at creation. */
     memcpy(b, c->center_b, c->d * sizeof(double));
-    round_point(c, b);
+    carbs_priv_round(c, b);
 }
 
 /* ---- random phase ------------------------------------------------------------------------ */
@@ -153,7 +154,7 @@ static void random_point(carbs *c, double *b)
         b[i] = trunc_normal(c->center_b[i], c->o.search_radius, c->lo_b[i], c->hi_b[i], v);
     }
     st_rng_destroy(shift_rng);
-    if (!round_point(c, b))
+    if (!carbs_priv_round(c, b))
         draw_near(c, 1, c->center_b, b);
 }
 
@@ -222,8 +223,8 @@ static gp_fit_opts fit_opts(const carbs *c)
     return f;
 }
 
-/* A Linear+Matern GP on (X, y), fitted. */
-static st_status fit_gp(carbs *c, size_t n, const double *X, const double *y, gp **out)
+st_status carbs_priv_fit_gp(carbs *c, size_t n, const double *X, const double *y, st_rng *rng,
+                            gp **out)
 {
     gp_fit_opts f = fit_opts(c);
     st_status s = gp_create(GP_KERNEL_LIN_MATERN32, c->d, out);
@@ -233,7 +234,7 @@ static st_status fit_gp(carbs *c, size_t n, const double *X, const double *y, gp
         gp_set_linear_center(*out, c->center_b);
     s = gp_set_data(*out, n, X, y);
     if (s == ST_OK)
-        s = gp_fit(*out, &f, c->rng);
+        s = gp_fit(*out, &f, rng);
     return s;
 }
 
@@ -260,6 +261,24 @@ static st_status fit_pareto(carbs *c, models *m, int conservative)
     return ST_OK;
 }
 
+/* The cost model: a GP on scaled log cost over the successes and the cost-only observations
+ * (runs refused or killed over the cap); m->ls holds the successes' scaled log costs. */
+static st_status fit_cost(carbs *c, models *m)
+{
+    size_t n;
+    double *X, *cost;
+    if (cap_cost_data(c, &n, &X, &cost) != ST_OK)
+        return ST_ENOMEM;
+    logcost_fit(&m->lc, n, cost);
+    for (size_t i = 0; i < n; i++)
+        cost[i] = logcost_forward(&m->lc, cost[i]);
+    memcpy(m->ls, cost, m->ns * sizeof(double)); /* the successes come first */
+    st_status s = carbs_priv_fit_gp(c, n, X, cost, c->rng, &m->cost);
+    free(X);
+    free(cost);
+    return s;
+}
+
 /* The successes in surrogate space and the output, cost and success models (and, with
  * `pareto`, the Pareto groups and the 1-D Pareto model). */
 static st_status models_fit(carbs *c, models *m, int pareto)
@@ -282,18 +301,14 @@ static st_status models_fit(carbs *c, models *m, int pareto)
         tr = faithful(c) ? CARBS_TRANSFORM_QUANTILE : CARBS_TRANSFORM_RANK;
     st_status s =
         tr == CARBS_TRANSFORM_QUANTILE ? qt_fit(&m->qt, ns, yraw) : qt_fit_rank(&m->qt, ns, yraw);
-    if (s == ST_OK) {
+    if (s == ST_OK)
         for (size_t i = 0; i < ns; i++)
             m->ys[i] = sign_of(c) * qt_forward(&m->qt, yraw[i]);
-        logcost_fit(&m->lc, ns, m->cs);
-        for (size_t i = 0; i < ns; i++)
-            m->ls[i] = logcost_forward(&m->lc, m->cs[i]);
-    }
     free(yraw);
     if (s == ST_OK)
-        s = fit_gp(c, ns, m->Xs, m->ys, &m->out);
+        s = carbs_priv_fit_gp(c, ns, m->Xs, m->ys, c->rng, &m->out);
     if (s == ST_OK)
-        s = fit_gp(c, ns, m->Xs, m->ls, &m->cost);
+        s = fit_cost(c, m);
 
     /* success model: regression on -1 (success) / +1 (failure) labels over all observations */
     if (s == ST_OK && c->n_fail > 0) {
@@ -302,7 +317,7 @@ static st_status models_fit(carbs *c, models *m, int pareto)
             return ST_ENOMEM;
         for (size_t i = 0; i < c->n_obs; i++)
             lab[i] = c->obs_fail[i] ? 1.0 : -1.0;
-        s = fit_gp(c, c->n_obs, c->obs_b, lab, &m->succ);
+        s = carbs_priv_fit_gp(c, c->n_obs, c->obs_b, lab, c->rng, &m->succ);
         free(lab);
     }
     if (s != ST_OK || !pareto)
@@ -393,7 +408,7 @@ static st_status add_fantasies(carbs *c, models *m)
     }
     if (s == ST_OK && X) {
         gp *g2 = NULL;
-        s = fit_gp(c, n, X, y, &g2);
+        s = carbs_priv_fit_gp(c, n, X, y, c->rng, &g2);
         if (s == ST_OK) {
             gp_destroy(m->out);
             m->out = g2;
@@ -423,8 +438,9 @@ typedef struct cands {
     double *w;    /* locality */
     double *ps;   /* P(success) */
     double *v;    /* Pareto value to beat (surrogate units) */
-    double *chat; /* predicted cost */
-    int *ok;      /* under the cost cap and not yet picked */
+    double *chat; /* predicted cost (posterior mean) */
+    double *capv; /* the cost checked against the cap (costcap.c) */
+    int *ok;      /* not yet picked (every candidate kept is under the cap) */
     double *mu, *var;
     double *score;
 } cands;
@@ -436,6 +452,7 @@ static void cands_clear(cands *k)
     free(k->ps);
     free(k->v);
     free(k->chat);
+    free(k->capv);
     free(k->ok);
     free(k->mu);
     free(k->var);
@@ -486,6 +503,43 @@ static ptrdiff_t argmax(const cands *k)
     return best;
 }
 
+/* Candidates: origin uniform, each coordinate N(o_i, r^2) truncated to the bounds; the locality
+ * weight is taken before rounding (CARBS); rounded points must stay inside. Under a cost cap
+ * the candidates whose checked cost is over it are dropped and their places drawn again, for
+ * CAND_ROUNDS rounds at most; k->n may end below N (0: none admissible). */
+static st_status draw_cands(carbs *c, const models *m, cands *k, size_t N)
+{
+    size_t d = c->d, n = 0;
+    capm cm;
+    st_status s = cap_borrow(c, &cm, m->cost, &m->lc);
+    int rounds = cm.kind == CAP_NONE ? 1 : CAND_ROUNDS;
+    for (int round = 0; round < rounds && n < N && s == ST_OK; round++) {
+        size_t n0 = n;
+        for (size_t tries = 0; n < N && tries < 4 * N; tries++) {
+            double *b = k->X + n * d;
+            const double *o = m->origins + st_rng_uniform_int(c->rng, m->n_sel) * d;
+            for (size_t i = 0; i < d; i++)
+                b[i] = trunc_normal(o[i], c->o.search_radius, c->lo_b[i], c->hi_b[i],
+                                    st_rng_uniform_pos(c->rng));
+            k->w[n] = acq_locality(d, b, m->n_sel, m->origins, c->o.search_radius);
+            if (carbs_priv_round(c, b))
+                n++;
+        }
+        s = cap_cost(c, &cm, n - n0, k->X + n0 * d, k->capv + n0);
+        size_t kept = n0;
+        for (size_t j = n0; s == ST_OK && j < n; j++)
+            if (cap_ok(&cm, k->capv[j])) {
+                memmove(k->X + kept * d, k->X + j * d, d * sizeof(double));
+                k->w[kept] = k->w[j];
+                k->capv[kept++] = k->capv[j];
+            }
+        n = kept;
+    }
+    k->n = n;
+    cap_clear(&cm);
+    return s;
+}
+
 /* Draws the candidates around the Pareto origins and computes everything that does not change
  * when fantasies are added: locality, P(success), predicted cost, the Pareto value, the mask. */
 static st_status make_cands(carbs *c, models *m, cands *k)
@@ -497,39 +551,31 @@ static st_status make_cands(carbs *c, models *m, cands *k)
     k->ps = malloc(N * sizeof(double));
     k->v = malloc(N * sizeof(double));
     k->chat = malloc(N * sizeof(double));
+    k->capv = malloc(N * sizeof(double));
     k->ok = malloc(N * sizeof(int));
     k->mu = malloc(N * sizeof(double));
     k->var = malloc(N * sizeof(double));
     k->score = malloc(N * sizeof(double));
     double *tmp = malloc(2 * N * sizeof(double));
-    if (!k->X || !k->w || !k->ps || !k->v || !k->chat || !k->ok || !k->mu || !k->var || !k->score ||
-        !tmp) {
+    if (!k->X || !k->w || !k->ps || !k->v || !k->chat || !k->capv || !k->ok || !k->mu || !k->var ||
+        !k->score || !tmp) {
         free(tmp);
         return ST_ENOMEM;
     }
 
-    /* 1. samples: origin uniform, each coordinate N(o_i, r^2) truncated to the bounds; the
-     *    locality weight is taken before rounding (CARBS); rounded points must stay inside */
-    size_t n = 0;
-    for (size_t tries = 0; n < N && tries < 4 * N; tries++) {
-        double *b = k->X + n * d;
-        const double *o = m->origins + st_rng_uniform_int(c->rng, m->n_sel) * d;
-        for (size_t i = 0; i < d; i++)
-            b[i] = trunc_normal(o[i], c->o.search_radius, c->lo_b[i], c->hi_b[i],
-                                st_rng_uniform_pos(c->rng));
-        k->w[n] = acq_locality(d, b, m->n_sel, m->origins, c->o.search_radius);
-        if (round_point(c, b))
-            n++;
-    }
-    k->n = n;
-    if (n == 0) {
+    /* 1. samples around the origins, those over the cost cap dropped and redrawn */
+    st_status s = draw_cands(c, m, k, N);
+    size_t n = k->n;
+    if (s == ST_OK && n == 0)
+        s = ST_EEMPTY;
+    if (s != ST_OK) {
         free(tmp);
-        return ST_EEMPTY;
+        return s;
     }
 
     /* 2. cost, Pareto value and success at each candidate */
     double *muc = tmp, *vs = tmp + N;
-    st_status s = gp_predict(m->cost, n, k->X, muc, NULL);
+    s = gp_predict(m->cost, n, k->X, muc, NULL);
     if (s != ST_OK) {
         free(tmp);
         return s;
@@ -538,7 +584,7 @@ static st_status make_cands(carbs *c, models *m, cands *k)
         k->chat[j] = logcost_inverse(&m->lc, muc[j]);
         double l = muc[j] < m->par_lmin ? m->par_lmin : muc[j] > m->par_lmax ? m->par_lmax : muc[j];
         muc[j] = l; /* the clamped query */
-        k->ok[j] = !(k->chat[j] >= c->o.max_suggestion_cost);
+        k->ok[j] = 1;
     }
     s = gp_predict(m->par, n, muc, k->v, NULL);
     if (s == ST_OK && m->succ)
@@ -589,16 +635,18 @@ static void bayes_info(carbs *c, const models *m, const cands *k, size_t j)
     c->info.expected_improvement = acq_ei(k->mu[j], sd, k->v[j], xi_of(c));
     c->info.p_success = k->ps[j];
     c->info.locality = k->w[j];
+    c->info.cap_cost = k->capv[j];
 }
 
 /* ---- the phases -------------------------------------------------------------------------- */
 
 static void info_none(carbs *c, carbs_phase ph)
 {
-    c->info = (carbs_suggestion_info){ph, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+    c->info = (carbs_suggestion_info){ph, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
 }
 
-/* Resample: the cheapest plain Pareto group with the fewest runs (members + outstanding). */
+/* Resample: the cheapest plain Pareto group with the fewest runs (members + outstanding),
+ * among the groups whose point is under the cost cap; none: no resample. */
 static int try_resample(carbs *c, double *x)
 {
     if (c->o.resample_frequency == 0 ||
@@ -606,14 +654,21 @@ static int try_resample(carbs *c, double *x)
         return 0;
     models m;
     memset(&m, 0, sizeof(m));
+    capm cm;
     int done = 0;
+    if (cap_init(c, &cm) != ST_OK)
+        return 0;
     if (load_successes(c, &m) == ST_OK) {
         if (fit_pareto(c, &m, 0) == ST_OK && m.n_sel > 0) {
             size_t best = 0, best_count = SIZE_MAX;
+            double best_v = NAN;
             for (size_t g = 0; g < m.n_sel; g++) {
                 const pgroup *G = &m.groups[m.sel[g]];
                 size_t count = G->n;
                 const double *ref = m.Xs + G->members[0] * c->d;
+                double v;
+                if (cap_cost(c, &cm, 1, ref, &v) != ST_OK || !cap_ok(&cm, v))
+                    continue;
                 for (size_t o = 0; o < c->n_out; o++) {
                     int close = 1;
                     for (size_t i = 0; i < c->d && close; i++)
@@ -623,31 +678,81 @@ static int try_resample(carbs *c, double *x)
                 if (count < best_count) {
                     best_count = count;
                     best = g;
+                    best_v = v;
                 }
             }
-            size_t i = m.obs_idx[m.groups[m.sel[best]].members[0]];
-            memcpy(x, c->obs_x + i * c->d, c->d * sizeof(double));
-            c->resample_count++;
-            done = 1;
+            if (best_count < SIZE_MAX) {
+                size_t i = m.obs_idx[m.groups[m.sel[best]].members[0]];
+                memcpy(x, c->obs_x + i * c->d, c->d * sizeof(double));
+                c->resample_count++;
+                info_none(c, CARBS_PHASE_RESAMPLE);
+                c->info.cap_cost = best_v;
+                done = 1;
+            }
         }
     }
     models_clear(&m);
+    cap_clear(&cm);
     return done;
 }
 
-/* Fallback: a point near the (conservative) Pareto origins, or the centre without successes. */
-static void fallback(carbs *c, double *b)
+typedef struct near_ctx {
+    size_t n;
+    const double *origins;
+} near_ctx;
+
+static void redraw_near(carbs *c, void *ctx, double *b)
+{
+    const near_ctx *o = ctx;
+    draw_near(c, o->n, o->origins, b);
+}
+
+static void redraw_design(carbs *c, void *ctx, double *b)
+{
+    (void)ctx;
+    random_point(c, b);
+    c->n_design++;
+}
+
+/* Fallback: a point near the (conservative) Pareto origins, or the centre without successes,
+ * redrawn while over the cost cap. ST_OK or ST_ENOMEM. */
+static st_status fallback(carbs *c, double *b)
 {
     models m;
     memset(&m, 0, sizeof(m));
+    capm cm;
+    near_ctx o = {1, c->center_b};
     st_status s = load_successes(c, &m);
     if (s == ST_OK && m.ns > 0 && fit_pareto(c, &m, c->o.pareto_conservative) == ST_OK &&
         m.n_sel > 0)
-        draw_near(c, m.n_sel, m.origins, b);
-    else
-        draw_near(c, 1, c->center_b, b);
+        o = (near_ctx){m.n_sel, m.origins};
+    draw_near(c, o.n, o.origins, b);
+    double v = NAN;
+    s = cap_init(c, &cm);
+    if (s == ST_OK)
+        s = cap_enforce(c, &cm, b, redraw_near, &o, REDRAW_TRIES, &v);
+    cap_clear(&cm);
     models_clear(&m);
     info_none(c, CARBS_PHASE_FALLBACK);
+    c->info.cap_cost = v;
+    return s == ST_ERANGE ? ST_OK : s; /* the cheapest point met: info.cap_cost says so */
+}
+
+/* Random phase: the next design point; under a cost cap, design points over it are skipped
+ * (bounded) and the last resort descends toward lower cost. ST_OK or ST_ENOMEM. */
+static st_status random_capped(carbs *c, double *b)
+{
+    capm cm;
+    random_point(c, b);
+    c->n_design++;
+    double v = NAN;
+    st_status s = cap_init(c, &cm);
+    if (s == ST_OK)
+        s = cap_enforce(c, &cm, b, redraw_design, NULL, REDRAW_TRIES, &v);
+    cap_clear(&cm);
+    info_none(c, CARBS_PHASE_RANDOM);
+    c->info.cap_cost = v;
+    return s == ST_ERANGE ? ST_OK : s;
 }
 
 /* Registers x (parameter units) as an outstanding suggestion with a new id. */
@@ -689,7 +794,7 @@ static size_t bayes(carbs *c, size_t q, double *x_out, uint64_t *ids, st_status 
             break;
         bayes_info(c, &m, &k, (size_t)j);
         double *x = x_out + picked * c->d;
-        to_params(c, k.X + (size_t)j * c->d, x);
+        carbs_priv_to_params(c, k.X + (size_t)j * c->d, x);
         s = remember(c, x, ids ? ids + picked : NULL);
         if (s != ST_OK) {
             *err = s;
@@ -732,12 +837,10 @@ static st_status suggest_one(carbs *c, double *x, uint64_t *id)
     reseed(c);
     st_status s = ST_OK;
     if (carbs_priv_random_phase(c)) {
-        random_point(c, b);
-        c->n_design++;
-        to_params(c, b, x);
-        info_none(c, CARBS_PHASE_RANDOM);
+        s = random_capped(c, b);
+        carbs_priv_to_params(c, b, x);
     } else if (try_resample(c, x)) {
-        info_none(c, CARBS_PHASE_RESAMPLE);
+        /* try_resample filled the info */
     } else {
         size_t got = bayes(c, 1, x, id, &s);
         if (got == 1) {
@@ -748,10 +851,12 @@ static st_status suggest_one(carbs *c, double *x, uint64_t *id)
             free(b);
             return st_errf(c->errmsg, s, "suggest: %s", st_strerror(s));
         }
-        fallback(c, b);
-        to_params(c, b, x);
+        s = fallback(c, b);
+        carbs_priv_to_params(c, b, x);
     }
     free(b);
+    if (s != ST_OK)
+        return st_errf(c->errmsg, s, "suggest: %s", st_strerror(s));
     return remember(c, x, id);
 }
 

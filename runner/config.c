@@ -1155,5 +1155,9 @@ const char *runner_failure_name(runner_failure f)
 
 int runner_failure_is_hyperparameter(runner_failure f)
 {
-    return f >= RUNNER_FAIL_DIVERGED && f <= RUNNER_FAIL_STRAGGLER;
+    /* not over_budget: the cost cap is no fault of the hyperparameters for the success model;
+     * such a run teaches the optimizer's cost model only (ARCHITECTURE.md, "Failures have
+     * kinds") */
+    return f == RUNNER_FAIL_DIVERGED || f == RUNNER_FAIL_OOM || f == RUNNER_FAIL_WALL_TIMEOUT ||
+           f == RUNNER_FAIL_STRAGGLER;
 }

@@ -41,6 +41,8 @@ typedef struct active {
     int64_t n_lines, n_garbage;
     double *x_all;
     double predicted_cost;
+    double bound;      /* the cost the optimizer held under its cap (NaN: unknown) */
+    int phase;         /* the optimizer's phase (carbs_phase; -1: unknown) */
     uint64_t carbs_id; /* valid only if issued by this controller's optimizer */
     double overhead;   /* seconds spent by the controller on this attempt */
 } active;
@@ -71,6 +73,8 @@ struct runner {
     int backend_down;          /* the last poll could not ask the scheduler */
     double *ov;
     size_t n_ov, cap_ov;
+    double next_bound; /* of the suggestion launch_run starts next (new_suggestion) */
+    int next_phase;
     char errmsg[ST_ERRMSG_MAX];
     char event[256];
 };
@@ -108,6 +112,59 @@ static st_status requeue_run(runner *r, int64_t run_id)
     return store_exec_ids(r->st,
                           "UPDATE runs SET status = 0, n_attempts = n_attempts - 1 WHERE id = ?1",
                           "requeueing a run", 1, &run_id);
+}
+
+static const char *phase_name(int phase)
+{
+    switch (phase) {
+    case CARBS_PHASE_RANDOM:
+        return "random";
+    case CARBS_PHASE_RESAMPLE:
+        return "resample";
+    case CARBS_PHASE_BAYES:
+        return "bayes";
+    case CARBS_PHASE_FALLBACK:
+        return "fallback";
+    }
+    return "unknown";
+}
+
+/* Why a run is over budget, for its event and progress line: its cost against the cap and
+ * what was predicted at suggestion (the cost expression, or the optimizer's mean). */
+static void over_budget_why(const runner *r, const active *a, double cost, const char *when,
+                            char *why, size_t cap)
+{
+    snprintf(why, cap,
+             "cost %s %.4g, above the cap %.4g; predicted %.4g, the optimizer's bound "
+             "%.4g (%s phase)",
+             when, cost, r->cfg->max_cost_per_run, a->predicted_cost, a->bound,
+             phase_name(a->phase));
+}
+
+/* A run refused or killed over the cost cap teaches the optimizer's cost model only (its
+ * cost: the prediction of a refusal, the cost at a kill, a lower bound); without a cost it
+ * is only forgotten. x_all: all parameters. */
+static st_status observe_cost(runner *r, uint64_t cid, const double *x_all, double cost)
+{
+    size_t d = carbs_dim(r->cb);
+    double xs[256], *x = xs;
+    if (d > 256 && !(x = malloc(d * sizeof(double))))
+        return ST_ENOMEM;
+    runner_x_to_carbs(r->cfg, x_all, x);
+    st_status rc = ST_OK;
+    if (!(cost > 0) || !isfinite(cost)) {
+        if (cid)
+            carbs_forget(r->cb, cid); /* ST_ENOTFOUND is fine: nothing to forget */
+    } else {
+        rc = cid ? carbs_observe_cost(r->cb, cid, x, cost) : ST_ENOTFOUND;
+        if (rc == ST_ENOTFOUND) /* not issued by this optimizer, or expired */
+            rc = carbs_observe_cost(r->cb, 0, x, cost);
+    }
+    if (x != xs)
+        free(x);
+    if (rc)
+        return st_errf(r->errmsg, rc, "optimizer: %s", carbs_errmsg(r->cb));
+    return ST_OK;
 }
 
 static st_status fail_store(runner *r, st_status rc)
@@ -178,6 +235,8 @@ static st_status runner_alloc(const runner_options *opts, runner **out, char *er
     if (!r)
         return ST_ENOMEM;
     r->opts = opts ? *opts : runner_options_default();
+    r->next_bound = NAN;
+    r->next_phase = -1;
     if (r->opts.poll_seconds <= 0)
         r->opts.poll_seconds = 0.02;
     if (r->opts.lease_seconds <= 0)
@@ -785,6 +844,8 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
         kind = a->kill_reason;
         if (kind == RUNNER_FAIL_LAUNCH) /* the backend's message */
             snprintf(why, sizeof(why), "%s", job->reason);
+        if (kind == RUNNER_FAIL_OVER_BUDGET)
+            over_budget_why(r, a, cost, "killed at", why, sizeof(why));
     } else if (job->failure != RUNNER_FAIL_NONE) {
         kind = job->failure; /* the scheduler's verdict (Slurm states) */
         snprintf(why, sizeof(why), "%s", job->reason);
@@ -822,20 +883,24 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
         } else {
             if (!cost_is_wall(r))
                 cost = c;
-            if (cost > r->cfg->max_cost_per_run)
+            if (cost > r->cfg->max_cost_per_run) {
                 kind = RUNNER_FAIL_OVER_BUDGET;
+                over_budget_why(r, a, cost, "finished at", why, sizeof(why));
+            }
         }
     }
     if (!(cost > 0) || !isfinite(cost))
         cost = NAN;
 
     int hyper = runner_failure_is_hyperparameter(kind);
+    /* over the cost cap: ended (never retried) and shown to the optimizer's cost model only */
+    int cost_only = kind == RUNNER_FAIL_OVER_BUDGET;
     runner_run_status to;
     double not_before = 0;
     unsigned n_infra = 0;
     if (kind == RUNNER_FAIL_NONE)
         to = RUNNER_RUN_SUCCEEDED;
-    else if (hyper)
+    else if (hyper || cost_only)
         to = RUNNER_RUN_FAILED;
     else if (kind == RUNNER_FAIL_STOPPED)
         to = RUNNER_RUN_STOPPED;
@@ -919,7 +984,10 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
         return rc;
 
     /* the store has it; now the optimizer (rebuilt from the store if we die right here) */
-    if (observed) {
+    if (observed && cost_only) {
+        if ((rc = observe_cost(r, a->carbs_id, a->x_all, cost)))
+            return rc;
+    } else if (observed) {
         double x[256], *xp = x;
         size_t d = carbs_dim(r->cb);
         if (d > 256 && !(xp = malloc(d * sizeof(double))))
@@ -1080,6 +1148,10 @@ static st_status launch_run(runner *r, int64_t run_id, const double *x_all, doub
     a->number = number;
     a->slot = slot;
     a->predicted_cost = predicted;
+    a->bound = r->next_bound;
+    a->phase = r->next_phase;
+    r->next_bound = NAN;
+    r->next_phase = -1;
     a->carbs_id = carbs_id;
     a->max_cost = NAN;
     a->x_all = malloc(r->cfg->n_params * sizeof(double));
@@ -1213,6 +1285,9 @@ static st_status new_suggestion(runner *r, double *x_all, int64_t *run_id, uint6
     runner_x_from_carbs(r->cfg, x, x_all);
     *predicted = info.predicted_cost;
     *cid = id;
+    double bound = info.cap_cost; /* what the optimizer held under its cap */
+    r->next_bound = bound;
+    r->next_phase = (int)info.phase;
 
     double expr_cost = NAN;
     int refused = 0;
@@ -1251,12 +1326,16 @@ static st_status new_suggestion(runner *r, double *x_all, int64_t *run_id, uint6
     if ((rc = store_exec_stmt(r->st, st, "recording a suggestion")))
         goto txn;
     *run_id = sqlite3_last_insert_rowid(r->st->db);
-    char msg[160];
-    snprintf(msg, sizeof(msg), "run %lld: predicted cost %g above the cap %g: refused",
-             (long long)*run_id, expr_cost, r->cfg->max_cost_per_run);
+    char msg[240];
+    snprintf(msg, sizeof(msg),
+             "run %lld: predicted cost %.4g (cost.expr) above the cap %.4g (the optimizer's "
+             "bound: %.4g): refused",
+             (long long)*run_id, expr_cost, r->cfg->max_cost_per_run, bound);
     if (refused) {
+        /* the predicted cost is kept as the refusal's cost: resume shows it to the cost
+         * model again (store_rebuild_carbs) */
         st = store_stmt(r->st, "INSERT INTO observations(sweep_id, run_id, x, output, cost, "
-                               "failed, t) VALUES(?1, ?2, ?3, NULL, NULL, 1, ?4)");
+                               "failed, t) VALUES(?1, ?2, ?3, NULL, ?5, 1, ?4)");
         if (!st) {
             rc = ST_EDB;
             goto txn;
@@ -1265,6 +1344,8 @@ static st_status new_suggestion(runner *r, double *x_all, int64_t *run_id, uint6
         sqlite3_bind_int64(st, 2, *run_id);
         sqlite3_bind_blob(st, 3, x_all, (int)(r->cfg->n_params * sizeof(double)), SQLITE_TRANSIENT);
         sqlite3_bind_double(st, 4, now);
+        if (isfinite(expr_cost) && expr_cost > 0)
+            sqlite3_bind_double(st, 5, expr_cost);
         if ((rc = store_exec_stmt(r->st, st, "recording a refusal")))
             goto txn;
         if ((rc = store_event(r->st, r->sweep, *run_id, 0, "refused", msg)))
@@ -1275,9 +1356,7 @@ static st_status new_suggestion(runner *r, double *x_all, int64_t *run_id, uint6
     r->n_runs++;
     r->n_status[refused ? RUNNER_RUN_FAILED : RUNNER_RUN_PENDING]++;
     if (refused) {
-        rc = carbs_observe(r->cb, id, x, NAN, NAN, 1);
-        if (rc)
-            st_errf(r->errmsg, rc, "optimizer: %s", carbs_errmsg(r->cb));
+        rc = observe_cost(r, id, x_all, expr_cost);
         *run_id = 0;
         progress(r, "%s", msg);
     }
@@ -1304,6 +1383,8 @@ static st_status launch_some(runner *r, int *changed)
         double predicted = NAN;
         unsigned number = 1;
         int from_queue = 0;
+        r->next_bound = NAN; /* known only for a new suggestion */
+        r->next_phase = -1;
         if (r->n_status[RUNNER_RUN_PENDING] > 0) {
             sqlite3_stmt *st = store_stmt(
                 r->st, "SELECT id, x, carbs_id, generation, predicted_cost, n_attempts"
@@ -1348,6 +1429,10 @@ static st_status launch_some(runner *r, int *changed)
         }
         if (!from_queue) {
             if (!can_suggest(r))
+                break;
+            /* no cost known yet and no cost expression: every suggestion is blind to the cap,
+             * so start one run at a time until the optimizer can check it */
+            if (r->n_act > 0 && carbs_cap_blind(r->cb))
                 break;
             rc = new_suggestion(r, x_all, &run_id, &cid, &predicted);
             if (rc)

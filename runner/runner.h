@@ -195,7 +195,8 @@ typedef enum runner_run_status {
     RUNNER_RUN_PENDING = 0,      /* waiting for a slot (new, retry after backoff, resumed) */
     RUNNER_RUN_RUNNING = 1,      /* an attempt is launched */
     RUNNER_RUN_SUCCEEDED = 2,    /* final record with the objective; observed */
-    RUNNER_RUN_FAILED = 3,       /* hyperparameter failure; observed as a failure */
+    RUNNER_RUN_FAILED = 3,       /* hyperparameter failure, observed as a failure; or over the
+                                    cost cap (over_budget), observed by the cost model only */
     RUNNER_RUN_INFRA_FAILED = 4, /* infrastructure failures exhausted the retries; not observed */
     RUNNER_RUN_STOPPED = 5,      /* stopped by the user; relaunched by resume */
 } runner_run_status;
@@ -206,9 +207,11 @@ const char *runner_run_status_name(runner_run_status s);
 typedef enum runner_failure {
     RUNNER_FAIL_NONE = 0,
     /* hyperparameter failures: observed as failures */
-    RUNNER_FAIL_DIVERGED = 1,     /* exit 3 or a diverged record, or a non-finite objective */
-    RUNNER_FAIL_OOM = 2,          /* exit 4 */
-    RUNNER_FAIL_OVER_BUDGET = 3,  /* predicted (cost expr) or reported cost above the cap */
+    RUNNER_FAIL_DIVERGED = 1, /* exit 3 or a diverged record, or a non-finite objective */
+    RUNNER_FAIL_OOM = 2,      /* exit 4 */
+    /* refused (cost expr) or killed (reported cost) above budget.max_cost_per_run: not a
+     * hyperparameter failure; ended, never retried, and observed by the cost model only */
+    RUNNER_FAIL_OVER_BUDGET = 3,
     RUNNER_FAIL_WALL_TIMEOUT = 4, /* ran past timeouts.wall_seconds while making progress */
     RUNNER_FAIL_STRAGGLER = 5,    /* reported cost far above the optimizer's prediction */
     /* infrastructure failures: retried, never observed */
@@ -227,7 +230,8 @@ typedef enum runner_failure {
 
 /* "diverged", "oom", ... (static). */
 const char *runner_failure_name(runner_failure f);
-/* 1 for the hyperparameter kinds (observed as failures), 0 otherwise. */
+/* 1 for the hyperparameter kinds (observed as failures): diverged, oom, wall_timeout,
+ * straggler; 0 otherwise (over_budget included: it teaches the cost model only). */
 int runner_failure_is_hyperparameter(runner_failure f);
 
 /* ---- the store (read-side and ask/tell; no lease needed) --------------------------------- */

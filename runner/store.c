@@ -513,6 +513,48 @@ void runner_x_from_carbs(const runner_config *cfg, const double *x, double *all)
         all[i] = cfg->params[i].is_fixed ? cfg->params[i].fixed_value : x[j++];
 }
 
+/* carbs' exact cost (carbs_cost_fn): the sweep's cost expression at x (the searched
+ * parameters, in carbs' order) with the fixed ones filled in; NaN where it does not evaluate
+ * (the controller refuses those). */
+static double expr_cost(const double *x, void *data)
+{
+    const runner_config *cfg = data;
+    double vbuf[256], *vals = vbuf, out = NAN;
+    const char *nbuf[256], **names = nbuf;
+    if (cfg->n_params > 256) {
+        vals = malloc(cfg->n_params * sizeof(double));
+        names = malloc(cfg->n_params * sizeof(char *));
+    }
+    if (vals && names) {
+        runner_x_from_carbs(cfg, x, vals);
+        for (size_t i = 0; i < cfg->n_params; i++)
+            names[i] = cfg->params[i].p.name;
+        if (runner_expr_eval(cfg->cost_expr, cfg->n_params, names, vals, &out, NULL) != ST_OK)
+            out = NAN;
+    }
+    if (vals != vbuf)
+        free(vals);
+    if (names != nbuf)
+        free((void *)names);
+    return out;
+}
+
+/* Replays one stored observation. A run refused or killed over the cost cap teaches the cost
+ * model only: its cost (the predicted cost of a refusal, the cost reached at the kill) is a
+ * cost-only observation; older stores left a refusal's cost empty and kept it in the run's
+ * predicted_cost. */
+static st_status replay(carbs *c, const double *x, double output, double cost, int failed,
+                        int failure, double predicted)
+{
+    if (failure != RUNNER_FAIL_OVER_BUDGET)
+        return carbs_observe(c, 0, x, output, cost, failed);
+    if (!(cost > 0) || !isfinite(cost))
+        cost = predicted;
+    if (!(cost > 0) || !isfinite(cost))
+        return ST_OK; /* nothing to learn */
+    return carbs_observe_cost(c, 0, x, cost);
+}
+
 st_status store_rebuild_carbs(runner_store *s, int64_t sweep, const runner_config *cfg,
                               uint64_t seed_offset, carbs **out)
 {
@@ -536,12 +578,19 @@ st_status store_rebuild_carbs(runner_store *s, int64_t sweep, const runner_confi
         }
     o.maximize = cfg->maximize;
     o.seed = cfg->seed + seed_offset;
+    /* the optimizer proposes nothing the controller would refuse: its cap is the smaller of
+     * its own option and the sweep's, checked on the cost expression when there is one */
+    if (cfg->max_cost_per_run < o.max_suggestion_cost)
+        o.max_suggestion_cost = cfg->max_cost_per_run;
     if ((rc = carbs_create(ps, d, &o, &c, em))) {
         st_errf(s->errmsg, rc, "optimizer: %s", em);
         goto done;
     }
-    sqlite3_stmt *st = store_stmt(s, "SELECT x, output, cost, failed FROM observations "
-                                     "WHERE sweep_id = ?1 ORDER BY id");
+    if (cfg->cost_expr)
+        carbs_set_cost_function(c, expr_cost, (void *)cfg);
+    sqlite3_stmt *st = store_stmt(s, "SELECT o.x, o.output, o.cost, o.failed, r.failure, "
+                                     "r.predicted_cost FROM observations o JOIN runs r ON "
+                                     "r.id = o.run_id WHERE o.sweep_id = ?1 ORDER BY o.id");
     if (!st) {
         rc = ST_EDB;
         goto done;
@@ -570,8 +619,10 @@ st_status store_rebuild_carbs(runner_store *s, int64_t sweep, const runner_confi
             sqlite3_column_type(st, 1) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 1);
         double cost =
             sqlite3_column_type(st, 2) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 2);
-        int failed = sqlite3_column_int(st, 3);
-        rc = carbs_observe(c, 0, x, output, cost, failed);
+        int failed = sqlite3_column_int(st, 3), failure = sqlite3_column_int(st, 4);
+        double predicted =
+            sqlite3_column_type(st, 5) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 5);
+        rc = replay(c, x, output, cost, failed, failure, predicted);
         if (rc) {
             sqlite3_reset(st);
             st_errf(s->errmsg, rc, "optimizer: replaying an observation: %s", carbs_errmsg(c));

@@ -4,7 +4,8 @@
  * stop half-way, run slowly, or pick one of those at random (chaos mode). It speaks the metrics
  * protocol on stdout or in $SCALETUNE_METRICS_FILE. Test helper, not library code: it prints.
  *
- *   fake_trainer [--mode M] [--loss L | --x V ...] [--cost C] [--steps N] [--sleep-ms MS]
+ *   fake_trainer [--mode M] [--loss L | --x V ...] [--cost C | --cost-pow2 V] [--steps N]
+ *                [--sleep-ms MS]
  *                [--metrics-file] [--child] [--chaos crash,hang,diverge --chaos-key KEY]
  *   M: ok crash signal hang diverge divergeexit oom garbage nofinal halfway exit:N
  *   --x V (repeatable): loss = 1 + sum (V - 0.5)^2 ; cost defaults to 1 + steps
@@ -82,6 +83,8 @@ int main(int argc, char **argv)
             xsum += (atof(v) - 0.5) * (atof(v) - 0.5), have_x = 1, i++;
         else if (!strcmp(a, "--cost") && v)
             cost = atof(v), i++;
+        else if (!strcmp(a, "--cost-pow2") && v) /* a cost that grows with a parameter */
+            cost = pow(2.0, atof(v)), i++;
         else if (!strcmp(a, "--steps") && v)
             steps = atoi(v), i++;
         else if (!strcmp(a, "--sleep-ms") && v)

@@ -131,6 +131,7 @@ class CarbsOptions(Structure):
         ("output_transform", c_int),
         ("gp_restarts", c_size_t),
         ("gp_max_fit_points", c_size_t),
+        ("cost_cap_quantile", c_double),
     ]
 
 
@@ -144,6 +145,7 @@ class CarbsSuggestionInfo(Structure):
         ("expected_improvement", c_double),
         ("p_success", c_double),
         ("locality", c_double),
+        ("cap_cost", c_double),
     ]
 
 

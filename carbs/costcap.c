@@ -1,0 +1,474 @@
+/*
+ * costcap.c — the cost cap (option max_suggestion_cost) held in every phase of a suggestion:
+ * what a point's cost is checked against (the exact cost function when one is installed, else
+ * the cost_cap_quantile of the cost GP, or nothing before the cost model has 2 observations),
+ * the redraw loop of the single-point phases and the descent toward lower cost when no draw is
+ * admissible, with a log-linear fit of cost to show the way down where the GP knows none. Not
+ * the Bayesian candidate generation (suggest.c calls cap_cost on its
+ * candidates). Pure: the cost GP fitted here draws from its own generator, so a cap does not
+ * move the draws of the phase that asked.
+ */
+#include <gsl/gsl_cdf.h>
+#include <lapacke.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "carbs/carbs_int.h"
+
+#define DESCENT_ITERS 200 /* coordinate moves of the descent, at most */
+#define BISECT_ITERS  8   /* halvings of the last move, back toward the wanted point */
+#define PATH_POINTS   64  /* points tried along the log-linear way down */
+#define PATH_SPAN     4.0 /* ... up to this many times where the plane alone meets the cap */
+
+st_status cap_cost_data(const carbs *c, size_t *n, double **X, double **cost)
+{
+    size_t d = c->d, m = c->n_succ + c->n_cobs, k = 0;
+    *X = malloc((m ? m : 1) * d * sizeof(double));
+    *cost = malloc((m ? m : 1) * sizeof(double));
+    if (!*X || !*cost) {
+        free(*X);
+        free(*cost);
+        *X = *cost = NULL;
+        return ST_ENOMEM;
+    }
+    for (size_t i = 0; i < c->n_obs; i++) {
+        if (c->obs_fail[i])
+            continue;
+        memcpy(*X + k * d, c->obs_b + i * d, d * sizeof(double));
+        (*cost)[k++] = c->obs_c[i];
+    }
+    if (c->n_cobs > 0) { /* the arrays are NULL before the first one */
+        memcpy(*X + k * d, c->cobs_b, c->n_cobs * d * sizeof(double));
+        memcpy(*cost + k, c->cobs_c, c->n_cobs * sizeof(double));
+    }
+    *n = k + c->n_cobs;
+    return ST_OK;
+}
+
+static void cap_base(const carbs *c, capm *cm)
+{
+    memset(cm, 0, sizeof(*cm));
+    cm->cap = c->o.max_suggestion_cost;
+    cm->z = gsl_cdf_ugaussian_Pinv(c->o.cost_cap_quantile);
+    cm->kind = !isfinite(cm->cap) ? CAP_NONE : c->cost_fn ? CAP_EXACT : CAP_BLIND;
+}
+
+/* How much the GP's predictive sd must grow to match its leave-one-out errors (>= 1). */
+static double gp_inflation(const gp *g)
+{
+    double z2;
+    if (gp_loo_z2(g, &z2) != ST_OK || !(z2 > 1))
+        return 1.0;
+    return sqrt(z2);
+}
+
+/* The noise variance of a fitted GP (its last log-hyperparameter) plus gp_factor's 1e-4. */
+static double gp_noise(const gp *g)
+{
+    size_t nt = gp_n_theta(g);
+    double th[64];
+    if (nt > 64)
+        return 1e-4;
+    gp_get_theta(g, th);
+    return exp(th[nt - 1]) + 1e-4;
+}
+
+static st_status lin_fit(const carbs *c, const capm *cm, double *xbar, double *y0, double *g);
+
+/* The GP's noise and inflation, and the plane (lin_fit; none if it cannot be fitted). */
+static st_status gp_finish(const carbs *c, capm *cm)
+{
+    size_t d = c->d;
+    cm->kind = CAP_GP;
+    cm->noise = gp_noise(cm->g);
+    cm->infl = gp_inflation(cm->g);
+    cm->plane = malloc((2 * d + 1) * sizeof(double));
+    if (!cm->plane)
+        return ST_ENOMEM;
+    st_status s = lin_fit(c, cm, cm->plane, cm->plane + 2 * d, cm->plane + d);
+    if (s == ST_ENUMERIC) {
+        free(cm->plane);
+        cm->plane = NULL;
+        s = ST_OK;
+    }
+    return s;
+}
+
+st_status cap_borrow(const carbs *c, capm *cm, gp *g, const logcost *lc)
+{
+    cap_base(c, cm);
+    if (cm->kind != CAP_BLIND || !g)
+        return ST_OK;
+    cm->g = g;
+    cm->lc = *lc;
+    return gp_finish(c, cm);
+}
+
+st_status cap_init(carbs *c, capm *cm)
+{
+    cap_base(c, cm);
+    if (cm->kind != CAP_BLIND)
+        return ST_OK;
+    size_t n;
+    double *X, *cost;
+    if (cap_cost_data(c, &n, &X, &cost) != ST_OK)
+        return ST_ENOMEM;
+    st_status s = ST_OK;
+    st_rng *rng = NULL;
+    if (n >= CAP_MIN_COST_OBS) {
+        logcost_fit(&cm->lc, n, cost);
+        for (size_t i = 0; i < n; i++)
+            cost[i] = logcost_forward(&cm->lc, cost[i]);
+        s = st_rng_create(st_mix64(c->o.seed ^ st_mix64(c->n_suggest + 0xc05c4u)), &rng);
+        if (s == ST_OK)
+            s = carbs_priv_fit_gp(c, n, X, cost, rng, &cm->g);
+        if (s == ST_OK) {
+            cm->own = 1;
+            s = gp_finish(c, cm);
+        } else {
+            gp_destroy(cm->g);
+            cm->g = NULL;
+            if (s == ST_ENUMERIC) /* no model: as before the data came */
+                s = ST_OK;
+        }
+    }
+    st_rng_destroy(rng);
+    free(X);
+    free(cost);
+    return s;
+}
+
+void cap_clear(capm *cm)
+{
+    if (cm->own)
+        gp_destroy(cm->g);
+    free(cm->plane);
+    memset(cm, 0, sizeof(*cm));
+}
+
+/* The plane's scaled log cost at b (basic). */
+static double plane_at(const carbs *c, const capm *cm, const double *b)
+{
+    size_t d = c->d;
+    double l = cm->plane[2 * d];
+    for (size_t i = 0; i < d; i++)
+        l += cm->plane[d + i] * (b[i] - cm->plane[i]);
+    return l;
+}
+
+st_status cap_cost(const carbs *c, const capm *cm, size_t m, const double *B, double *out)
+{
+    size_t d = c->d;
+    if (cm->kind == CAP_NONE || cm->kind == CAP_BLIND) {
+        for (size_t j = 0; j < m; j++)
+            out[j] = NAN;
+        return ST_OK;
+    }
+    if (cm->kind == CAP_EXACT) {
+        double *x = malloc(d * sizeof(double));
+        if (!x)
+            return ST_ENOMEM;
+        for (size_t j = 0; j < m; j++) {
+            carbs_priv_to_params(c, B + j * d, x);
+            double v = c->cost_fn(x, c->cost_data);
+            out[j] = v > 0 && isfinite(v) ? v : INFINITY; /* not a cost: never admissible */
+        }
+        free(x);
+        return ST_OK;
+    }
+    /* CAP_GP: the quantile of the predictive distribution of the scaled log cost, whose
+     * variance is the latent variance plus the noise (a run's cost is one noisy draw) */
+    double *var = malloc((m ? m : 1) * sizeof(double));
+    if (!var)
+        return ST_ENOMEM;
+    st_status s = gp_predict(cm->g, m, B, out, var);
+    for (size_t j = 0; s == ST_OK && j < m; j++) {
+        double sd = cm->infl * sqrt((var[j] > 0 ? var[j] : 0) + cm->noise);
+        double l = out[j];
+        if (cm->plane) /* the larger of the GP's mean and the plane's (see capm) */
+            l = fmax(l, plane_at(c, cm, B + j * d));
+        out[j] = logcost_inverse(&cm->lc, l + cm->z * sd);
+    }
+    free(var);
+    return s;
+}
+
+int cap_ok(const capm *cm, double v)
+{
+    if (cm->kind == CAP_NONE || cm->kind == CAP_BLIND)
+        return 1;
+    return v <= cm->cap;
+}
+
+/* One coordinate move of size `step` from b: the neighbour of lowest checked cost (2D tried,
+ * each kept inside the bounds and rounded). Returns 1 and writes nb/nv if one is cheaper. */
+static int best_move(carbs *c, const capm *cm, const double *b, double v, double step, double *nb,
+                     double *nv, double *trial, st_status *err)
+{
+    size_t d = c->d;
+    int found = 0;
+    for (size_t i = 0; i < d && *err == ST_OK; i++)
+        for (int sgn = -1; sgn <= 1; sgn += 2) {
+            memcpy(trial, b, d * sizeof(double));
+            double t = b[i] + sgn * step;
+            if (!(t > c->lo_b[i])) /* halfway to the bound instead of past it */
+                t = 0.5 * (b[i] + c->lo_b[i]);
+            if (!(t < c->hi_b[i]))
+                t = 0.5 * (b[i] + c->hi_b[i]);
+            trial[i] = t;
+            if (!carbs_priv_round(c, trial) || trial[i] == b[i])
+                continue;
+            double tv;
+            if ((*err = cap_cost(c, cm, 1, trial, &tv)) != ST_OK)
+                return 0;
+            if (tv < (found ? *nv : v)) {
+                memcpy(nb, trial, d * sizeof(double));
+                *nv = tv;
+                found = 1;
+            }
+        }
+    return found;
+}
+
+/* The admissible point nearest `from` (not admissible) on the segment to `to` (admissible):
+ * bisection, so the descent stops close to the cap instead of one whole step past it. */
+static st_status bisect_back(carbs *c, const capm *cm, const double *from, double *to, double *v,
+                             double *trial)
+{
+    size_t d = c->d;
+    double lo = 0, hi = 1; /* t = 0: from, t = 1: to */
+    double *b0 = trial + d;
+    memcpy(b0, to, d * sizeof(double));
+    for (int it = 0; it < BISECT_ITERS; it++) {
+        double t = 0.5 * (lo + hi), tv;
+        for (size_t i = 0; i < d; i++)
+            trial[i] = from[i] + t * (b0[i] - from[i]);
+        if (!carbs_priv_round(c, trial)) {
+            lo = t;
+            continue;
+        }
+        st_status s = cap_cost(c, cm, 1, trial, &tv);
+        if (s != ST_OK)
+            return s;
+        if (cap_ok(cm, tv)) {
+            hi = t;
+            memcpy(to, trial, d * sizeof(double));
+            *v = tv;
+        } else {
+            lo = t;
+        }
+    }
+    return ST_OK;
+}
+
+/* Ridge least squares of scaled log cost on the basic coordinates over the cost data:
+ * y ~ y0 + g.(b - xbar), the log-linear law that FLOPs (6 N D) and run times follow. With fewer
+ * points than dimensions it is near the minimum-norm fit: the direction the data show.
+ * xbar, g: D values. ST_OK, ST_ENUMERIC, ST_ENOMEM. */
+static st_status lin_fit(const carbs *c, const capm *cm, double *xbar, double *y0, double *g)
+{
+    size_t n, d = c->d;
+    double *X, *y;
+    if (cap_cost_data(c, &n, &X, &y) != ST_OK)
+        return ST_ENOMEM;
+    double *A = calloc(d * d, sizeof(double));
+    st_status s = A && n >= 2 ? ST_OK : A ? ST_ENUMERIC : ST_ENOMEM;
+    double ybar = 0, tr = 0;
+    for (size_t i = 0; s == ST_OK && i < d; i++) {
+        xbar[i] = 0;
+        for (size_t k = 0; k < n; k++)
+            xbar[i] += X[k * d + i] / (double)n;
+    }
+    for (size_t k = 0; s == ST_OK && k < n; k++) {
+        y[k] = logcost_forward(&cm->lc, y[k]);
+        ybar += y[k] / (double)n;
+    }
+    for (size_t i = 0; s == ST_OK && i < d; i++) { /* A = Xc' Xc, g = Xc' yc */
+        g[i] = 0;
+        for (size_t k = 0; k < n; k++) {
+            double xi = X[k * d + i] - xbar[i];
+            g[i] += xi * (y[k] - ybar);
+            for (size_t j = 0; j <= i; j++)
+                A[i * d + j] += xi * (X[k * d + j] - xbar[j]);
+        }
+        tr += A[i * d + i];
+    }
+    for (size_t i = 0; s == ST_OK && i < d; i++)
+        A[i * d + i] += 1e-6 * tr / (double)d + 1e-12;
+    if (s == ST_OK &&
+        LAPACKE_dposv(LAPACK_ROW_MAJOR, 'L', (lapack_int)d, 1, A, (lapack_int)d, g, 1) != 0)
+        s = ST_ENUMERIC;
+    *y0 = ybar;
+    free(A);
+    free(X);
+    free(y);
+    return s;
+}
+
+/* The point t along the plane's way down from b0: b0 - t g, each coordinate stopped short of
+ * its bound (a projected path), rounded; 0 if rounding left the bounds. */
+static int path_point(const carbs *c, const double *b0, const double *g, double t, double *b)
+{
+    for (size_t i = 0; i < c->d; i++) {
+        double lo = c->lo_b[i], hi = c->hi_b[i], x = b0[i] - t * g[i];
+        double pad = isfinite(hi - lo) ? 1e-3 * (hi - lo) : 1e-3;
+        b[i] = x < lo + pad ? fmin(b0[i], lo + pad) : x > hi - pad ? fmax(b0[i], hi - pad) : x;
+    }
+    return carbs_priv_round(c, b);
+}
+
+/* Moves b down the fitted plane (lin_fit) to the first point where the plane plus z times the
+ * GP's predictive sd (which grows away from the data, so the margin is honest about an
+ * extrapolation) is under the cap: PATH_POINTS steps from b to PATH_SPAN times the distance at
+ * which the plane alone reaches the cap. *v: that checked cost. ST_OK, ST_ERANGE (no point on
+ * the path is admissible: b is the cheapest one), ST_ENOMEM. */
+static st_status lin_descend(carbs *c, const capm *cm, double *b, double *v)
+{
+    size_t d = c->d, P = PATH_POINTS;
+    if (!cm->plane)
+        return ST_ERANGE; /* a plane that could not be fitted shows no way down */
+    double *b0 = malloc((d + P * d + 2 * P) * sizeof(double));
+    if (!b0)
+        return ST_ENOMEM;
+    double *B = b0 + d, *mu = B + P * d, *var = mu + P;
+    const double *g = cm->plane + d;
+    memcpy(b0, b, d * sizeof(double));
+    double capl = logcost_forward(&cm->lc, cm->cap), gg = 0;
+    for (size_t i = 0; i < d; i++)
+        gg += g[i] * g[i];
+    st_status s = gg > 1e-12 ? ST_OK : ST_ERANGE; /* a flat plane shows no way down */
+    double t_cap = s == ST_OK ? fmax(plane_at(c, cm, b0) - capl, 0.0) / gg : 0;
+    size_t n = 0;
+    for (size_t k = 1; s == ST_OK && k <= P; k++)
+        n += path_point(c, b0, g, t_cap * PATH_SPAN * (double)k / (double)P, B + n * d);
+    if (s == ST_OK && n > 0)
+        s = gp_predict(cm->g, n, B, mu, var);
+    double best = INFINITY;
+    for (size_t k = 0; s == ST_OK && k < n; k++) {
+        double sd = cm->infl * sqrt((var[k] > 0 ? var[k] : 0) + cm->noise);
+        double vk = logcost_inverse(&cm->lc, plane_at(c, cm, B + k * d) + cm->z * sd);
+        if (vk < best) { /* the first admissible one, else the cheapest */
+            best = vk;
+            memcpy(b, B + k * d, d * sizeof(double));
+        }
+        if (cap_ok(cm, vk))
+            break;
+    }
+    *v = best;
+    free(b0);
+    if (s == ST_OK && !cap_ok(cm, best))
+        return ST_ERANGE;
+    return s;
+}
+
+/* The observed point (success or cost-only) of lowest checked cost; if it is admissible, b
+ * becomes the admissible point nearest `from` on the segment between them and *ok = 1. */
+static st_status toward_anchor(carbs *c, const capm *cm, const double *from, double *b, double *v,
+                               double *trial, int *ok)
+{
+    size_t n, d = c->d, best = 0;
+    double *X, *cost;
+    if (cap_cost_data(c, &n, &X, &cost) != ST_OK)
+        return ST_ENOMEM;
+    st_status s = n > 0 ? cap_cost(c, cm, n, X, cost) : ST_OK;
+    for (size_t i = 1; s == ST_OK && i < n; i++)
+        if (cost[i] < cost[best])
+            best = i;
+    if (s == ST_OK && n > 0 && cap_ok(cm, cost[best])) {
+        memcpy(b, X + best * d, d * sizeof(double));
+        *v = cost[best];
+        *ok = 1;
+        s = bisect_back(c, cm, from, b, v, trial);
+    }
+    free(X);
+    free(cost);
+    return s;
+}
+
+st_status cap_descend(carbs *c, const capm *cm, double *b, double *v)
+{
+    size_t d = c->d;
+    if (cm->kind == CAP_NONE || cm->kind == CAP_BLIND) {
+        *v = NAN;
+        return ST_OK;
+    }
+    st_status s = cap_cost(c, cm, 1, b, v);
+    if (s != ST_OK || cap_ok(cm, *v))
+        return s;
+    double *nb = malloc(5 * d * sizeof(double)), nv = 0;
+    if (!nb)
+        return ST_ENOMEM;
+    double *prev = nb + d, *trial = nb + 2 * d, *start = nb + 4 * d;
+    memcpy(start, b, d * sizeof(double));
+    double step = c->o.search_radius;
+    int ok = 0;
+    for (int it = 0; it < DESCENT_ITERS && s == ST_OK && !ok && step > 1e-4; it++) {
+        if (!best_move(c, cm, b, *v, step, nb, &nv, trial, &s)) {
+            step *= 0.5;
+            continue;
+        }
+        memcpy(prev, b, d * sizeof(double));
+        memcpy(b, nb, d * sizeof(double));
+        *v = nv;
+        ok = cap_ok(cm, *v);
+    }
+    if (s == ST_OK && ok)
+        s = bisect_back(c, cm, prev, b, v, trial);
+    if (s == ST_OK && !ok)
+        s = toward_anchor(c, cm, start, b, v, trial, &ok);
+    /* the GP's mean reverts to its data away from them: when every cost it saw is above the
+     * cap (a search centre over the cap) it shows no way down, and the plane does */
+    if (s == ST_OK && !ok && cm->kind == CAP_GP) {
+        memcpy(b, start, d * sizeof(double));
+        s = lin_descend(c, cm, b, v);
+        ok = s == ST_OK;
+        if (s == ST_ERANGE)
+            s = ST_OK;
+    }
+    free(nb);
+    if (s != ST_OK)
+        return s;
+    return ok ? ST_OK : ST_ERANGE;
+}
+
+st_status cap_enforce(carbs *c, const capm *cm, double *b, cap_draw_fn draw, void *ctx,
+                      size_t tries, double *v)
+{
+    size_t d = c->d;
+    if (cm->kind == CAP_NONE || cm->kind == CAP_BLIND) {
+        *v = NAN;
+        return ST_OK;
+    }
+    st_status s = cap_cost(c, cm, 1, b, v);
+    if (s != ST_OK || cap_ok(cm, *v))
+        return s;
+
+    /* redraw; start the descent from the cheapest draw if none is admissible */
+    double *cheap = malloc(d * sizeof(double)), cv = *v;
+    if (!cheap)
+        return ST_ENOMEM;
+    memcpy(cheap, b, d * sizeof(double));
+    for (size_t t = 0; t < tries && s == ST_OK; t++) {
+        draw(c, ctx, b);
+        s = cap_cost(c, cm, 1, b, v);
+        if (s != ST_OK || cap_ok(cm, *v))
+            break;
+        if (*v < cv) {
+            cv = *v;
+            memcpy(cheap, b, d * sizeof(double));
+        }
+    }
+    if (s == ST_OK && !cap_ok(cm, *v)) {
+        memcpy(b, cheap, d * sizeof(double));
+        s = cap_descend(c, cm, b, v);
+    }
+    free(cheap);
+    return s;
+}
+
+int carbs_cap_blind(const carbs *c)
+{
+    return isfinite(c->o.max_suggestion_cost) && !c->cost_fn &&
+           c->n_succ + c->n_cobs < CAP_MIN_COST_OBS;
+}
