@@ -37,6 +37,10 @@ static void usage(FILE *f)
                "  --seed S              bootstrap seed (default 42)\n"
                "  --level L             interval level (default 0.9)\n"
                "  --max-p-diverge P     largest accepted P(diverge) (default 0.05)\n"
+               "  --prior-law-sd S      scale of the literature priors on the hyperparameter\n"
+               "                        laws (default 1; 0 turns them off)\n"
+               "  --prior-wd-sd S       sd of the weight decay's timescale prior (default\n"
+               "                        0.25; 0 turns it off)\n"
                "  --allow-unsafe        recommend the safest setting even when P(diverge) is\n"
                "                        above the limit everywhere (exit 0 instead of 3)\n"
                "  --no-backtest         skip the leave-largest-group-out backtest (halves the\n"
@@ -152,6 +156,15 @@ static int parse_args(int argc, char **argv, args *a)
                 return 2;
             }
             a->o.max_p_diverge = d;
+        } else if (!strcmp(s, "--prior-law-sd") || !strcmp(s, "--prior-wd-sd")) {
+            if (!parse_double(v, &d) || d < 0) {
+                cli_error(NULL, "%s: '%s' is not a number >= 0", s, v);
+                return 2;
+            }
+            if (!strcmp(s, "--prior-law-sd"))
+                a->o.prior_law_sd = d;
+            else
+                a->o.prior_wd_sd = d;
         } else if (!strcmp(s, "--method")) {
             if (!strcmp(v, "auto"))
                 a->o.method = FIT_XP_METHOD_AUTO;

@@ -166,6 +166,7 @@ fit_xp_options fit_xp_options_default(void)
     o.robust = 1;
     o.prior_ab_sd = 0.05;
     o.prior_wd_sd = 0.25;
+    o.prior_law_sd = 1.0;
     return o;
 }
 
@@ -254,6 +255,9 @@ st_status fit_xp_set_options(fit_xp *xp, const fit_xp_options *o)
         return xp_fail(xp, ST_EINVAL, "unknown method %d", (int)o->method);
     if (!(o->prior_ab_sd >= 0) || isinf(o->prior_ab_sd))
         return xp_fail(xp, ST_EINVAL, "prior_ab_sd %g is not a finite value >= 0", o->prior_ab_sd);
+    if (!(o->prior_law_sd >= 0) || isinf(o->prior_law_sd))
+        return xp_fail(xp, ST_EINVAL, "prior_law_sd %g is not a finite value >= 0",
+                       o->prior_law_sd);
     if (!(o->prior_wd_sd >= 0) || isinf(o->prior_wd_sd))
         return xp_fail(xp, ST_EINVAL, "prior_wd_sd %g is not a finite value >= 0", o->prior_wd_sd);
     if (!(o->far_factor >= 1))

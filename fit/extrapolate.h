@@ -85,6 +85,9 @@ typedef struct fit_xp_options {
                              fit's laws */
     double prior_ab_sd;   /* sd of a Gaussian prior on alpha - beta of the MODEL's L(N, D)
                              (docs/algorithms/extrapolation.md), default 0.05; 0 disables it */
+    double prior_law_sd;  /* scale of the sds of literature priors on the N and D slopes of the
+                             learning rate's and the batch's optima (docs/algorithms/
+                             extrapolation.md), default 1; 0 disables them */
     double prior_wd_sd;   /* sd of Gaussian priors that keep a weight decay's optimum near a
                              fixed AdamW timescale B / (lr lambda D) (docs/algorithms/
                              extrapolation.md), default 0.25; 0 disables them */

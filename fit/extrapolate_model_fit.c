@@ -72,6 +72,88 @@ static const double START_EXP[] = {0.2, 0.35, 0.6};
 #define PRIOR_BINS        4   /* size groups that each get a prior row (no failed run) */
 #define PRIOR_BIN_RUNS    5
 
+/* Literature priors on the N and D slopes of the learning rate's and the batch's optima (both on
+ * log scales), each sd scaled by o.prior_law_sd (0 disables them), weighted sigma^2 / (2 sd^2) as
+ * the alpha - beta prior. A sweep of tens of runs crowded under a cost cap spans N and D by a
+ * factor of a few and cannot place these slopes; unconstrained they ran into the slope wall
+ * (lr_opt rising as N^0.6 D^0.9 on bench-extrapolate's sweeps). Published exponents:
+ *  lr:    StepLaw (Li et al. 2025) N^-0.71 D^0.31; DeepSeek LLM (2024) C^-0.125, i.e. N^-0.125
+ *         D^-0.125; Porian et al. (2024) and muP-style width scaling near N^-0.5 at fixed data.
+ *  batch: StepLaw D^0.57 (no N); DeepSeek LLM C^0.33 (N^0.33 D^0.33); Bergsma et al. (2025,
+ *         "Power Lines") D^0.4-0.5 near fixed tokens per parameter.
+ * The means sit inside these, the sds cover them at about 1.5 sd. */
+#define LR_PRIOR_SLOPE_N    (-0.4)
+#define LR_PRIOR_SLOPE_N_SD 0.3
+#define LR_PRIOR_SLOPE_D    0.05
+#define LR_PRIOR_SLOPE_D_SD 0.25
+#define BS_PRIOR_SLOPE_N    0.1
+#define BS_PRIOR_SLOPE_N_SD 0.25
+#define BS_PRIOR_SLOPE_D    0.4
+#define BS_PRIOR_SLOPE_D_SD 0.2
+
+/* Other hyperparameters (a weight decay under its timescale prior and a warmup aside): their
+ * optima move with N or D only as far as the data says, a prior of mean 0 and this sd on both
+ * slopes. A warmup gets none: published practice disagrees on whether it is a fixed fraction of
+ * the run (slopes 0) or a fixed number of steps (slope -1 in D at fixed batch), and a prior at
+ * either would decide it for the data. */
+#define OTHER_PRIOR_SLOPE_SD   0.5
+/* Every hyperparameter: its optimum at the sweep's centre lies in the range the successful runs
+ * tried, a prior on the law's intercept centred mid-range with sd = this x the half-range. A
+ * user centres a sweep on plausible values; a hyperparameter whose effect the runs barely show
+ * (the batch on a sweep crowded under a cost cap) otherwise drifts to an optimum far outside
+ * every run (batch 3000x its optimum on bench-extrapolate's world 1). */
+#define ICPT_PRIOR_HALF_RANGES 1.0
+
+static void prior_set(xp_jm_data *d, size_t k, size_t slot, double mean, double sd, double sigma)
+{
+    d->pw[XP_HP_OFF(k) + slot] = sigma * sigma / (2 * sd * sd);
+    d->pmu[XP_HP_OFF(k) + slot] = mean;
+}
+
+/* The intercept prior of hyper k (ICPT_PRIOR_HALF_RANGES), in the centred coordinates of the fit.
+ */
+static void icpt_prior_set(const fit_xp *xp, xp_jm_data *d, size_t k, double scale, double sigma)
+{
+    size_t P = xp->P, j = xp->m.hp_param[k];
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t i = 0; i < xp->n; i++)
+        if (!xp->failed[i] && isfinite(xp->b[i * P + j])) {
+            lo = fmin(lo, xp->b[i * P + j]);
+            hi = fmax(hi, xp->b[i * P + j]);
+        }
+    if (!(hi > lo))
+        return;
+    prior_set(d, k, XP_HP_ICPT, 0.5 * (lo + hi) - xp->m.hp_mean[k],
+              scale * ICPT_PRIOR_HALF_RANGES * 0.5 * (hi - lo), sigma);
+}
+
+/* The literature priors of the hyperparameter laws, each sd scaled by o.prior_law_sd: slopes of
+ * the learning rate and batch (log-scaled ones), slopes of the other hyperparameters except
+ * k_wd (under its own prior), the intercept of every one. */
+static void law_priors_set(const fit_xp *xp, xp_jm_data *d, size_t k_wd, double sigma)
+{
+    const xp_model *m = &xp->m;
+    double sc = xp->o.prior_law_sd;
+    if (!(sc > 0))
+        return;
+    for (size_t k = 0; k < m->n_hp; k++) {
+        size_t j = m->hp_param[k];
+        fit_xp_role r = xp->role[j];
+        int lg = xp->par[j].space == FIT_XP_LOG;
+        icpt_prior_set(xp, d, k, sc, sigma);
+        if (r == FIT_XP_LR && lg) {
+            prior_set(d, k, XP_HP_SLOPE_N, LR_PRIOR_SLOPE_N, sc * LR_PRIOR_SLOPE_N_SD, sigma);
+            prior_set(d, k, XP_HP_SLOPE_D, LR_PRIOR_SLOPE_D, sc * LR_PRIOR_SLOPE_D_SD, sigma);
+        } else if (r == FIT_XP_BATCH && lg) {
+            prior_set(d, k, XP_HP_SLOPE_N, BS_PRIOR_SLOPE_N, sc * BS_PRIOR_SLOPE_N_SD, sigma);
+            prior_set(d, k, XP_HP_SLOPE_D, BS_PRIOR_SLOPE_D, sc * BS_PRIOR_SLOPE_D_SD, sigma);
+        } else if (r == FIT_XP_OTHER && k != k_wd && j != m->wu_param) {
+            prior_set(d, k, XP_HP_SLOPE_N, 0, sc * OTHER_PRIOR_SLOPE_SD, sigma);
+            prior_set(d, k, XP_HP_SLOPE_D, 0, sc * OTHER_PRIOR_SLOPE_SD, sigma);
+        }
+    }
+}
+
 /* ---- choosing what to model ----------------------------------------------------------------- */
 
 /* Is this the name of a weight decay? */
@@ -424,6 +506,7 @@ static st_status first_fit(fit_xp *xp, fit_work *w, xp_jm_data *d, size_t k_wd, 
     }
     double th0[XP_NTH] = {0};
     hyper_starts(xp, w, th0);
+    law_priors_set(xp, d, k_wd, PRIOR_SIGMA_MIN);
     if (k_wd != NONE) {
         wd_prior_set(xp, d, k_wd, PRIOR_SIGMA_MIN);
         for (size_t q = XP_HP_SLOPE_N; q < XP_HP_LEN(k_wd); q++) {
@@ -483,9 +566,10 @@ static void refit_with_priors(fit_xp *xp, const fit_work *w, xp_jm_data *d, size
     double sg = fmax(m->sigma, PRIOR_SIGMA_MIN), sd = xp->o.prior_ab_sd;
     if (k_wd != NONE)
         wd_prior_set(xp, d, k_wd, sg);
+    law_priors_set(xp, d, k_wd, sg);
     if (sd > 0)
         d->w_ab = sg * sg / (2 * sd * sd);
-    if (!(sd > 0) && k_wd == NONE)
+    if (!(sd > 0) && k_wd == NONE && !(xp->o.prior_law_sd > 0))
         return;
     xp_jm_minimise(d, th, MAXEVAL_POLISH);
     m->sigma = residual_sd(m, w, th, dof);

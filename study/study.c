@@ -87,9 +87,12 @@ static void set_bounds(study *s, size_t j, const runner_param_spec *ps)
         p->max = INFINITY;
         if (!p->is_integer)
             p->min = -INFINITY;
-    } else if (role == FIT_XP_LR || role == FIT_XP_BATCH) {
-        /* follows a law in N and D: the space's domain only */
+    } else if (role == FIT_XP_LR) {
+        /* follows its law down as N grows (to the space's domain), never above what was tried:
+         * the stability boundary is unknown there */
         p->min = p->space == FIT_XP_LINEAR ? -INFINITY : 0;
+    } else if (role == FIT_XP_BATCH) {
+        /* follows its law up as D grows, never below what was tried */
         p->max = p->space == FIT_XP_LOGIT ? 1 : INFINITY;
     }
     if (!(p->min <= p->max)) /* a sweep file without bounds */

@@ -14,9 +14,10 @@
  *  - Roles: from the name (fit_xp_role_guess) unless overridden.
  *  - Bounds of the recommendation: model size and tokens (roles N, D, size) are what is
  *    extrapolated, so their searched bounds do not apply (an integer keeps its lower bound).
- *    The learning rate and batch follow laws in N and D, so they may leave their searched
- *    range (inside their space's domain), and a warning then names the parameter. Every other
- *    parameter stays inside its searched bounds. Integers are integral.
+ *    The learning rate follows its law below its searched range (never above its largest
+ *    tried value: the stability boundary is unknown there), the batch above it (never below
+ *    its smallest); a warning then names the parameter. Every other parameter stays inside its
+ *    searched bounds. Integers are integral.
  *  - Runs: succeeded runs with a finite objective and a cost > 0; failed runs whose failure is
  *    `diverged` (the only kind that teaches the stability boundary). Runs refused or killed
  *    over the cost cap, runs out of memory, timed out, stragglers, infrastructure failures,

@@ -131,6 +131,7 @@ static void test_model_recovery(void)
     fit_xp_options o = fit_xp_options_default();
     o.n_boot = 20;
     o.prior_ab_sd = 0; /* exact data: no prior, exact recovery */
+    o.prior_law_sd = 0;
     fit_xp_set_options(xp, &o);
     CHECK_ST(fit_xp_set_runs(xp, 3, p, n, x, cost, obj, failed, NULL, NULL), ST_OK);
     double Cmax = 0;
@@ -417,6 +418,10 @@ static double true_loss(const sim_law *w, const double *v)
     return t.diverged ? INFINITY : t.loss;
 }
 
+/* The scale of the hyperparameter laws' literature priors in run_study (the option's default 1;
+ * test_wd_prior isolates the weight decay's own prior with 0). */
+static double study_prior_law_sd = 1.0;
+
 static void run_study(uint64_t seed, size_t n, size_t n_boot, double prior_wd_sd, study *out)
 {
     sim_law w = sim_law_default();
@@ -471,6 +476,7 @@ static void run_study(uint64_t seed, size_t n, size_t n_boot, double prior_wd_sd
     o.n_boot = n_boot;
     o.seed = seed;
     o.prior_wd_sd = prior_wd_sd;
+    o.prior_law_sd = study_prior_law_sd;
     fit_xp_set_options(xp, &o);
     CHECK_ST(fit_xp_set_runs(xp, 6, p, n, x, cost, obj, failed, NULL, NULL), ST_OK);
     st_status s = fit_xp_run(xp, C);
@@ -547,8 +553,10 @@ static void test_simulator(void)
 static void test_wd_prior(void)
 {
     study on, off;
+    study_prior_law_sd = 0; /* the weight decay's prior alone */
     run_study(11, 60, 20, 0.25, &on);
     run_study(11, 60, 20, 0, &off);
+    study_prior_law_sd = 1;
     printf("weight decay prior: tau / tau_opt %.3f with the prior, %.3f without; regret %.3f%% "
            "and %.3f%%\n",
            on.ratio_tau, off.ratio_tau, 100 * on.regret_model, 100 * off.regret_model);

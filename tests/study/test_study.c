@@ -36,6 +36,9 @@ static double batch_opt(double D)
     return 64 * pow(D / 1e8, 0.5);
 }
 
+/* The batch's penalty weight: 0.01, or 0 for a world where the batch does not matter. */
+static double world_k_batch = 0.01;
+
 /* True loss, or INFINITY when the run diverges (lr above 4x its optimum). */
 static double world_loss(double N, double D, double lr, double batch)
 {
@@ -43,7 +46,7 @@ static double world_loss(double N, double D, double lr, double batch)
         return INFINITY;
     double u = log(lr / lr_opt(N)), v = log(batch / batch_opt(D));
     return (W_E + W_A * pow(N, -W_ALPHA) + W_B * pow(D, -W_BETA)) *
-           (1 + 0.03 * u * u + 0.01 * v * v);
+           (1 + 0.03 * u * u + world_k_batch * v * v);
 }
 
 static uint64_t rng_state = 12345;
@@ -145,9 +148,12 @@ static runner_sweep *make_sweep(int junk)
     return w;
 }
 
+static double study_prior_law_sd = 1.0;
+
 static study *run_study(const runner_sweep *w, double factor, int backtest)
 {
     study_options o = study_options_default();
+    o.engine.prior_law_sd = study_prior_law_sd;
     o.factor = factor;
     o.backtest = backtest;
     o.engine.n_boot = 40;
@@ -227,6 +233,34 @@ static void test_domains(void)
         st_free(js);
         study_destroy(s);
     }
+    runner_sweep_free(w);
+}
+
+/* A batch the runs cannot place (it does not change the loss): the literature priors keep its
+ * recommended value near the tried range moved along D^0.4; unconstrained, the law's intercept
+ * goes where no run went. */
+static void test_law_priors(void)
+{
+    world_k_batch = 0;
+    runner_sweep *w = make_sweep(0);
+    world_k_batch = 0.01;
+    double dist[2];
+    for (int on = 0; on < 2; on++) {
+        study_prior_law_sd = on;
+        study *s = run_study(w, 100, 0);
+        fit_xp_result r;
+        fit_xp_get_result(study_engine(s), &r);
+        /* the tried range is [16, 1024] (centre 128) at D about 1.4e8 */
+        double centre = 128 * pow(r.D / 1.4e8, 0.4);
+        dist[on] = fabs(log(r.value[3] / centre));
+        printf("batch that does not matter, priors %s: recommended %.4g, %.3g e-folds from the "
+               "tried centre moved along D^0.4\n",
+               on ? "on" : "off", r.value[3], dist[on]);
+        study_destroy(s);
+    }
+    study_prior_law_sd = 1;
+    CHECK(dist[1] < log(4.0));
+    CHECK(dist[1] < dist[0]);
     runner_sweep_free(w);
 }
 
@@ -321,6 +355,7 @@ int main(int argc, char **argv)
     st_global_init();
     test_failure_kinds();
     test_domains();
+    test_law_priors();
     test_cli(argv[0]);
     return check_summary("study");
 }
