@@ -427,16 +427,22 @@ static void print_summary(const seed_result *res, long n, const xp_summary *s, d
 
     long need1 = (long)ceil(0.95 * (double)n);
     long cov_lo = lround(0.85 * (double)n), cov_hi = lround(0.95 * (double)n);
+    char w1[96], wc[2][96];
+    snprintf(w1, sizeof(w1), "100x: regret < 1%% in >= %ld of %ld seeds (19 of 20)", need1, n);
+    for (int k = 0; k < N_FACTOR; k++)
+        snprintf(wc[k], sizeof(wc[k]),
+                 "%.0fx: observed loss covered in %ld-%ld of %ld (17-19 of 20)", factors[k], cov_lo,
+                 cov_hi, n);
     struct {
         int pass;
         const char *what;
     } t[] = {
-        {s[0].n_regret_lt1 >= need1, "100x: regret < 1% in >= 95% of seeds (19/20)"},
+        {s[0].n_regret_lt1 >= need1, w1},
         {s[0].n_diverged == 0 && s[0].n_invalid == 0, "100x: 0 recommendations diverge"},
         {s[1].median < 0.02, "1000x: median regret < 2%"},
         {s[1].n_diverged == 0 && s[1].n_invalid == 0, "1000x: 0 recommendations diverge"},
-        {s[0].n_covered >= cov_lo && s[0].n_covered <= cov_hi, "100x: coverage 17-19 of 20"},
-        {s[1].n_covered >= cov_lo && s[1].n_covered <= cov_hi, "1000x: coverage 17-19 of 20"},
+        {s[0].n_covered >= cov_lo && s[0].n_covered <= cov_hi, wc[0]},
+        {s[1].n_covered >= cov_lo && s[1].n_covered <= cov_hi, wc[1]},
         {refusal < 0.02, "refusals per sweep < 2%"},
     };
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
