@@ -97,6 +97,17 @@ static const double START_EXP[] = {0.2, 0.35, 0.6};
  * the run (slopes 0) or a fixed number of steps (slope -1 in D at fixed batch), and a prior at
  * either would decide it for the data. */
 #define OTHER_PRIOR_SLOPE_SD   0.5
+/* A warmup (a parameter named like one, on a log scale, with a log-scaled batch modelled before
+ * it): a prior that its optimum is a fixed number of optimizer steps, i.e. a fraction of the run
+ * proportional to B / D: slope -1 on ln D, coupling +1 to ln B, no N slope, each with this sd.
+ * Most published large-model recipes warm up for a fixed number of steps or tokens whatever the
+ * run's length (GPT-3: 375M tokens; LLaMA, DeepSeek LLM: 2000 steps); others use a fraction of the
+ * run (Pythia: 1%). The sd leaves the data room to say which; bench/'s simulator assumes fixed
+ * steps, so on its sweeps this prior agrees with the truth by construction. */
+#define WU_PRIOR_SLOPE_N       0.0
+#define WU_PRIOR_SLOPE_D       (-1.0)
+#define WU_PRIOR_ON_BATCH      1.0
+#define WU_PRIOR_SD            0.5
 /* Every hyperparameter: its optimum at the sweep's centre lies in the range the successful runs
  * tried, a prior on the law's intercept centred mid-range with sd = this x the half-range. A
  * user centres a sweep on plausible values; a hyperparameter whose effect the runs barely show
@@ -127,9 +138,24 @@ static void icpt_prior_set(const fit_xp *xp, xp_jm_data *d, size_t k, double sca
               scale * ICPT_PRIOR_HALF_RANGES * 0.5 * (hi - lo), sigma);
 }
 
+/* The warmup prior (WU_PRIOR_*) on hyper k, when a log-scaled batch is modelled before it. */
+static void wu_prior_set(const fit_xp *xp, xp_jm_data *d, size_t k, double sd, double sigma)
+{
+    const xp_model *m = &xp->m;
+    size_t kb = NONE;
+    for (size_t q = 0; q < k; q++)
+        if (xp->role[m->hp_param[q]] == FIT_XP_BATCH && xp->par[m->hp_param[q]].space == FIT_XP_LOG)
+            kb = q;
+    if (kb == NONE)
+        return;
+    prior_set(d, k, XP_HP_SLOPE_N, WU_PRIOR_SLOPE_N, sd, sigma);
+    prior_set(d, k, XP_HP_SLOPE_D, WU_PRIOR_SLOPE_D, sd, sigma);
+    prior_set(d, k, XP_HP_COUPLING + kb, WU_PRIOR_ON_BATCH, sd, sigma);
+}
+
 /* The literature priors of the hyperparameter laws, each sd scaled by o.prior_law_sd: slopes of
- * the learning rate and batch (log-scaled ones), slopes of the other hyperparameters except
- * k_wd (under its own prior), the intercept of every one. */
+ * the learning rate and batch (log-scaled ones), the warmup's fixed-steps prior, slopes of the
+ * other hyperparameters except k_wd (under its own prior), the intercept of every one. */
 static void law_priors_set(const fit_xp *xp, xp_jm_data *d, size_t k_wd, double sigma)
 {
     const xp_model *m = &xp->m;
@@ -147,6 +173,8 @@ static void law_priors_set(const fit_xp *xp, xp_jm_data *d, size_t k_wd, double 
         } else if (r == FIT_XP_BATCH && lg) {
             prior_set(d, k, XP_HP_SLOPE_N, BS_PRIOR_SLOPE_N, sc * BS_PRIOR_SLOPE_N_SD, sigma);
             prior_set(d, k, XP_HP_SLOPE_D, BS_PRIOR_SLOPE_D, sc * BS_PRIOR_SLOPE_D_SD, sigma);
+        } else if (j == m->wu_param && (lg || xp->par[j].space == FIT_XP_LOGIT)) {
+            wu_prior_set(xp, d, k, sc * WU_PRIOR_SD, sigma);
         } else if (r == FIT_XP_OTHER && k != k_wd && j != m->wu_param) {
             prior_set(d, k, XP_HP_SLOPE_N, 0, sc * OTHER_PRIOR_SLOPE_SD, sigma);
             prior_set(d, k, XP_HP_SLOPE_D, 0, sc * OTHER_PRIOR_SLOPE_SD, sigma);
