@@ -17,13 +17,14 @@ static char *dupstr(const char *s)
     return strdup(s ? s : "");
 }
 
-/* 0 success, 1 hyperparameter failure, 2 infrastructure failure, 3 unfinished or stopped. */
+/* 0 success, 1 hyperparameter failure, 2 infrastructure failure, 3 unfinished or stopped (by
+ * the user or the cost cap). */
 static int attempt_kind(const runner_sweep_attempt *a)
 {
     if (a->failure == RUNNER_FAIL_NONE)
         return !strcmp(a->state, "done") ? 0 : 3;
-    if (a->failure == RUNNER_FAIL_STOPPED)
-        return 3;
+    if (a->failure == RUNNER_FAIL_STOPPED || a->failure == RUNNER_FAIL_OVER_BUDGET)
+        return 3; /* stopped by the user or by the cost cap: neither kind of failure */
     return runner_failure_is_hyperparameter(a->failure) ? 1 : 2;
 }
 
