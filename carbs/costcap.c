@@ -75,7 +75,8 @@ static double gp_noise(const gp *g)
     return exp(th[nt - 1]) + 1e-4;
 }
 
-static st_status lin_fit(const carbs *c, const capm *cm, double *xbar, double *y0, double *g);
+static st_status lin_fit(const carbs *c, const capm *cm, double *xbar, double *y0, double *g,
+                         double *sig);
 
 /* The GP's noise and inflation, and the plane (lin_fit; none if it cannot be fitted). */
 static st_status gp_finish(const carbs *c, capm *cm)
@@ -84,10 +85,11 @@ static st_status gp_finish(const carbs *c, capm *cm)
     cm->kind = CAP_GP;
     cm->noise = gp_noise(cm->g);
     cm->infl = gp_inflation(cm->g);
-    cm->plane = malloc((2 * d + 1) * sizeof(double));
+    cm->plane = malloc((3 * d + 1) * sizeof(double));
     if (!cm->plane)
         return ST_ENOMEM;
-    st_status s = lin_fit(c, cm, cm->plane, cm->plane + 2 * d, cm->plane + d);
+    st_status s =
+        lin_fit(c, cm, cm->plane, cm->plane + 2 * d, cm->plane + d, cm->plane + 2 * d + 1);
     if (s == ST_ENUMERIC) {
         free(cm->plane);
         cm->plane = NULL;
@@ -202,18 +204,26 @@ int cap_ok(const capm *cm, double v)
     return v <= cm->cap;
 }
 
-/* Whether the descent may move coordinate i to t (from `start`): always under an exact cost
- * (a parameter it does not depend on never lowers it); under the cost GP only a parameter the
- * plane gives a slope (when there is a plane), and at most the search radius from the start, so
- * that a cost model fitted on few runs does not carry a parameter far from where the phase
- * wanted it. */
-static int may_move(const carbs *c, const capm *cm, const double *start, size_t i, double t)
+/* How far the descent may move coordinate i from where it started: anywhere under an exact
+ * cost (a parameter it does not depend on never lowers it); under the cost GP, not at all for a
+ * parameter the plane gives no slope (when there is a plane), anywhere for one whose slope is
+ * significant (lin_fit's sig), else at most the search radius, so that a cost model fitted on
+ * a few runs, which cannot tell which parameter the cost depends on, does not carry a
+ * parameter far from where the phase drew it. */
+static double move_limit(const carbs *c, const capm *cm, size_t i)
 {
     if (cm->kind != CAP_GP)
-        return 1;
-    if (cm->plane && cm->plane[c->d + i] == 0)
+        return INFINITY;
+    if (!cm->plane)
+        return c->o.search_radius;
+    if (cm->plane[c->d + i] == 0)
         return 0;
-    return fabs(t - start[i]) <= c->o.search_radius * (1 + 1e-9);
+    return cm->plane[2 * c->d + 1 + i] ? INFINITY : c->o.search_radius;
+}
+
+static int may_move(const carbs *c, const capm *cm, const double *start, size_t i, double t)
+{
+    return fabs(t - start[i]) <= move_limit(c, cm, i) * (1 + 1e-9);
 }
 
 /* One coordinate move of size `step` from b: the neighbour of lowest checked cost (2D tried,
@@ -323,10 +333,13 @@ static double subset_fit(size_t n, size_t d, const double *Xc, const double *yc,
  * the one whose plane leaves the least residual (ties: the widest spread, the smallest slope
  * that explains the data); each further one only if its F statistic is significant at PLANE_P
  * with at least one residual degree of freedom left, so that a parameter whose slope is not
- * clearly nonzero gets none. Returns the number of columns, sel: their indices; -1: no memory. */
+ * clearly nonzero gets none. *first_sig: whether the first one passed that test too (never
+ * with 2 points, where every column fits exactly). Returns the number of columns, sel: their
+ * indices; -1: no memory. */
 static long plane_select(size_t n, size_t d, const double *Xc, const double *yc, size_t *sel,
-                         double *g)
+                         double *g, int *first_sig)
 {
+    *first_sig = 0;
     double tss = 0, rss;
     for (size_t t = 0; t < n; t++)
         tss += yc[t] * yc[t];
@@ -356,11 +369,14 @@ static long plane_select(size_t n, size_t d, const double *Xc, const double *yc,
         }
         if (best == d)
             break;
-        if (k > 0 && brss > 1e-12 * tss) { /* a further column must earn its place */
-            double dof = (double)n - (double)k - 2.0;
-            if (dof < 1 || (rss - brss) / (brss / dof) < gsl_cdf_fdist_Qinv(PLANE_P, 1.0, dof))
-                break;
-        }
+        /* F test of the new column, with dof residual degrees of freedom after it */
+        double dof = (double)n - (double)k - 2.0;
+        int sig = dof >= 1 && (brss <= 1e-12 * tss || (rss - brss) / (brss / dof) >=
+                                                          gsl_cdf_fdist_Qinv(PLANE_P, 1.0, dof));
+        if (k > 0 && !sig) /* a further column must earn its place */
+            break;
+        if (k == 0)
+            *first_sig = sig;
         sel[k++] = best;
         rss = brss;
     }
@@ -372,16 +388,19 @@ static long plane_select(size_t n, size_t d, const double *Xc, const double *yc,
  * selection (plane_select), so that a parameter the data do not show cost depends on has slope
  * 0: with fewer points than dimensions a full least-squares plane would tilt along whatever
  * else differed between the runs (a learning rate, a warmup) and the way down would move them.
- * xbar, g: D values. ST_OK, ST_ENUMERIC (fewer than 2 points), ST_ENOMEM. */
-static st_status lin_fit(const carbs *c, const capm *cm, double *xbar, double *y0, double *g)
+ * xbar, g: D values; sig: D values, 1 where the slope is significant (plane_select), else 0.
+ * ST_OK, ST_ENUMERIC (fewer than 2 points), ST_ENOMEM. */
+static st_status lin_fit(const carbs *c, const capm *cm, double *xbar, double *y0, double *g,
+                         double *sig)
 {
     size_t n, d = c->d;
     double *X, *y;
     if (cap_cost_data(c, &n, &X, &y) != ST_OK)
         return ST_ENOMEM;
-    size_t *sel = malloc(d * sizeof(size_t));
+    size_t *sel = calloc(d, sizeof(size_t));
     st_status s = sel && n >= 2 ? ST_OK : sel ? ST_ENUMERIC : ST_ENOMEM;
     double ybar = 0;
+    int first_sig = 0;
     for (size_t i = 0; s == ST_OK && i < d; i++) {
         xbar[i] = 0;
         for (size_t k = 0; k < n; k++)
@@ -396,8 +415,13 @@ static st_status lin_fit(const carbs *c, const capm *cm, double *xbar, double *y
         for (size_t i = 0; i < d; i++)
             X[k * d + i] -= xbar[i];
     }
-    if (s == ST_OK && plane_select(n, d, X, y, sel, g) < 0)
+    long k = s == ST_OK ? plane_select(n, d, X, y, sel, g, &first_sig) : 0;
+    if (k < 0)
         s = ST_ENOMEM;
+    for (size_t i = 0; s == ST_OK && i < d; i++)
+        sig[i] = 0;
+    for (long a = 0; s == ST_OK && a < k; a++)
+        sig[sel[a]] = a > 0 || first_sig;
     *y0 = ybar;
     free(sel);
     free(X);
@@ -406,12 +430,13 @@ static st_status lin_fit(const carbs *c, const capm *cm, double *xbar, double *y
 }
 
 /* The point t along the plane's way down from b0: b0 - t g, each coordinate stopped short of
- * its bound and at the search radius from b0 (a projected path; see may_move), rounded; 0 if
+ * its bound and its move_limit from b0 (a projected path), rounded; 0 if
  * rounding left the bounds. */
-static int path_point(const carbs *c, const double *b0, const double *g, double t, double *b)
+static int path_point(const carbs *c, const capm *cm, const double *b0, const double *g, double t,
+                      double *b)
 {
-    double r = c->o.search_radius;
     for (size_t i = 0; i < c->d; i++) {
+        double r = move_limit(c, cm, i);
         double lo = fmax(c->lo_b[i], b0[i] - r), hi = fmin(c->hi_b[i], b0[i] + r);
         double x = b0[i] - t * g[i];
         double pad = isfinite(hi - lo) ? 1e-3 * (hi - lo) : 1e-3;
@@ -443,7 +468,7 @@ static st_status lin_descend(carbs *c, const capm *cm, double *b, double *v)
     double t_cap = s == ST_OK ? fmax(plane_at(c, cm, b0) - capl, 0.0) / gg : 0;
     size_t n = 0;
     for (size_t k = 1; s == ST_OK && k <= P; k++)
-        n += path_point(c, b0, g, t_cap * PATH_SPAN * (double)k / (double)P, B + n * d);
+        n += path_point(c, cm, b0, g, t_cap * PATH_SPAN * (double)k / (double)P, B + n * d);
     if (s == ST_OK && n > 0)
         s = gp_predict(cm->g, n, B, mu, var);
     double best = INFINITY;
