@@ -227,8 +227,9 @@ typedef struct capm {
     int own;
     logcost lc;    /* CAP_GP: scaled log cost <-> cost */
     double noise;  /* CAP_GP: the GP's noise variance, scaled log-cost units */
-    double *plane; /* CAP_GP: a least-squares plane of scaled log cost over the basic
-                      coordinates (xbar D, slope D, value at xbar), or NULL. The checked value is
+    double *plane; /* CAP_GP: a plane of scaled log cost over the basic coordinates, fitted by
+                      forward selection (xbar D, slope D, value at xbar, then D flags: 1 where
+                      the slope is significant), or NULL. The checked value is
                       the larger of the GP's mean and the plane's, plus z sd: the GP's mean
                       reverts to its data away from them, where the plane keeps the trend that
                       costs (6 N D, times) follow, so neither under-predicts an extrapolation */

@@ -16,10 +16,11 @@
 
 #include "carbs/carbs_int.h"
 
-#define DESCENT_ITERS 200 /* coordinate moves of the descent, at most */
-#define BISECT_ITERS  8   /* halvings of the last move, back toward the wanted point */
-#define PATH_POINTS   64  /* points tried along the log-linear way down */
-#define PATH_SPAN     4.0 /* ... up to this many times where the plane alone meets the cap */
+#define DESCENT_ITERS 200  /* coordinate moves of the descent, at most */
+#define BISECT_ITERS  8    /* halvings of the last move, back toward the wanted point */
+#define PATH_POINTS   64   /* points tried along the log-linear way down */
+#define PATH_SPAN     4.0  /* ... up to this many times where the plane alone meets the cap */
+#define PLANE_P       0.01 /* significance a further parameter of the plane must reach */
 
 st_status cap_cost_data(const carbs *c, size_t *n, double **X, double **cost)
 {
@@ -74,7 +75,8 @@ static double gp_noise(const gp *g)
     return exp(th[nt - 1]) + 1e-4;
 }
 
-static st_status lin_fit(const carbs *c, const capm *cm, double *xbar, double *y0, double *g);
+static st_status lin_fit(const carbs *c, const capm *cm, double *xbar, double *y0, double *g,
+                         double *sig);
 
 /* The GP's noise and inflation, and the plane (lin_fit; none if it cannot be fitted). */
 static st_status gp_finish(const carbs *c, capm *cm)
@@ -83,10 +85,11 @@ static st_status gp_finish(const carbs *c, capm *cm)
     cm->kind = CAP_GP;
     cm->noise = gp_noise(cm->g);
     cm->infl = gp_inflation(cm->g);
-    cm->plane = malloc((2 * d + 1) * sizeof(double));
+    cm->plane = malloc((3 * d + 1) * sizeof(double));
     if (!cm->plane)
         return ST_ENOMEM;
-    st_status s = lin_fit(c, cm, cm->plane, cm->plane + 2 * d, cm->plane + d);
+    st_status s =
+        lin_fit(c, cm, cm->plane, cm->plane + 2 * d, cm->plane + d, cm->plane + 2 * d + 1);
     if (s == ST_ENUMERIC) {
         free(cm->plane);
         cm->plane = NULL;
@@ -201,10 +204,33 @@ int cap_ok(const capm *cm, double v)
     return v <= cm->cap;
 }
 
+/* How far the descent may move coordinate i from where it started: anywhere under an exact
+ * cost (a parameter it does not depend on never lowers it); under the cost GP, not at all for a
+ * parameter the plane gives no slope (when there is a plane), anywhere for one whose slope is
+ * significant (lin_fit's sig), else at most the search radius, so that a cost model fitted on
+ * a few runs, which cannot tell which parameter the cost depends on, does not carry a
+ * parameter far from where the phase drew it. */
+static double move_limit(const carbs *c, const capm *cm, size_t i)
+{
+    if (cm->kind != CAP_GP)
+        return INFINITY;
+    if (!cm->plane)
+        return c->o.search_radius;
+    if (cm->plane[c->d + i] == 0)
+        return 0;
+    return cm->plane[2 * c->d + 1 + i] ? INFINITY : c->o.search_radius;
+}
+
+static int may_move(const carbs *c, const capm *cm, const double *start, size_t i, double t)
+{
+    return fabs(t - start[i]) <= move_limit(c, cm, i) * (1 + 1e-9);
+}
+
 /* One coordinate move of size `step` from b: the neighbour of lowest checked cost (2D tried,
- * each kept inside the bounds and rounded). Returns 1 and writes nb/nv if one is cheaper. */
-static int best_move(carbs *c, const capm *cm, const double *b, double v, double step, double *nb,
-                     double *nv, double *trial, st_status *err)
+ * each kept inside the bounds and rounded, and allowed by may_move). Returns 1 and writes
+ * nb/nv if one is cheaper. */
+static int best_move(carbs *c, const capm *cm, const double *start, const double *b, double v,
+                     double step, double *nb, double *nv, double *trial, st_status *err)
 {
     size_t d = c->d;
     int found = 0;
@@ -216,6 +242,8 @@ static int best_move(carbs *c, const capm *cm, const double *b, double v, double
                 t = 0.5 * (b[i] + c->lo_b[i]);
             if (!(t < c->hi_b[i]))
                 t = 0.5 * (b[i] + c->hi_b[i]);
+            if (!may_move(c, cm, start, i, t))
+                continue;
             trial[i] = t;
             if (!carbs_priv_round(c, trial) || trial[i] == b[i])
                 continue;
@@ -262,19 +290,117 @@ static st_status bisect_back(carbs *c, const capm *cm, const double *from, doubl
     return ST_OK;
 }
 
-/* Ridge least squares of scaled log cost on the basic coordinates over the cost data:
- * y ~ y0 + g.(b - xbar), the log-linear law that FLOPs (6 N D) and run times follow. With fewer
- * points than dimensions it is near the minimum-norm fit: the direction the data show.
- * xbar, g: D values. ST_OK, ST_ENUMERIC, ST_ENOMEM. */
-static st_status lin_fit(const carbs *c, const capm *cm, double *xbar, double *y0, double *g)
+/* Least squares of yc (n, centred) on the columns `sel` (k of them) of Xc (n*D, centred), with
+ * a 1e-6 relative ridge; slopes in g (D, zero off sel). Returns the residual sum of squares, or
+ * -1 if the system could not be solved (or memory ran out). */
+static double subset_fit(size_t n, size_t d, const double *Xc, const double *yc, const size_t *sel,
+                         size_t k, double *g)
+{
+    double *A = calloc(k * k + k, sizeof(double)), tr = 0;
+    if (!A)
+        return -1;
+    double *r = A + k * k;
+    for (size_t a = 0; a < k; a++) {
+        for (size_t t = 0; t < n; t++) {
+            r[a] += Xc[t * d + sel[a]] * yc[t];
+            for (size_t b = 0; b <= a; b++)
+                A[a * k + b] += Xc[t * d + sel[a]] * Xc[t * d + sel[b]];
+        }
+        tr += A[a * k + a];
+    }
+    for (size_t a = 0; a < k; a++)
+        A[a * k + a] += 1e-6 * tr / (double)k + 1e-12;
+    double rss = -1;
+    if (k == 0 ||
+        LAPACKE_dposv(LAPACK_ROW_MAJOR, 'L', (lapack_int)k, 1, A, (lapack_int)k, r, 1) == 0) {
+        for (size_t i = 0; i < d; i++)
+            g[i] = 0;
+        for (size_t a = 0; a < k; a++)
+            g[sel[a]] = r[a];
+        rss = 0;
+        for (size_t t = 0; t < n; t++) {
+            double e = yc[t];
+            for (size_t a = 0; a < k; a++)
+                e -= Xc[t * d + sel[a]] * r[a];
+            rss += e * e;
+        }
+    }
+    free(A);
+    return rss;
+}
+
+/* Forward selection: the columns of the sparsest plane the data support. The first column is
+ * the one whose plane leaves the least residual (ties: the widest spread, the smallest slope
+ * that explains the data); each further one only if its F statistic is significant at PLANE_P
+ * with at least one residual degree of freedom left, so that a parameter whose slope is not
+ * clearly nonzero gets none. *first_sig: whether the first one passed that test too (never
+ * with 2 points, where every column fits exactly). Returns the number of columns, sel: their
+ * indices; -1: no memory. */
+static long plane_select(size_t n, size_t d, const double *Xc, const double *yc, size_t *sel,
+                         double *g, int *first_sig)
+{
+    *first_sig = 0;
+    double tss = 0, rss;
+    for (size_t t = 0; t < n; t++)
+        tss += yc[t] * yc[t];
+    size_t k = 0;
+    rss = tss;
+    while (k < d && k + 1 < n && rss > 1e-12 * tss) {
+        size_t best = d;
+        double brss = INFINITY, bss = 0;
+        for (size_t j = 0; j < d; j++) {
+            int in = 0;
+            for (size_t a = 0; a < k; a++)
+                in |= sel[a] == j;
+            double ss = 0;
+            for (size_t t = 0; t < n; t++)
+                ss += Xc[t * d + j] * Xc[t * d + j];
+            if (in || !(ss > 0))
+                continue;
+            sel[k] = j;
+            double r = subset_fit(n, d, Xc, yc, sel, k + 1, g);
+            if (r < 0)
+                continue;
+            if (r < brss - 1e-9 * tss || (r <= brss + 1e-9 * tss && ss > bss)) {
+                best = j;
+                brss = r;
+                bss = ss;
+            }
+        }
+        if (best == d)
+            break;
+        /* F test of the new column, with dof residual degrees of freedom after it */
+        double dof = (double)n - (double)k - 2.0;
+        int sig = dof >= 1 && (brss <= 1e-12 * tss || (rss - brss) / (brss / dof) >=
+                                                          gsl_cdf_fdist_Qinv(PLANE_P, 1.0, dof));
+        if (k > 0 && !sig) /* a further column must earn its place */
+            break;
+        if (k == 0)
+            *first_sig = sig;
+        sel[k++] = best;
+        rss = brss;
+    }
+    return subset_fit(n, d, Xc, yc, sel, k, g) < 0 ? -1 : (long)k;
+}
+
+/* The plane of scaled log cost over the basic coordinates: y ~ y0 + g.(b - xbar), the
+ * log-linear law that FLOPs (6 N D) and run times follow, fitted on the cost data by forward
+ * selection (plane_select), so that a parameter the data do not show cost depends on has slope
+ * 0: with fewer points than dimensions a full least-squares plane would tilt along whatever
+ * else differed between the runs (a learning rate, a warmup) and the way down would move them.
+ * xbar, g: D values; sig: D values, 1 where the slope is significant (plane_select), else 0.
+ * ST_OK, ST_ENUMERIC (fewer than 2 points), ST_ENOMEM. */
+static st_status lin_fit(const carbs *c, const capm *cm, double *xbar, double *y0, double *g,
+                         double *sig)
 {
     size_t n, d = c->d;
     double *X, *y;
     if (cap_cost_data(c, &n, &X, &y) != ST_OK)
         return ST_ENOMEM;
-    double *A = calloc(d * d, sizeof(double));
-    st_status s = A && n >= 2 ? ST_OK : A ? ST_ENUMERIC : ST_ENOMEM;
-    double ybar = 0, tr = 0;
+    size_t *sel = calloc(d, sizeof(size_t));
+    st_status s = sel && n >= 2 ? ST_OK : sel ? ST_ENUMERIC : ST_ENOMEM;
+    double ybar = 0;
+    int first_sig = 0;
     for (size_t i = 0; s == ST_OK && i < d; i++) {
         xbar[i] = 0;
         for (size_t k = 0; k < n; k++)
@@ -284,34 +410,35 @@ static st_status lin_fit(const carbs *c, const capm *cm, double *xbar, double *y
         y[k] = logcost_forward(&cm->lc, y[k]);
         ybar += y[k] / (double)n;
     }
-    for (size_t i = 0; s == ST_OK && i < d; i++) { /* A = Xc' Xc, g = Xc' yc */
-        g[i] = 0;
-        for (size_t k = 0; k < n; k++) {
-            double xi = X[k * d + i] - xbar[i];
-            g[i] += xi * (y[k] - ybar);
-            for (size_t j = 0; j <= i; j++)
-                A[i * d + j] += xi * (X[k * d + j] - xbar[j]);
-        }
-        tr += A[i * d + i];
+    for (size_t k = 0; s == ST_OK && k < n; k++) { /* centre in place */
+        y[k] -= ybar;
+        for (size_t i = 0; i < d; i++)
+            X[k * d + i] -= xbar[i];
     }
+    long k = s == ST_OK ? plane_select(n, d, X, y, sel, g, &first_sig) : 0;
+    if (k < 0)
+        s = ST_ENOMEM;
     for (size_t i = 0; s == ST_OK && i < d; i++)
-        A[i * d + i] += 1e-6 * tr / (double)d + 1e-12;
-    if (s == ST_OK &&
-        LAPACKE_dposv(LAPACK_ROW_MAJOR, 'L', (lapack_int)d, 1, A, (lapack_int)d, g, 1) != 0)
-        s = ST_ENUMERIC;
+        sig[i] = 0;
+    for (long a = 0; s == ST_OK && a < k; a++)
+        sig[sel[a]] = a > 0 || first_sig;
     *y0 = ybar;
-    free(A);
+    free(sel);
     free(X);
     free(y);
     return s;
 }
 
 /* The point t along the plane's way down from b0: b0 - t g, each coordinate stopped short of
- * its bound (a projected path), rounded; 0 if rounding left the bounds. */
-static int path_point(const carbs *c, const double *b0, const double *g, double t, double *b)
+ * its bound and its move_limit from b0 (a projected path), rounded; 0 if
+ * rounding left the bounds. */
+static int path_point(const carbs *c, const capm *cm, const double *b0, const double *g, double t,
+                      double *b)
 {
     for (size_t i = 0; i < c->d; i++) {
-        double lo = c->lo_b[i], hi = c->hi_b[i], x = b0[i] - t * g[i];
+        double r = move_limit(c, cm, i);
+        double lo = fmax(c->lo_b[i], b0[i] - r), hi = fmin(c->hi_b[i], b0[i] + r);
+        double x = b0[i] - t * g[i];
         double pad = isfinite(hi - lo) ? 1e-3 * (hi - lo) : 1e-3;
         b[i] = x < lo + pad ? fmin(b0[i], lo + pad) : x > hi - pad ? fmax(b0[i], hi - pad) : x;
     }
@@ -341,7 +468,7 @@ static st_status lin_descend(carbs *c, const capm *cm, double *b, double *v)
     double t_cap = s == ST_OK ? fmax(plane_at(c, cm, b0) - capl, 0.0) / gg : 0;
     size_t n = 0;
     for (size_t k = 1; s == ST_OK && k <= P; k++)
-        n += path_point(c, b0, g, t_cap * PATH_SPAN * (double)k / (double)P, B + n * d);
+        n += path_point(c, cm, b0, g, t_cap * PATH_SPAN * (double)k / (double)P, B + n * d);
     if (s == ST_OK && n > 0)
         s = gp_predict(cm->g, n, B, mu, var);
     double best = INFINITY;
@@ -404,7 +531,7 @@ st_status cap_descend(carbs *c, const capm *cm, double *b, double *v)
     double step = c->o.search_radius;
     int ok = 0;
     for (int it = 0; it < DESCENT_ITERS && s == ST_OK && !ok && step > 1e-4; it++) {
-        if (!best_move(c, cm, b, *v, step, nb, &nv, trial, &s)) {
+        if (!best_move(c, cm, start, b, *v, step, nb, &nv, trial, &s)) {
             step *= 0.5;
             continue;
         }

@@ -237,6 +237,78 @@ static void test_state(void)
     carbs_destroy(c);
 }
 
+/* The seed-17 sweep of bench-extrapolate: six parameters, the cost (6 N T) depends on two. */
+#define D6 6
+static void space6(carbs_param *p)
+{
+    static const char *name[D6] = {"N", "tokens", "lr", "batch", "warmup", "weight_decay"};
+    static const double lo[D6] = {2e6, 4e7, 1e-4, 2e3, 0.0, 1e-3};
+    static const double hi[D6] = {6e7, 2e9, 0.5, 1e6, 0.5, 1.0};
+    static const double ctr[D6] = {1e7, 2e8, 3e-3, 3e4, 0.05, 0.1};
+    for (int i = 0; i < D6; i++) {
+        carbs_param_init(&p[i], name[i], i == 4 ? CARBS_SPACE_LINEAR : CARBS_SPACE_LOG, ctr[i]);
+        p[i].min = lo[i];
+        p[i].max = hi[i];
+    }
+}
+
+/* basic units of space6 (base 10 logs, scale 1) */
+static double basic6(int i, double v)
+{
+    return i == 4 ? v : log10(v);
+}
+
+/* Two blind runs over the cap, refused (their cost taught), then every run diverges (nothing
+ * more learnt): the cost model has two points in six dimensions, where a least-squares plane
+ * tilts along whatever else differed between them. The suggestions must stay where the random
+ * phase draws them (around the centre, sd = search radius in basic units) in the parameters
+ * the cost does not depend on, and not pile up in a corner; before the fix, the way down moved
+ * lr to 0.07-0.13 (1.4 decades over its centre) and warmup to its bound. */
+static void test_underdetermined(void)
+{
+    carbs_param p[D6];
+    space6(p);
+    carbs_options o = carbs_options_default();
+    o.max_suggestion_cost = 1e16;
+    o.seed = 17;
+    carbs *c = NULL;
+    char msg[ST_ERRMSG_MAX];
+    CHECK_ST(carbs_create(p, D6, &o, &c, msg), ST_OK);
+    /* the two blind runs of that sweep */
+    double x0[2][D6] = {
+        {4.3609791e7, 7.6652794e7, 2.5034380e-3, 2.2748694e4, 0.19901318, 0.0843660},
+        {1.5501785e7, 3.1344386e8, 1.6636433e-3, 1.6837031e4, 0.16148072, 0.0732199}};
+    for (int k = 0; k < 2; k++)
+        CHECK_ST(carbs_observe_cost(c, 0, x0[k], 6.0 * x0[k][0] * x0[k][1]), ST_OK);
+    const int K = 40;
+    double dev[D6] = {0}, worst[D6] = {0};
+    int under = 0, cornered = 0;
+    for (int k = 0; k < K; k++) {
+        double x[D6];
+        uint64_t id;
+        CHECK_ST(carbs_suggest(c, x, &id), ST_OK);
+        for (int i = 0; i < D6; i++) {
+            double e = fabs(basic6(i, x[i]) - basic6(i, p[i].center));
+            dev[i] += e / K;
+            worst[i] = fmax(worst[i], e);
+        }
+        under += 6.0 * x[0] * x[1] <= 1e16;
+        cornered += x[1] < 1.01 * p[1].min && x[0] > 0.99 * p[0].max;
+        CHECK_ST(carbs_observe(c, id, NULL, NAN, NAN, 1), ST_OK);
+    }
+    printf("underdetermined: mean |b - centre| lr %.3f batch %.3f warmup %.3f wd %.3f (worst %.3f "
+           "%.3f %.3f %.3f); %d of %d under the cap, %d in the corner\n",
+           dev[2], dev[3], dev[4], dev[5], worst[2], worst[3], worst[4], worst[5], under, K,
+           cornered);
+    for (int i = 2; i < D6; i++) {
+        CHECK(dev[i] <= o.search_radius);         /* a normal with sd r: 0.8 r */
+        CHECK(worst[i] <= 4.0 * o.search_radius); /* draws truncated by the design */
+    }
+    CHECK(cornered == 0);
+    CHECK(under >= K / 2); /* the way down still lowers the true cost, along N and tokens */
+    carbs_destroy(c);
+}
+
 int main(void)
 {
     st_global_init();
@@ -244,5 +316,6 @@ int main(void)
     test_quantile();
     test_cost_only();
     test_state();
+    test_underdetermined();
     return check_summary("carbs.costcap");
 }
