@@ -159,7 +159,7 @@ int main(int argc, char **argv)
         if (!strcmp(mode, "garbage"))
             fprintf(out, "epoch %d: loss looks fine {not json\n", s);
         char lb[64];
-        fprintf(out, "{\"event\": \"step\", \"step\": %d, \"loss\": %s, \"flops\": %.6g}\n", s,
+        fprintf(out, "{\"event\": \"step\", \"step\": %d, \"loss\": %s, \"flops\": %.17g}\n", s,
                 pyjson(loss + 1.0 / s, lb, sizeof(lb)), cost * s / steps);
         if (!strcmp(mode, "hang")) {
             for (;;)

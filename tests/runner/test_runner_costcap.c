@@ -84,7 +84,9 @@ static void test_over_budget_cost_only(void)
     for (size_t i = 0; i < carbs_n_cost_observations(cb); i++) {
         double x[2], cost;
         CHECK_ST(carbs_get_cost_observation(cb, i, x, &cost), ST_OK);
-        CHECK_REL(cost, pow(2.0, x[1]), 1e-9); /* the reported cost */
+        /* the reported cost: the whole run's, or a step record's when it was stopped before
+         * its end (a slower machine), above the cap either way */
+        CHECK(cost > 1.0 && cost <= pow(2.0, x[1]) * (1 + 1e-12));
     }
     carbs_destroy(cb);
 
