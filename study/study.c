@@ -245,6 +245,25 @@ static void settle_spaces(study *s)
     }
 }
 
+/* ---- shared by the study's files -------------------------------------------------------- */
+
+int study_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double study_model_size(const study *s, size_t k)
+{
+    for (size_t j = 0; j < s->P; j++) {
+        fit_xp_role r =
+            s->par[j].role == FIT_XP_AUTO ? fit_xp_role_guess(s->par[j].name) : s->par[j].role;
+        if (r == FIT_XP_N)
+            return s->x[k * s->P + j];
+    }
+    return s->N[k];
+}
+
 /* ---- lifecycle --------------------------------------------------------------------------- */
 
 st_status study_create(const runner_sweep *w, const study_options *o, study **out, char *errmsg)

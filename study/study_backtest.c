@@ -19,36 +19,11 @@
 /* The engine needs this many successful runs left to fit. */
 #define BACKTEST_MIN_LEFT 12
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* The engine parameter that is the model size (role N), or s->P. */
-static size_t n_param(const study *s)
-{
-    for (size_t j = 0; j < s->P; j++) {
-        fit_xp_role r =
-            s->par[j].role == FIT_XP_AUTO ? fit_xp_role_guess(s->par[j].name) : s->par[j].role;
-        if (r == FIT_XP_N)
-            return j;
-    }
-    return s->P;
-}
-
-/* The model size of engine run k: its N parameter, else its final record's N. */
-static double model_size(const study *s, size_t k)
-{
-    size_t j = n_param(s);
-    return j < s->P ? s->x[k * s->P + j] : s->N[k];
-}
-
 /* The size of engine run k for grouping: N when every run has one, else the cost. */
 static double size_of(const study *s, size_t k, int by_N)
 {
     if (by_N)
-        return model_size(s, k);
+        return study_model_size(s, k);
     return s->cost[k];
 }
 
@@ -67,7 +42,7 @@ static double split_threshold(const study *s, int by_N)
     if (held < BACKTEST_MIN_HELD)
         held = BACKTEST_MIN_HELD;
     if (m >= held + BACKTEST_MIN_LEFT) {
-        qsort(v, m, sizeof(double), cmp_double);
+        qsort(v, m, sizeof(double), study_cmp_double);
         t = v[m - held];
     }
     free(v);
@@ -130,7 +105,7 @@ void study_backtest(study *s)
     b->median_error = b->worst_error = b->factor = NAN;
     int by_N = 1;
     for (size_t k = 0; k < s->n; k++)
-        if (!s->failed[k] && !isfinite(model_size(s, k)))
+        if (!s->failed[k] && !isfinite(study_model_size(s, k)))
             by_N = 0;
     double thr = split_threshold(s, by_N);
     int *held = calloc(s->n + 1, sizeof(int));
@@ -157,7 +132,7 @@ void study_backtest(study *s)
         held_cost = fmax(held_cost, s->cost[k]);
     }
     if (b->n_held) {
-        qsort(err, b->n_held, sizeof(double), cmp_double);
+        qsort(err, b->n_held, sizeof(double), study_cmp_double);
         b->median_error = err[b->n_held / 2];
         if (b->n_held % 2 == 0)
             b->median_error = 0.5 * (err[b->n_held / 2 - 1] + err[b->n_held / 2]);

@@ -53,4 +53,9 @@ int study_judge_safety(study *s);
 /* study_backtest.c: fills s->backtest (after the engine ran on every run). */
 void study_backtest(study *s);
 
+/* study.c: qsort's comparison of doubles; the model size N of engine run k (its N parameter
+ * when the sweep has one, else its final record's N; NAN when unknown). */
+int study_cmp_double(const void *a, const void *b);
+double study_model_size(const study *s, size_t k);
+
 #endif

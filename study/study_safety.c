@@ -14,16 +14,11 @@
  * for the advice: the top quarter of the sweep. */
 #define LARGE_QUANTILE 0.75
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Size of engine run k: its model size N when known, else its cost (NAN for failures). */
 static double run_size(const study *s, size_t k)
 {
-    return isfinite(s->N[k]) ? s->N[k] : s->cost[k];
+    double N = study_model_size(s, k);
+    return isfinite(N) ? N : s->cost[k];
 }
 
 /* The size at LARGE_QUANTILE of the used runs, or NAN. */
@@ -38,7 +33,7 @@ static double large_threshold(const study *s)
             v[m++] = run_size(s, k);
     double t = NAN;
     if (m) {
-        qsort(v, m, sizeof(double), cmp_double);
+        qsort(v, m, sizeof(double), study_cmp_double);
         t = v[(size_t)floor(LARGE_QUANTILE * (double)(m - 1))];
     }
     free(v);
@@ -83,8 +78,9 @@ static void advise(study *s, char *buf, size_t cap)
 int study_judge_safety(study *s)
 {
     double p = s->res.p_diverge, lim = s->o.engine.max_p_diverge;
-    int unsafe =
-        !s->res.safe || (s->res.warnings & FIT_XP_WARN_P_DIVERGE) || (isfinite(p) && p > lim);
+    /* the engine's verdict; P(diverge) is checked again because the setting it reports is
+     * rounded after the search */
+    int unsafe = !s->res.safe || (isfinite(p) && p > lim);
     if (!unsafe)
         return 1;
     if (s->res.unsafe_reason && s->res.unsafe_reason[0]) {
