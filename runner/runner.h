@@ -124,6 +124,12 @@ typedef struct runner_slurm_config {
     char *token_file;  /* or a file holding it (re-read at each request) */
 } runner_slurm_config;
 
+/* What the optimizer searches for (`optimizer: {goal: ...}`, docs/config.md). */
+typedef enum runner_goal {
+    RUNNER_GOAL_BEST = 0,        /* CARBS: the best small run for its cost (default) */
+    RUNNER_GOAL_EXTRAPOLATE = 1, /* study mode: the small runs that pin down the large run */
+} runner_goal;
+
 /*
  * A loaded sweep file. Fields are read-only for callers; defaults are those of docs/config.md.
  * Strings and arrays are owned by the config.
@@ -156,6 +162,13 @@ typedef struct runner_config {
     double straggler_factor;    /* kill when cost > factor * predicted; default 10, 0 off */
     double kill_grace_seconds;  /* SIGTERM, then SIGKILL after this; default 5 */
     uint64_t seed;
+    runner_goal goal;      /* optimizer.goal: best (default, CARBS) or extrapolate (study mode) */
+    double target_factor;  /* optimizer.target_factor (study mode): the large run's compute as a
+                              multiple of max_cost_per_run; NAN when not given */
+    double target_compute; /* optimizer.target_compute (study mode): the large run's compute in
+                              the cost metric's unit; NAN when not given (then target_factor) */
+    size_t design_initial; /* optimizer.initial_design (study mode): space-filling runs before
+                              the acquisition takes over; 0: the default */
     char **opt_names; /* optimizer options, validated with carbs_options_set */
     char **opt_values;
     size_t n_opts;
@@ -418,6 +431,34 @@ int runner_finished(const runner *r);
 /* Releases the lease. Attempts still running keep running (resume re-attaches). NULL no-op. */
 void runner_destroy(runner *r);
 const char *runner_errmsg(const runner *r);
+
+/*
+ * Study mode: a proposer other than carbs/ makes the suggestions (runner_set_proposer). The
+ * controller asks it for suggestion `index` (0-based, in suggestion order) with what the
+ * proposer may use: the sweep's first n_released runs in suggestion order, all terminal (read
+ * from the store at db_path through runner_store_read_sweep; later runs must be ignored even
+ * if they have finished, so that a parallel sweep is the same whatever the order runs finish
+ * in), and the suggestions still outstanding (their values, file order, natural units).
+ */
+typedef struct runner_propose_request {
+    const runner_config *cfg; /* the sweep file */
+    const char *db_path;      /* the store (read-only for the proposer) */
+    const char *sweep;        /* the sweep's name */
+    size_t index;             /* this suggestion's position in the sweep, 0-based */
+    size_t n_released;        /* the proposer uses the first n_released runs only */
+    const double *pending;    /* n_pending x cfg->n_params values (fixed parameters included) */
+    size_t n_pending;
+    uint64_t seed; /* cfg->seed mixed with index: the proposer draws from nothing else */
+} runner_propose_request;
+
+/* Fills x (cfg->n_params values, file order, natural units; fixed parameters are overwritten
+ * by the controller) or returns an error with a message in errmsg (ST_ERRMSG_MAX bytes). */
+typedef st_status (*runner_propose_fn)(void *user, const runner_propose_request *req, double *x,
+                                       char *errmsg);
+
+/* Makes fn the source of suggestions for r (fn NULL: carbs/ again). carbs/ still keeps the
+ * observations and the cost model, and the cost cap applies to what fn proposes. */
+void runner_set_proposer(runner *r, runner_propose_fn fn, void *user);
 
 /* Per-run controller overhead samples in ms (launch + record + parse + observe; suggest
  * excluded), one per finished attempt, borrowed. */
