@@ -58,6 +58,7 @@ typedef struct xp_eval {
 typedef struct seed_result {
     int seed, done, sweep_rc, expr, linear_warmup;
     size_t n_runs, n_over_budget, n_failed;
+    double sweep_cost; /* the sum of the sweep's run costs (what the sweep spent) */
     double seconds;
     sim_law law;
     xp_eval f[N_FACTOR];
@@ -67,7 +68,10 @@ typedef struct bench_cfg {
     char scaletune[PATH_CHARS], llmsim[PATH_CHARS], work[PATH_CHARS];
     const char *out;
     long n_seeds, jobs;
-    int pass_config; /* give extrapolate the sweep file too (--config) */
+    int pass_config;  /* give extrapolate the sweep file too (--config) */
+    const char *mode; /* best (no optimizer block), random, or study (goal: extrapolate) */
+    long runs;        /* budget.runs of each sweep */
+    int reuse;        /* keep a finished sweep in WORK/seed-S and only extrapolate again */
 } bench_cfg;
 
 /* ---- running programs --------------------------------------------------------------------- */
@@ -106,10 +110,24 @@ static double jnum(const json_t *o, const char *key)
 
 /* ---- the sweep file ------------------------------------------------------------------------ */
 
+/* The optimizer block of --mode: none (best: what a newcomer writes), all random, or study
+ * mode aimed at 100x the cap (the smaller of the two factors the bench judges). */
+static const char *optimizer_block(const bench_cfg *cfg, char *buf, size_t n)
+{
+    if (!strcmp(cfg->mode, "random"))
+        snprintf(buf, n, "optimizer: {num_random_samples: %ld}\n", cfg->runs);
+    else if (!strcmp(cfg->mode, "study"))
+        snprintf(buf, n, "optimizer: {goal: extrapolate, target_factor: %g}\n", factors[0]);
+    else
+        buf[0] = '\0';
+    return buf;
+}
+
 /*
- * A sweep as a newcomer writes it: the example's wide box, no optimizer block. Seeds alternate
- * two choices, crossed: cost.expr on even seeds; warmup on a linear space (centre 0.05) on seeds
- * s with s mod 4 in {1, 2}, else on a logit space (centre 0.02) as in examples/e2e/llmsim.yaml.
+ * A sweep as a newcomer writes it: the example's wide box, no optimizer block (--mode best).
+ * Seeds alternate two choices, crossed: cost.expr on even seeds; warmup on a linear space
+ * (centre 0.05) on seeds s with s mod 4 in {1, 2}, else on a logit space (centre 0.02) as in
+ * examples/e2e/llmsim.yaml.
  */
 static int write_sweep(const bench_cfg *cfg, seed_result *r, const char *path)
 {
@@ -119,6 +137,7 @@ static int write_sweep(const bench_cfg *cfg, seed_result *r, const char *path)
     int s = r->seed;
     r->expr = s % 2 == 0;
     r->linear_warmup = s % 4 == 1 || s % 4 == 2;
+    char opt[128];
     fprintf(f,
             "name: xp-%d\n"
             "command: [\"%s\", \"--world\", \"%d\", \"--N\", \"{N}\", \"--tokens\", \"{tokens}\",\n"
@@ -133,11 +152,13 @@ static int write_sweep(const bench_cfg *cfg, seed_result *r, const char *path)
             "  batch:        {space: log, min: 2.0e3, max: 1.0e6, center: 3.0e4}\n"
             "  warmup:       {space: %s, min: 0.0, max: 0.5, center: %s}\n"
             "  weight_decay: {space: log, min: 1.0e-3, max: 1.0, center: 0.1}\n"
-            "budget: {runs: 100, max_cost_per_run: 1.0e16}\n"
+            "budget: {runs: %ld, max_cost_per_run: 1.0e16}\n"
             "parallel: 2\n"
-            "seed: %d\n",
+            "seed: %d\n"
+            "%s",
             s, cfg->llmsim, s, r->expr ? ", expr: \"6 * {N} * {tokens}\"" : "",
-            r->linear_warmup ? "linear" : "logit", r->linear_warmup ? "0.05" : "0.02", s);
+            r->linear_warmup ? "linear" : "logit", r->linear_warmup ? "0.05" : "0.02", cfg->runs, s,
+            optimizer_block(cfg, opt, sizeof(opt)));
     return fclose(f) ? -1 : 0;
 }
 
@@ -158,6 +179,9 @@ static int read_export(const char *path, seed_result *r)
         const char *status = json_string_value(json_object_get(run, "status"));
         r->n_runs++;
         r->n_failed += status && !strcmp(status, "failed");
+        const json_t *cost = json_object_get(run, "cost");
+        if (json_is_number(cost) && isfinite(json_number_value(cost)))
+            r->sweep_cost += json_number_value(cost);
         r->n_over_budget += fail && !strcmp(fail, "over_budget");
     }
     json_decref(root);
@@ -270,18 +294,28 @@ static void run_seed(const bench_cfg *cfg, seed_result *r)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     char dir[32], cmd[2 * PATH_CHARS + 256];
     snprintf(dir, sizeof(dir), "seed-%d", r->seed);
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s/%s' && mkdir -p '%s/%s'", cfg->work, dir, cfg->work,
-             dir);
+    if (cfg->reuse)
+        snprintf(cmd, sizeof(cmd), "mkdir -p '%s/%s'", cfg->work, dir);
+    else
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s/%s' && mkdir -p '%s/%s'", cfg->work, dir, cfg->work,
+                 dir);
     sim_law_draw((uint64_t)r->seed, &r->law);
     for (int k = 0; k < N_FACTOR; k++)
         r->f[k].rc = -1;
     r->sweep_rc = -1;
-    if (run_status(cmd) != 0 || chdir(cfg->work) != 0 || chdir(dir) != 0 ||
-        write_sweep(cfg, r, "sweep.yaml") != 0)
+    if (run_status(cmd) != 0 || chdir(cfg->work) != 0 || chdir(dir) != 0)
         return;
-    snprintf(cmd, sizeof(cmd), "'%s' sweep launch sweep.yaml --db sweep.db >sweep.log 2>&1",
-             cfg->scaletune);
-    r->sweep_rc = run_status(cmd);
+    if (cfg->reuse && access("sweep.db", R_OK) == 0) {
+        r->expr = r->seed % 2 == 0; /* as write_sweep, which wrote the stored file */
+        r->linear_warmup = r->seed % 4 == 1 || r->seed % 4 == 2;
+        r->sweep_rc = 0;
+    } else {
+        if (write_sweep(cfg, r, "sweep.yaml") != 0)
+            return;
+        snprintf(cmd, sizeof(cmd), "'%s' sweep launch sweep.yaml --db sweep.db >sweep.log 2>&1",
+                 cfg->scaletune);
+        r->sweep_rc = run_status(cmd);
+    }
     snprintf(cmd, sizeof(cmd), "'%s' sweep export --db sweep.db --json --out export.json",
              cfg->scaletune);
     if (run_status(cmd) == 0)
@@ -334,16 +368,26 @@ typedef struct xp_summary {
     long n_seeds, n_rec, n_accepted, n_refused, n_diverged, n_invalid, n_refused_would_diverge;
     long n_regret_lt1, n_regret_lt2, n_covered, n_covered_true, n_failed;
     double median, worst;
+    double half_width_median; /* of the predicted interval, relative, over recommendations */
+    double sweep_cost_median; /* what the sweeps spent */
 } xp_summary;
+
+static double median_of(double *v, long m);
 
 static xp_summary summarise(const seed_result *res, long n, int k)
 {
     xp_summary s;
     memset(&s, 0, sizeof(s));
     s.n_seeds = n;
-    double reg[MAX_SEEDS];
+    double reg[MAX_SEEDS], hw[MAX_SEEDS], cost[MAX_SEEDS];
+    long n_hw = 0;
+    for (long i = 0; i < n; i++)
+        cost[i] = res[i].sweep_cost;
+    s.sweep_cost_median = median_of(cost, n);
     for (long i = 0; i < n; i++) {
         const xp_eval *e = &res[i].f[k];
+        if (e->has_rec)
+            hw[n_hw++] = 0.5 * (e->hi - e->lo) / e->pred;
         if (!e->has_rec && !e->refused) {
             s.n_failed++;
             continue;
@@ -362,11 +406,18 @@ static xp_summary summarise(const seed_result *res, long n, int k)
         s.n_regret_lt1 += e->regret < 0.01;
         s.n_regret_lt2 += e->regret < 0.02;
     }
-    qsort(reg, (size_t)s.n_accepted, sizeof(double), cmp_double);
+    s.half_width_median = median_of(hw, n_hw);
     long m = s.n_accepted;
-    s.median = m == 0 ? NAN : m % 2 ? reg[m / 2] : 0.5 * (reg[m / 2 - 1] + reg[m / 2]);
-    s.worst = m == 0 ? NAN : reg[m - 1];
+    s.median = median_of(reg, m);
+    s.worst = m == 0 ? NAN : reg[m - 1]; /* median_of sorted reg */
     return s;
+}
+
+/* Sorts v[0..m-1] and returns its median (NAN when m is 0). */
+static double median_of(double *v, long m)
+{
+    qsort(v, (size_t)m, sizeof(double), cmp_double);
+    return m == 0 ? NAN : m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
 }
 
 static const char *pct(double x, char *buf)
@@ -379,11 +430,19 @@ static const char *pct(double x, char *buf)
     return buf;
 }
 
+/* The predicted interval's half-width relative to the prediction. */
+static double half_width(const xp_eval *e)
+{
+    return 0.5 * (e->hi - e->lo) / e->pred;
+}
+
 static void print_per_seed(const seed_result *res, long n)
 {
     char b1[32], b2[32];
-    printf("\n| seed | expr | warmup space | runs | over budget | 100x regret | 100x | "
-           "1000x regret | 1000x | seconds |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    printf(
+        "\n| seed | expr | warmup space | runs | over budget | sweep cost | 100x regret | 100x | "
+        "100x +/- | 1000x regret | 1000x | seconds |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (long i = 0; i < n; i++) {
         const seed_result *r = &res[i];
         const char *tag[N_FACTOR];
@@ -396,9 +455,11 @@ static void print_per_seed(const seed_result *res, long n)
                      : e->covered  ? "covered"
                                    : "not covered";
         }
-        printf("| %d | %s | %s | %zu | %zu | %s | %s | %s | %s | %.0f |\n", r->seed,
+        char b3[32];
+        printf("| %d | %s | %s | %zu | %zu | %.3g | %s | %s | %s | %s | %s | %.0f |\n", r->seed,
                r->expr ? "yes" : "no", r->linear_warmup ? "linear" : "logit", r->n_runs,
-               r->n_over_budget, r->f[0].has_rec ? pct(r->f[0].regret, b1) : "-", tag[0],
+               r->n_over_budget, r->sweep_cost, r->f[0].has_rec ? pct(r->f[0].regret, b1) : "-",
+               tag[0], r->f[0].has_rec ? pct(half_width(&r->f[0]), b3) : "-",
                r->f[1].has_rec ? pct(r->f[1].regret, b2) : "-", tag[1], r->seconds);
     }
 }
@@ -411,6 +472,9 @@ static void print_summary(const seed_result *res, long n, const xp_summary *s, d
     printf("\n| over %ld seeds | 100x | 1000x |\n|---|---|---|\n", n);
     printf("| regret median (accepted) | %s | %s |\n", pct(s[0].median, b1), pct(s[1].median, b2));
     printf("| regret worst (accepted) | %s | %s |\n", pct(s[0].worst, b1), pct(s[1].worst, b2));
+    printf("| interval half-width, median | %s | %s |\n", pct(s[0].half_width_median, b1),
+           pct(s[1].half_width_median, b2));
+    printf("| sweep cost, median | %.3g | |\n", s[0].sweep_cost_median);
     printf("| regret < 1%% | %ld | %ld |\n", s[0].n_regret_lt1, s[1].n_regret_lt1);
     printf("| regret < 2%% | %ld | %ld |\n", s[0].n_regret_lt2, s[1].n_regret_lt2);
     printf("| diverge in truth (accepted) | %ld | %ld |\n", s[0].n_diverged, s[1].n_diverged);
@@ -504,7 +568,7 @@ static json_t *law_json(const sim_law *w)
 
 static json_t *summary_json(const xp_summary *s)
 {
-    return json_pack(
+    json_t *o = json_pack(
         "{s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "regret_median", jloss(s->median),
         "regret_worst", jloss(s->worst), "n_regret_lt_1pct", (json_int_t)s->n_regret_lt1,
         "n_regret_lt_2pct", (json_int_t)s->n_regret_lt2, "n_accepted", (json_int_t)s->n_accepted,
@@ -512,6 +576,9 @@ static json_t *summary_json(const xp_summary *s)
         (json_int_t)s->n_refused, "n_refused_would_diverge", (json_int_t)s->n_refused_would_diverge,
         "n_covered", (json_int_t)s->n_covered, "n_covered_true", (json_int_t)s->n_covered_true,
         "n_failed", (json_int_t)s->n_failed);
+    json_object_set_new(o, "half_width_median", jreal(s->half_width_median));
+    json_object_set_new(o, "sweep_cost_median", jreal(s->sweep_cost_median));
+    return o;
 }
 
 static int write_json(const bench_cfg *cfg, const seed_result *res, const xp_summary *s,
@@ -525,6 +592,7 @@ static int write_json(const bench_cfg *cfg, const seed_result *res, const xp_sum
                               "runs", (json_int_t)r->n_runs, "failed", (json_int_t)r->n_failed,
                               "over_budget", (json_int_t)r->n_over_budget, "seconds", r->seconds,
                               "law", law_json(&r->law));
+        json_object_set_new(o, "sweep_cost", jreal(r->sweep_cost));
         for (int k = 0; k < N_FACTOR; k++) {
             char key[32];
             snprintf(key, sizeof(key), "x%.0f", factors[k]);
@@ -542,6 +610,8 @@ static int write_json(const bench_cfg *cfg, const seed_result *res, const xp_sum
     json_object_set_new(root, "summary", sum);
     json_object_set_new(root, "run_seed_base", json_integer(RUN_SEED));
     json_object_set_new(root, "pass_config", json_boolean(cfg->pass_config));
+    json_object_set_new(root, "mode", json_string(cfg->mode));
+    json_object_set_new(root, "runs", json_integer(cfg->runs));
     int rc = json_dump_file(root, cfg->out, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
     json_decref(root);
     return rc;
@@ -553,6 +623,7 @@ static void usage(FILE *f)
 {
     fputs("usage: bench_extrapolate [--seeds N] [--jobs J] [--scaletune PATH] [--llmsim PATH]\n"
           "                         [--work DIR] [--out FILE] [--pass-config]\n"
+          "                         [--mode best|random|study] [--runs N] [--reuse]\n"
           "  --seeds N       seeds (worlds) 1..N (default 20)\n"
           "  --jobs J        seeds run at once (default 2)\n"
           "  --scaletune P   the CLI (default build/scaletune)\n"
@@ -560,7 +631,11 @@ static void usage(FILE *f)
           "  --work DIR      sweep files, stores and logs (default build/bench/extrapolate)\n"
           "  --out FILE      every per-seed number (default build/bench/extrapolate.json)\n"
           "  --pass-config   also give extrapolate the sweep file (--config; default: not,\n"
-          "                  as `scaletune extrapolate --db DB --factor F` is run by users)\n",
+          "                  as `scaletune extrapolate --db DB --factor F` is run by users)\n"
+          "  --mode M        the sweep's optimizer: best (no optimizer block, default), random\n"
+          "                  (num_random_samples = runs), study (goal: extrapolate at 100x)\n"
+          "  --runs N        budget.runs of each sweep (default 100)\n"
+          "  --reuse         keep each seed's stored sweep when there is one; extrapolate again\n",
           f);
 }
 
@@ -581,12 +656,19 @@ static int parse_args(int argc, char **argv, bench_cfg *cfg)
     cfg->n_seeds = 20;
     cfg->jobs = 2;
     cfg->pass_config = 0;
+    cfg->mode = "best";
+    cfg->runs = 100;
+    cfg->reuse = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help"))
             return usage(stdout), 1;
         if (!strcmp(a, "--pass-config")) {
             cfg->pass_config = 1;
+            continue;
+        }
+        if (!strcmp(a, "--reuse")) {
+            cfg->reuse = 1;
             continue;
         }
         if (!v)
@@ -603,9 +685,22 @@ static int parse_args(int argc, char **argv, bench_cfg *cfg)
             work = v;
         else if (!strcmp(a, "--out"))
             cfg->out = v;
+        else if (!strcmp(a, "--mode"))
+            cfg->mode = v;
+        else if (!strcmp(a, "--runs"))
+            cfg->runs = strtol(v, NULL, 10);
         else
             return usage(stderr), -1;
         i++;
+    }
+    if (strcmp(cfg->mode, "best") && strcmp(cfg->mode, "random") && strcmp(cfg->mode, "study")) {
+        fprintf(stderr, "bench_extrapolate: --mode is best, random or study, not '%s'\n",
+                cfg->mode);
+        return -1;
+    }
+    if (cfg->runs < 2 || cfg->runs > 100000) {
+        fprintf(stderr, "bench_extrapolate: --runs in [2, 100000]\n");
+        return -1;
     }
     if (cfg->n_seeds < 1 || cfg->n_seeds > MAX_SEEDS || cfg->jobs < 1 || cfg->jobs > 64) {
         fprintf(stderr, "bench_extrapolate: --seeds in [1, %d], --jobs in [1, 64]\n", MAX_SEEDS);

@@ -169,7 +169,7 @@ typedef struct runner_config {
                               the cost metric's unit; NAN when not given (then target_factor) */
     size_t design_initial; /* optimizer.initial_design (study mode): space-filling runs before
                               the acquisition takes over; 0: the default */
-    char **opt_names; /* optimizer options, validated with carbs_options_set */
+    char **opt_names;      /* optimizer options, validated with carbs_options_set */
     char **opt_values;
     size_t n_opts;
     char *text; /* the file's text, stored with the sweep so resume needs no file */
