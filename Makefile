@@ -315,6 +315,11 @@ bench-extrapolate: $(BUILD)/bench/bench_extrapolate $(BUILD)/$(NAME) $(BUILD)/be
 	  --scaletune $(BUILD)/$(NAME) --llmsim $(BUILD)/bench/llmsim/llmsim \
 	  --work $(BUILD)/bench/extrapolate --out $(BUILD)/bench/extrapolate.json $(BENCH_XP_FLAGS)
 .PHONY: bench-extrapolate
+# make bench-study: study mode against CARBS and random search on the same worlds (issue 16;
+# docs/benchmarks.md, "Sweeps designed for the large run"); SEEDS, STUDY_RUNS, OTHER_RUNS, MODES
+bench-study: $(BUILD)/bench/bench_extrapolate $(BUILD)/$(NAME) $(BUILD)/bench/llmsim/llmsim
+	sh bench/study.sh
+.PHONY: bench-study
 test-bench: $(BUILD)/tests/bench/test_bench_sim $(BUILD)/bench/llmsim/llmsim
 	@tests/run-tests.sh $(BUILD)/tests/bench/test_bench_sim
 .PHONY: test-bench bench-compare bench
