@@ -1,10 +1,11 @@
 /*
  * config.c — sweep files (docs/config.md): YAML read with libyaml's document API, every field
  * validated with file:line:col in the message, unknown keys refused. Also the names of run
- * statuses and failure kinds. Not the controller: a config is plain data once loaded.
+ * statuses and failure kinds. Not the controller: a config is plain data once loaded. The
+ * optimizer and backend blocks are read in config_optimizer.c and config_backend.c.
  * Depends on libyaml, carbs/ (option names and parameter checks) and expr.c/template.c.
  */
-#include "runner/runner_int.h"
+#include "runner/config_int.h"
 
 #include <errno.h>
 #include <math.h>
@@ -13,22 +14,8 @@
 #include <string.h>
 #include <yaml.h>
 
-typedef struct ctx {
-    const char *label;
-    char *errmsg; /* ST_ERRMSG_MAX bytes, never NULL inside */
-    yaml_document_t *doc;
-    runner_config *cfg;
-} ctx;
-
-static st_status fail(ctx *c, const yaml_node_t *n, const char *field, st_status s, const char *fmt,
-                      ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 5, 6)))
-#endif
-    ;
-
-static st_status fail(ctx *c, const yaml_node_t *n, const char *field, st_status s, const char *fmt,
-                      ...)
+st_status cfg_fail(ctx *c, const yaml_node_t *n, const char *field, st_status s, const char *fmt,
+                   ...)
 {
     char msg[ST_ERRMSG_MAX];
     va_list ap;
@@ -43,12 +30,12 @@ static st_status fail(ctx *c, const yaml_node_t *n, const char *field, st_status
     return s;
 }
 
-static const char *scalar(const yaml_node_t *n)
+const char *cfg_scalar(const yaml_node_t *n)
 {
     return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
 }
 
-static char *xstrdup(const char *s)
+char *cfg_strdup(const char *s)
 {
     size_t l = strlen(s) + 1;
     char *d = malloc(l);
@@ -57,23 +44,23 @@ static char *xstrdup(const char *s)
     return d;
 }
 
-static st_status get_string(ctx *c, const yaml_node_t *n, const char *field, char **out)
+st_status cfg_get_string(ctx *c, const yaml_node_t *n, const char *field, char **out)
 {
-    const char *s = scalar(n);
+    const char *s = cfg_scalar(n);
     if (!s)
-        return fail(c, n, field, ST_EINVAL, "expected a string");
+        return cfg_fail(c, n, field, ST_EINVAL, "expected a string");
     if (!*s)
-        return fail(c, n, field, ST_EINVAL, "must not be empty");
+        return cfg_fail(c, n, field, ST_EINVAL, "must not be empty");
     free(*out);
-    *out = xstrdup(s);
+    *out = cfg_strdup(s);
     return *out ? ST_OK : ST_ENOMEM;
 }
 
-static st_status get_number(ctx *c, const yaml_node_t *n, const char *field, double *out)
+st_status cfg_get_number(ctx *c, const yaml_node_t *n, const char *field, double *out)
 {
-    const char *s = scalar(n);
+    const char *s = cfg_scalar(n);
     if (!s)
-        return fail(c, n, field, ST_EINVAL, "expected a number");
+        return cfg_fail(c, n, field, ST_EINVAL, "expected a number");
     char *end;
     errno = 0;
     double v = strtod(s, &end);
@@ -82,51 +69,44 @@ static st_status get_number(ctx *c, const yaml_node_t *n, const char *field, dou
     else if (!strcmp(s, "-.inf") || !strcmp(s, "-inf"))
         v = -INFINITY, end = (char *)s + strlen(s);
     if (end == s || *end || isnan(v) || errno == ERANGE)
-        return fail(c, n, field, ST_EINVAL, "expected a number, got '%s'", s);
+        return cfg_fail(c, n, field, ST_EINVAL, "expected a number, got '%s'", s);
     *out = v;
     return ST_OK;
 }
 
-static st_status get_count(ctx *c, const yaml_node_t *n, const char *field, double min, double max,
-                           double *out)
+st_status cfg_get_count(ctx *c, const yaml_node_t *n, const char *field, double min, double max,
+                        double *out)
 {
     double v = 0;
     *out = 0; /* callers convert *out to an integer type: never leave it out of range */
-    st_status rc = get_number(c, n, field, &v);
+    st_status rc = cfg_get_number(c, n, field, &v);
     if (rc)
         return rc;
     if (floor(v) != v || v < min || v > max)
-        return fail(c, n, field, ST_EINVAL, "expected an integer in [%g, %g], got '%s'", min, max,
-                    scalar(n));
+        return cfg_fail(c, n, field, ST_EINVAL, "expected an integer in [%g, %g], got '%s'", min,
+                        max, cfg_scalar(n));
     *out = v;
     return ST_OK;
 }
 
-static st_status get_bool(ctx *c, const yaml_node_t *n, const char *field, int *out)
+st_status cfg_get_bool(ctx *c, const yaml_node_t *n, const char *field, int *out)
 {
-    const char *s = scalar(n);
+    const char *s = cfg_scalar(n);
     if (s && (!strcmp(s, "true") || !strcmp(s, "yes") || !strcmp(s, "on")))
         *out = 1;
     else if (s && (!strcmp(s, "false") || !strcmp(s, "no") || !strcmp(s, "off")))
         *out = 0;
     else
-        return fail(c, n, field, ST_EINVAL, "expected true or false");
+        return cfg_fail(c, n, field, ST_EINVAL, "expected true or false");
     return ST_OK;
 }
 
-static st_status expect_map(ctx *c, const yaml_node_t *n, const char *field)
+st_status cfg_expect_map(ctx *c, const yaml_node_t *n, const char *field)
 {
     if (!n || n->type != YAML_MAPPING_NODE)
-        return fail(c, n, field, ST_EINVAL, "expected a mapping ({key: value, ...})");
+        return cfg_fail(c, n, field, ST_EINVAL, "expected a mapping ({key: value, ...})");
     return ST_OK;
 }
-
-#define FOREACH_PAIR(c, map, k, v, key)                                                            \
-    for (yaml_node_pair_t *p_ = (map)->data.mapping.pairs.start;                                   \
-         p_ < (map)->data.mapping.pairs.top &&                                                     \
-         ((k) = yaml_document_get_node((c)->doc, p_->key),                                         \
-         (v) = yaml_document_get_node((c)->doc, p_->value), (key) = scalar(k), 1);                 \
-         p_++)
 
 /* ---- parameters -------------------------------------------------------------------------- */
 
@@ -134,7 +114,7 @@ static st_status load_param(ctx *c, const char *name, const yaml_node_t *map, ru
 {
     char field[160];
     snprintf(field, sizeof(field), "parameters.%s", name);
-    st_status rc = expect_map(c, map, field);
+    st_status rc = cfg_expect_map(c, map, field);
     if (rc)
         return rc;
     yaml_node_t *k, *v;
@@ -144,7 +124,7 @@ static st_status load_param(ctx *c, const char *name, const yaml_node_t *map, ru
     FOREACH_PAIR(c, map, k, v, key)
     {
         if (!key)
-            return fail(c, k, field, ST_EINVAL, "keys must be strings");
+            return cfg_fail(c, k, field, ST_EINVAL, "keys must be strings");
         if (!strcmp(key, "value"))
             has_value = 1;
         else
@@ -156,15 +136,15 @@ static st_status load_param(ctx *c, const char *name, const yaml_node_t *map, ru
     }
     if (has_value) {
         if (other)
-            return fail(c, map, field, ST_EINVAL, "a fixed parameter has only 'value'");
+            return cfg_fail(c, map, field, ST_EINVAL, "a fixed parameter has only 'value'");
         FOREACH_PAIR(c, map, k, v, key)
         {
-            const char *s = scalar(v);
+            const char *s = cfg_scalar(v);
             if (!s)
-                return fail(c, v, field, ST_EINVAL, "value must be a scalar");
+                return cfg_fail(c, v, field, ST_EINVAL, "value must be a scalar");
             ps->is_fixed = 1;
             free(ps->fixed_text);
-            ps->fixed_text = xstrdup(s);
+            ps->fixed_text = cfg_strdup(s);
             if (!ps->fixed_text)
                 return ST_ENOMEM;
             char *end;
@@ -174,10 +154,10 @@ static st_status load_param(ctx *c, const char *name, const yaml_node_t *map, ru
         return ST_OK;
     }
     if (!has_space)
-        return fail(c, map, field, ST_EINVAL, "needs 'space' (linear, log, logit) or 'value'");
+        return cfg_fail(c, map, field, ST_EINVAL, "needs 'space' (linear, log, logit) or 'value'");
 
     carbs_space_kind kind;
-    const char *sp = scalar(space_node);
+    const char *sp = cfg_scalar(space_node);
     char sfield[200];
     snprintf(sfield, sizeof(sfield), "%s.space", field);
     if (sp && !strcmp(sp, "linear"))
@@ -187,7 +167,7 @@ static st_status load_param(ctx *c, const char *name, const yaml_node_t *map, ru
     else if (sp && !strcmp(sp, "logit"))
         kind = CARBS_SPACE_LOGIT;
     else
-        return fail(c, space_node, sfield, ST_EINVAL, "expected linear, log or logit");
+        return cfg_fail(c, space_node, sfield, ST_EINVAL, "expected linear, log or logit");
     carbs_param_init(&ps->p, NULL, kind, NAN);
 
     FOREACH_PAIR(c, map, k, v, key)
@@ -197,54 +177,55 @@ static st_status load_param(ctx *c, const char *name, const yaml_node_t *map, ru
         if (!strcmp(key, "space"))
             continue;
         else if (!strcmp(key, "min"))
-            rc = get_number(c, v, f, &ps->p.min);
+            rc = cfg_get_number(c, v, f, &ps->p.min);
         else if (!strcmp(key, "max"))
-            rc = get_number(c, v, f, &ps->p.max);
+            rc = cfg_get_number(c, v, f, &ps->p.max);
         else if (!strcmp(key, "center") || !strcmp(key, "centre")) {
-            rc = get_number(c, v, f, &ps->p.center);
+            rc = cfg_get_number(c, v, f, &ps->p.center);
             has_center = 1;
             center_node = v;
         } else if (!strcmp(key, "scale"))
-            rc = get_number(c, v, f, &ps->p.scale);
+            rc = cfg_get_number(c, v, f, &ps->p.scale);
         else if (!strcmp(key, "base"))
-            rc = get_number(c, v, f, &ps->p.base);
+            rc = cfg_get_number(c, v, f, &ps->p.base);
         else if (!strcmp(key, "integer"))
-            rc = get_bool(c, v, f, &ps->p.is_integer);
+            rc = cfg_get_bool(c, v, f, &ps->p.is_integer);
         else if (!strcmp(key, "rounding"))
-            rc = get_number(c, v, f, &ps->p.rounding);
+            rc = cfg_get_number(c, v, f, &ps->p.rounding);
         else
-            rc = fail(c, k, field, ST_EINVAL,
-                      "unknown key '%s' (space, min, max, center, scale, base, integer, "
-                      "rounding, value)",
-                      key);
+            rc = cfg_fail(c, k, field, ST_EINVAL,
+                          "unknown key '%s' (space, min, max, center, scale, base, integer, "
+                          "rounding, value)",
+                          key);
         if (rc)
             return rc;
     }
     if (!has_center)
-        return fail(c, center_node, field, ST_EINVAL, "needs 'center' (where the search starts)");
+        return cfg_fail(c, center_node, field, ST_EINVAL,
+                        "needs 'center' (where the search starts)");
     if (!(ps->p.min < ps->p.max))
-        return fail(c, map, field, ST_EINVAL, "min must be below max");
+        return cfg_fail(c, map, field, ST_EINVAL, "min must be below max");
     int at_bound = ps->p.is_integer && (ps->p.center == ps->p.min || ps->p.center == ps->p.max);
     if (!at_bound && !(ps->p.center > ps->p.min && ps->p.center < ps->p.max))
-        return fail(c, center_node, field, ST_EINVAL, "center %g is not inside (%g, %g)",
-                    ps->p.center, ps->p.min, ps->p.max);
+        return cfg_fail(c, center_node, field, ST_EINVAL, "center %g is not inside (%g, %g)",
+                        ps->p.center, ps->p.min, ps->p.max);
     if (kind == CARBS_SPACE_LOG && ps->p.min < 0)
-        return fail(c, map, field, ST_EINVAL, "a log space needs min >= 0");
+        return cfg_fail(c, map, field, ST_EINVAL, "a log space needs min >= 0");
     if (kind == CARBS_SPACE_LOGIT && (ps->p.min < 0 || ps->p.max > 1))
-        return fail(c, map, field, ST_EINVAL, "a logit space lies within [0, 1]");
+        return cfg_fail(c, map, field, ST_EINVAL, "a logit space lies within [0, 1]");
     if (!(ps->p.scale > 0) || !(ps->p.rounding > 0) || !(ps->p.base > 1))
-        return fail(c, map, field, ST_EINVAL, "scale and rounding must be > 0, base > 1");
+        return cfg_fail(c, map, field, ST_EINVAL, "scale and rounding must be > 0, base > 1");
     return ST_OK;
 }
 
 static st_status load_params(ctx *c, const yaml_node_t *map)
 {
-    st_status rc = expect_map(c, map, "parameters");
+    st_status rc = cfg_expect_map(c, map, "parameters");
     if (rc)
         return rc;
     size_t n = (size_t)(map->data.mapping.pairs.top - map->data.mapping.pairs.start);
     if (n == 0)
-        return fail(c, map, "parameters", ST_EINVAL, "at least one parameter is needed");
+        return cfg_fail(c, map, "parameters", ST_EINVAL, "at least one parameter is needed");
     runner_config *cfg = c->cfg;
     cfg->params = calloc(n, sizeof(*cfg->params));
     if (!cfg->params)
@@ -254,21 +235,21 @@ static st_status load_params(ctx *c, const yaml_node_t *map)
     FOREACH_PAIR(c, map, k, v, key)
     {
         if (!key || !*key)
-            return fail(c, k, "parameters", ST_EINVAL, "parameter names must be strings");
+            return cfg_fail(c, k, "parameters", ST_EINVAL, "parameter names must be strings");
         for (const char *q = key; *q; q++)
             if (!(*q == '_' || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
                   (*q >= '0' && *q <= '9')))
-                return fail(c, k, "parameters", ST_EINVAL, "name '%s': use letters, digits and '_'",
-                            key);
+                return cfg_fail(c, k, "parameters", ST_EINVAL,
+                                "name '%s': use letters, digits and '_'", key);
         if (key[0] == '_')
-            return fail(c, k, "parameters", ST_EINVAL, "names starting with '_' are reserved");
+            return cfg_fail(c, k, "parameters", ST_EINVAL, "names starting with '_' are reserved");
         for (size_t i = 0; i < cfg->n_params; i++)
             if (!strcmp(cfg->params[i].p.name, key))
-                return fail(c, k, "parameters", ST_EINVAL, "duplicate parameter '%s'", key);
+                return cfg_fail(c, k, "parameters", ST_EINVAL, "duplicate parameter '%s'", key);
         runner_param_spec *ps = &cfg->params[cfg->n_params];
         ps->fixed_value = NAN;
         rc = load_param(c, key, v, ps);
-        char *name = xstrdup(key);
+        char *name = cfg_strdup(key);
         if (!name)
             return ST_ENOMEM;
         ps->p.name = name;
@@ -277,31 +258,31 @@ static st_status load_params(ctx *c, const yaml_node_t *map)
             return rc;
     }
     if (runner_config_dim(cfg) == 0)
-        return fail(c, map, "parameters", ST_EINVAL, "at least one parameter must be searched");
+        return cfg_fail(c, map, "parameters", ST_EINVAL, "at least one parameter must be searched");
     return ST_OK;
 }
 
 /* ---- other sections ---------------------------------------------------------------------- */
 
-static st_status load_str_list(ctx *c, const yaml_node_t *n, const char *field, char ***out,
-                               size_t *count)
+st_status cfg_load_str_list(ctx *c, const yaml_node_t *n, const char *field, char ***out,
+                            size_t *count)
 {
     if (!n || n->type != YAML_SEQUENCE_NODE)
-        return fail(c, n, field, ST_EINVAL,
-                    "expected a list of arguments [\"prog\", \"--flag\", \"{param}\"] (never "
-                    "run through a shell)");
+        return cfg_fail(c, n, field, ST_EINVAL,
+                        "expected a list of arguments [\"prog\", \"--flag\", \"{param}\"] (never "
+                        "run through a shell)");
     size_t m = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
     if (m == 0)
-        return fail(c, n, field, ST_EINVAL, "must not be empty");
+        return cfg_fail(c, n, field, ST_EINVAL, "must not be empty");
     *out = calloc(m, sizeof(char *));
     if (!*out)
         return ST_ENOMEM;
     for (size_t i = 0; i < m; i++) {
         yaml_node_t *it = yaml_document_get_node(c->doc, n->data.sequence.items.start[i]);
-        const char *s = scalar(it);
+        const char *s = cfg_scalar(it);
         if (!s)
-            return fail(c, it, field, ST_EINVAL, "item %zu is not a scalar", i);
-        (*out)[i] = xstrdup(s);
+            return cfg_fail(c, it, field, ST_EINVAL, "item %zu is not a scalar", i);
+        (*out)[i] = cfg_strdup(s);
         if (!(*out)[i])
             return ST_ENOMEM;
         *count = i + 1;
@@ -311,7 +292,7 @@ static st_status load_str_list(ctx *c, const yaml_node_t *n, const char *field, 
 
 static st_status load_env(ctx *c, const yaml_node_t *map)
 {
-    st_status rc = expect_map(c, map, "env");
+    st_status rc = cfg_expect_map(c, map, "env");
     if (rc)
         return rc;
     size_t m = (size_t)(map->data.mapping.pairs.top - map->data.mapping.pairs.start);
@@ -322,11 +303,11 @@ static st_status load_env(ctx *c, const yaml_node_t *map)
     const char *key;
     FOREACH_PAIR(c, map, k, v, key)
     {
-        const char *val = scalar(v);
+        const char *val = cfg_scalar(v);
         if (!key || !*key || strchr(key, '='))
-            return fail(c, k, "env", ST_EINVAL, "variable names are non-empty, without '='");
+            return cfg_fail(c, k, "env", ST_EINVAL, "variable names are non-empty, without '='");
         if (!val)
-            return fail(c, v, "env", ST_EINVAL, "value of %s must be a scalar", key);
+            return cfg_fail(c, v, "env", ST_EINVAL, "value of %s must be a scalar", key);
         size_t l = strlen(key) + strlen(val) + 2;
         char *kv = malloc(l);
         if (!kv)
@@ -339,7 +320,7 @@ static st_status load_env(ctx *c, const yaml_node_t *map)
 
 static st_status load_objective(ctx *c, const yaml_node_t *map)
 {
-    st_status rc = expect_map(c, map, "objective");
+    st_status rc = cfg_expect_map(c, map, "objective");
     if (rc)
         return rc;
     yaml_node_t *k, *v;
@@ -347,29 +328,29 @@ static st_status load_objective(ctx *c, const yaml_node_t *map)
     FOREACH_PAIR(c, map, k, v, key)
     {
         if (key && !strcmp(key, "metric"))
-            rc = get_string(c, v, "objective.metric", &c->cfg->objective);
+            rc = cfg_get_string(c, v, "objective.metric", &c->cfg->objective);
         else if (key && !strcmp(key, "goal")) {
-            const char *g = scalar(v);
+            const char *g = cfg_scalar(v);
             if (g && !strcmp(g, "minimize"))
                 c->cfg->maximize = 0;
             else if (g && !strcmp(g, "maximize"))
                 c->cfg->maximize = 1;
             else
-                rc = fail(c, v, "objective.goal", ST_EINVAL, "expected minimize or maximize");
+                rc = cfg_fail(c, v, "objective.goal", ST_EINVAL, "expected minimize or maximize");
         } else
-            rc = fail(c, k, "objective", ST_EINVAL, "unknown key '%s' (metric, goal)",
-                      key ? key : "?");
+            rc = cfg_fail(c, k, "objective", ST_EINVAL, "unknown key '%s' (metric, goal)",
+                          key ? key : "?");
         if (rc)
             return rc;
     }
     if (!c->cfg->objective)
-        return fail(c, map, "objective", ST_EINVAL, "needs 'metric'");
+        return cfg_fail(c, map, "objective", ST_EINVAL, "needs 'metric'");
     return ST_OK;
 }
 
 static st_status load_cost(ctx *c, const yaml_node_t *map)
 {
-    st_status rc = expect_map(c, map, "cost");
+    st_status rc = cfg_expect_map(c, map, "cost");
     if (rc)
         return rc;
     yaml_node_t *k, *v;
@@ -377,22 +358,23 @@ static st_status load_cost(ctx *c, const yaml_node_t *map)
     FOREACH_PAIR(c, map, k, v, key)
     {
         if (key && !strcmp(key, "metric"))
-            rc = get_string(c, v, "cost.metric", &c->cfg->cost_metric);
+            rc = cfg_get_string(c, v, "cost.metric", &c->cfg->cost_metric);
         else if (key && !strcmp(key, "expr"))
-            rc = get_string(c, v, "cost.expr", &c->cfg->cost_expr);
+            rc = cfg_get_string(c, v, "cost.expr", &c->cfg->cost_expr);
         else
-            rc = fail(c, k, "cost", ST_EINVAL, "unknown key '%s' (metric, expr)", key ? key : "?");
+            rc = cfg_fail(c, k, "cost", ST_EINVAL, "unknown key '%s' (metric, expr)",
+                          key ? key : "?");
         if (rc)
             return rc;
     }
     if (!c->cfg->cost_metric)
-        return fail(c, map, "cost", ST_EINVAL, "needs 'metric' (e.g. flops or wall_seconds)");
+        return cfg_fail(c, map, "cost", ST_EINVAL, "needs 'metric' (e.g. flops or wall_seconds)");
     return ST_OK;
 }
 
 static st_status load_budget(ctx *c, const yaml_node_t *map)
 {
-    st_status rc = expect_map(c, map, "budget");
+    st_status rc = cfg_expect_map(c, map, "budget");
     if (rc)
         return rc;
     yaml_node_t *k, *v;
@@ -401,24 +383,24 @@ static st_status load_budget(ctx *c, const yaml_node_t *map)
     {
         double d = 0;
         if (key && !strcmp(key, "runs")) {
-            rc = get_count(c, v, "budget.runs", 1, 1e9, &d);
+            rc = cfg_get_count(c, v, "budget.runs", 1, 1e9, &d);
             c->cfg->budget_runs = (size_t)d;
         } else if (key && !strcmp(key, "cost")) {
-            rc = get_number(c, v, "budget.cost", &c->cfg->budget_cost);
+            rc = cfg_get_number(c, v, "budget.cost", &c->cfg->budget_cost);
             if (!rc && !(c->cfg->budget_cost > 0))
-                rc = fail(c, v, "budget.cost", ST_EINVAL, "must be > 0");
+                rc = cfg_fail(c, v, "budget.cost", ST_EINVAL, "must be > 0");
         } else if (key && !strcmp(key, "max_cost_per_run")) {
-            rc = get_number(c, v, "budget.max_cost_per_run", &c->cfg->max_cost_per_run);
+            rc = cfg_get_number(c, v, "budget.max_cost_per_run", &c->cfg->max_cost_per_run);
             if (!rc && !(c->cfg->max_cost_per_run > 0))
-                rc = fail(c, v, "budget.max_cost_per_run", ST_EINVAL, "must be > 0");
+                rc = cfg_fail(c, v, "budget.max_cost_per_run", ST_EINVAL, "must be > 0");
         } else
-            rc = fail(c, k, "budget", ST_EINVAL, "unknown key '%s' (runs, cost, max_cost_per_run)",
-                      key ? key : "?");
+            rc = cfg_fail(c, k, "budget", ST_EINVAL,
+                          "unknown key '%s' (runs, cost, max_cost_per_run)", key ? key : "?");
         if (rc)
             return rc;
     }
     if (c->cfg->budget_runs == 0 && isinf(c->cfg->budget_cost))
-        return fail(c, map, "budget", ST_EINVAL, "needs 'runs' or 'cost' (a sweep must end)");
+        return cfg_fail(c, map, "budget", ST_EINVAL, "needs 'runs' or 'cost' (a sweep must end)");
     return ST_OK;
 }
 
@@ -426,12 +408,12 @@ static st_status load_parallel(ctx *c, const yaml_node_t *n)
 {
     double d;
     st_status rc;
-    if (scalar(n)) {
-        rc = get_count(c, n, "parallel", 1, 4096, &d);
+    if (cfg_scalar(n)) {
+        rc = cfg_get_count(c, n, "parallel", 1, 4096, &d);
         c->cfg->slots = (size_t)d;
         return rc;
     }
-    rc = expect_map(c, n, "parallel");
+    rc = cfg_expect_map(c, n, "parallel");
     if (rc)
         return rc;
     int has_slots = 0;
@@ -440,12 +422,12 @@ static st_status load_parallel(ctx *c, const yaml_node_t *n)
     FOREACH_PAIR(c, n, k, v, key)
     {
         if (key && !strcmp(key, "slots")) {
-            rc = get_count(c, v, "parallel.slots", 1, 4096, &d);
+            rc = cfg_get_count(c, v, "parallel.slots", 1, 4096, &d);
             c->cfg->slots = (size_t)d;
             has_slots = 1;
         } else if (key && !strcmp(key, "gpus")) {
             if (v->type != YAML_SEQUENCE_NODE)
-                return fail(c, v, "parallel.gpus", ST_EINVAL, "expected a list of GPU ids");
+                return cfg_fail(c, v, "parallel.gpus", ST_EINVAL, "expected a list of GPU ids");
             size_t m = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
             free(c->cfg->gpus);
             c->cfg->gpus = calloc(m ? m : 1, sizeof(int));
@@ -454,20 +436,20 @@ static st_status load_parallel(ctx *c, const yaml_node_t *n)
             c->cfg->n_gpus = 0;
             for (size_t i = 0; i < m && !rc; i++) {
                 yaml_node_t *it = yaml_document_get_node(c->doc, v->data.sequence.items.start[i]);
-                rc = get_count(c, it, "parallel.gpus", 0, 65535, &d);
+                rc = cfg_get_count(c, it, "parallel.gpus", 0, 65535, &d);
                 c->cfg->gpus[c->cfg->n_gpus++] = (int)d;
             }
         } else
-            rc = fail(c, k, "parallel", ST_EINVAL, "unknown key '%s' (slots, gpus)",
-                      key ? key : "?");
+            rc = cfg_fail(c, k, "parallel", ST_EINVAL, "unknown key '%s' (slots, gpus)",
+                          key ? key : "?");
         if (rc)
             return rc;
     }
     if (!has_slots)
         c->cfg->slots = c->cfg->n_gpus ? c->cfg->n_gpus : 1;
     if (c->cfg->n_gpus && c->cfg->n_gpus < c->cfg->slots)
-        return fail(c, n, "parallel", ST_EINVAL, "%zu slots need at least as many GPUs (%zu)",
-                    c->cfg->slots, c->cfg->n_gpus);
+        return cfg_fail(c, n, "parallel", ST_EINVAL, "%zu slots need at least as many GPUs (%zu)",
+                        c->cfg->slots, c->cfg->n_gpus);
     return ST_OK;
 }
 
@@ -475,12 +457,12 @@ static st_status load_retries(ctx *c, const yaml_node_t *n)
 {
     double d;
     st_status rc;
-    if (scalar(n)) {
-        rc = get_count(c, n, "retries", 0, 1000, &d);
+    if (cfg_scalar(n)) {
+        rc = cfg_get_count(c, n, "retries", 0, 1000, &d);
         c->cfg->retries = (unsigned)d;
         return rc;
     }
-    rc = expect_map(c, n, "retries");
+    rc = cfg_expect_map(c, n, "retries");
     if (rc)
         return rc;
     yaml_node_t *k, *v;
@@ -488,20 +470,20 @@ static st_status load_retries(ctx *c, const yaml_node_t *n)
     FOREACH_PAIR(c, n, k, v, key)
     {
         if (key && !strcmp(key, "infrastructure")) {
-            rc = get_count(c, v, "retries.infrastructure", 0, 1000, &d);
+            rc = cfg_get_count(c, v, "retries.infrastructure", 0, 1000, &d);
             c->cfg->retries = (unsigned)d;
         } else if (key && !strcmp(key, "backoff_seconds")) {
-            rc = get_number(c, v, "retries.backoff_seconds", &c->cfg->backoff_seconds);
+            rc = cfg_get_number(c, v, "retries.backoff_seconds", &c->cfg->backoff_seconds);
             if (!rc && !(c->cfg->backoff_seconds >= 0 && isfinite(c->cfg->backoff_seconds)))
-                rc = fail(c, v, "retries.backoff_seconds", ST_EINVAL, "must be >= 0");
+                rc = cfg_fail(c, v, "retries.backoff_seconds", ST_EINVAL, "must be >= 0");
         } else if (key && !strcmp(key, "backoff_max_seconds")) {
-            rc = get_number(c, v, "retries.backoff_max_seconds", &c->cfg->backoff_max_seconds);
+            rc = cfg_get_number(c, v, "retries.backoff_max_seconds", &c->cfg->backoff_max_seconds);
             if (!rc && !(c->cfg->backoff_max_seconds >= 0))
-                rc = fail(c, v, "retries.backoff_max_seconds", ST_EINVAL, "must be >= 0");
+                rc = cfg_fail(c, v, "retries.backoff_max_seconds", ST_EINVAL, "must be >= 0");
         } else
-            rc = fail(c, k, "retries", ST_EINVAL,
-                      "unknown key '%s' (infrastructure, backoff_seconds, backoff_max_seconds)",
-                      key ? key : "?");
+            rc = cfg_fail(c, k, "retries", ST_EINVAL,
+                          "unknown key '%s' (infrastructure, backoff_seconds, backoff_max_seconds)",
+                          key ? key : "?");
         if (rc)
             return rc;
     }
@@ -510,7 +492,7 @@ static st_status load_retries(ctx *c, const yaml_node_t *n)
 
 static st_status load_timeouts(ctx *c, const yaml_node_t *n)
 {
-    st_status rc = expect_map(c, n, "timeouts");
+    st_status rc = cfg_expect_map(c, n, "timeouts");
     if (rc)
         return rc;
     yaml_node_t *k, *v;
@@ -529,286 +511,22 @@ static st_status load_timeouts(ctx *c, const yaml_node_t *n)
         else if (key && !strcmp(key, "kill_grace_seconds"))
             dst = &c->cfg->kill_grace_seconds;
         else
-            return fail(c, k, "timeouts", ST_EINVAL,
-                        "unknown key '%s' (wall_seconds, no_metrics_seconds, straggler_factor, "
-                        "kill_grace_seconds)",
-                        key ? key : "?");
-        rc = get_number(c, v, f, dst);
+            return cfg_fail(c, k, "timeouts", ST_EINVAL,
+                            "unknown key '%s' (wall_seconds, no_metrics_seconds, straggler_factor, "
+                            "kill_grace_seconds)",
+                            key ? key : "?");
+        rc = cfg_get_number(c, v, f, dst);
         if (!rc && !(*dst >= 0))
-            rc = fail(c, v, f, ST_EINVAL, "must be >= 0");
+            rc = cfg_fail(c, v, f, ST_EINVAL, "must be >= 0");
         if (!rc && dst != &c->cfg->straggler_factor && dst != &c->cfg->kill_grace_seconds &&
             *dst == 0)
-            rc = fail(c, v, f, ST_EINVAL, "must be > 0 (leave it out for no limit)");
+            rc = cfg_fail(c, v, f, ST_EINVAL, "must be > 0 (leave it out for no limit)");
         if (rc)
             return rc;
     }
     return ST_OK;
 }
 
-static st_status load_optimizer(ctx *c, const yaml_node_t *map)
-{
-    st_status rc = expect_map(c, map, "optimizer");
-    if (rc)
-        return rc;
-    size_t m = (size_t)(map->data.mapping.pairs.top - map->data.mapping.pairs.start);
-    c->cfg->opt_names = calloc(m ? m : 1, sizeof(char *));
-    c->cfg->opt_values = calloc(m ? m : 1, sizeof(char *));
-    if (!c->cfg->opt_names || !c->cfg->opt_values)
-        return ST_ENOMEM;
-    carbs_options o = carbs_options_default();
-    yaml_node_t *k, *v;
-    const char *key;
-    FOREACH_PAIR(c, map, k, v, key)
-    {
-        const char *val = scalar(v);
-        char f[96], em[ST_ERRMSG_MAX] = "";
-        snprintf(f, sizeof(f), "optimizer.%s", key ? key : "?");
-        if (!key || !val)
-            return fail(c, v, f, ST_EINVAL, "expected 'name: value' scalars");
-        if (!strcmp(key, "seed") || !strcmp(key, "maximize"))
-            return fail(c, k, f, ST_EINVAL, "set it with the top-level '%s'",
-                        !strcmp(key, "seed") ? "seed" : "objective.goal");
-        st_status s = carbs_options_set(&o, key, val, em);
-        if (s == ST_ENOTFOUND)
-            return fail(c, k, f, ST_EINVAL, "unknown optimizer option (see docs/config.md)");
-        if (s)
-            return fail(c, v, f, ST_EINVAL, "%s", *em ? em : "bad value");
-        c->cfg->opt_names[c->cfg->n_opts] = xstrdup(key);
-        c->cfg->opt_values[c->cfg->n_opts] = xstrdup(val);
-        c->cfg->n_opts++;
-        if (!c->cfg->opt_names[c->cfg->n_opts - 1] || !c->cfg->opt_values[c->cfg->n_opts - 1])
-            return ST_ENOMEM;
-    }
-    return ST_OK;
-}
-
-/* ---- backend ----------------------------------------------------------------------------- */
-
-/* Slurm's time formats: "M", "M:S", "H:M:S", "D-H", "D-H:M", "D-H:M:S", or a number of minutes;
- * seconds round up to a whole minute. 0 on a bad string. */
-static unsigned parse_time_limit(const char *s)
-{
-    unsigned long f[4] = {0, 0, 0, 0}, days = 0;
-    size_t n = 0;
-    const char *p = s;
-    const char *dash = strchr(s, '-');
-    char *end;
-    if (dash) {
-        days = strtoul(s, &end, 10);
-        if (end != dash || dash == s)
-            return 0;
-        p = dash + 1;
-    }
-    while (n < 3) {
-        if (*p < '0' || *p > '9')
-            return 0;
-        f[n++] = strtoul(p, &end, 10);
-        if (*end == '\0')
-            break;
-        if (*end != ':')
-            return 0;
-        p = end + 1;
-    }
-    if (*end != '\0')
-        return 0;
-    double min;
-    if (dash) /* D-H, D-H:M, D-H:M:S */
-        min = days * 1440.0 + f[0] * 60.0 + (n > 1 ? f[1] : 0) + (n > 2 ? ceil(f[2] / 60.0) : 0);
-    else if (n == 1) /* M */
-        min = f[0];
-    else if (n == 2) /* M:S */
-        min = f[0] + ceil(f[1] / 60.0);
-    else /* H:M:S */
-        min = f[0] * 60.0 + f[1] + ceil(f[2] / 60.0);
-    return min >= 1 && min < 4294967295.0 ? (unsigned)min : 0;
-}
-
-static st_status get_policy(ctx *c, const yaml_node_t *n, const char *field, int allow_fail,
-                            runner_slurm_policy *out)
-{
-    const char *s = scalar(n);
-    if (s && !strcmp(s, "retry"))
-        *out = RUNNER_SLURM_RETRY;
-    else if (s && allow_fail && !strcmp(s, "fail"))
-        *out = RUNNER_SLURM_FAIL;
-    else if (s && !allow_fail && !strcmp(s, "stop"))
-        *out = RUNNER_SLURM_STOP;
-    else
-        return fail(c, n, field, ST_EINVAL,
-                    allow_fail ? "expected fail or retry" : "expected retry or stop");
-    return ST_OK;
-}
-
-static st_status get_positive(ctx *c, const yaml_node_t *n, const char *field, double *out)
-{
-    st_status rc = get_number(c, n, field, out);
-    if (!rc && !(*out > 0 && isfinite(*out)))
-        rc = fail(c, n, field, ST_EINVAL, "must be a finite number > 0");
-    return rc;
-}
-
-static st_status load_rest(ctx *c, const yaml_node_t *map)
-{
-    runner_slurm_config *sc = &c->cfg->slurm;
-    st_status rc = expect_map(c, map, "backend.rest");
-    if (rc)
-        return rc;
-    yaml_node_t *k, *v;
-    const char *key;
-    FOREACH_PAIR(c, map, k, v, key)
-    {
-        char f[96];
-        snprintf(f, sizeof(f), "backend.rest.%s", key ? key : "?");
-        if (key && !strcmp(key, "url")) {
-            rc = get_string(c, v, f, &sc->rest_url);
-            if (!rc && strncmp(sc->rest_url, "http://", 7) && strncmp(sc->rest_url, "https://", 8))
-                rc = fail(c, v, f, ST_EINVAL, "expected http://host:port or https://...");
-            size_t l = rc ? 0 : strlen(sc->rest_url);
-            while (l > 8 && sc->rest_url[l - 1] == '/') /* the API paths add their own '/' */
-                sc->rest_url[--l] = '\0';
-        } else if (key && !strcmp(key, "socket")) {
-            rc = get_string(c, v, f, &sc->rest_socket);
-        } else if (key && !strcmp(key, "user")) {
-            rc = get_string(c, v, f, &sc->rest_user);
-        } else if (key && !strcmp(key, "token_env")) {
-            rc = get_string(c, v, f, &sc->token_env);
-        } else if (key && !strcmp(key, "token_file")) {
-            rc = get_string(c, v, f, &sc->token_file);
-        } else {
-            rc = fail(c, k, "backend.rest", ST_EINVAL,
-                      "unknown key '%s' (url, socket, user, token_env, token_file)",
-                      key ? key : "?");
-        }
-        if (rc)
-            return rc;
-    }
-    if (!sc->rest_url == !sc->rest_socket)
-        return fail(c, map, "backend.rest", ST_EINVAL,
-                    "needs exactly one of 'url' (JWT) and 'socket' (local authentication)");
-    if (sc->token_env && sc->token_file)
-        return fail(c, map, "backend.rest", ST_EINVAL,
-                    "the token comes from 'token_env' or 'token_file', not both");
-    if (sc->rest_socket && (sc->token_env || sc->token_file))
-        return fail(c, map, "backend.rest", ST_EINVAL,
-                    "a unix socket uses local authentication: no token");
-    if (sc->rest_url && !sc->token_file && !sc->token_env) {
-        sc->token_env = xstrdup("SLURM_JWT");
-        if (!sc->token_env)
-            return ST_ENOMEM;
-    }
-    return ST_OK;
-}
-
-static st_status load_backend(ctx *c, const yaml_node_t *map)
-{
-    runner_config *cfg = c->cfg;
-    runner_slurm_config *sc = &cfg->slurm;
-    st_status rc = expect_map(c, map, "backend");
-    if (rc)
-        return rc;
-    yaml_node_t *k, *v;
-    const char *key;
-    const yaml_node_t *kind = NULL, *rest = NULL, *slurm_only = NULL;
-    FOREACH_PAIR(c, map, k, v, key)
-    {
-        char f[96];
-        double d;
-        snprintf(f, sizeof(f), "backend.%s", key ? key : "?");
-        if (!key)
-            return fail(c, k, "backend", ST_EINVAL, "keys must be strings");
-        if (strcmp(key, "kind"))
-            slurm_only = k;
-        if (!strcmp(key, "kind")) {
-            const char *s = scalar(v);
-            kind = v;
-            if (s && !strcmp(s, "local"))
-                cfg->backend = RUNNER_BACKEND_LOCAL;
-            else if (s && !strcmp(s, "slurm"))
-                cfg->backend = RUNNER_BACKEND_SLURM;
-            else
-                rc = fail(c, v, f, ST_EINVAL, "expected local or slurm");
-        } else if (!strcmp(key, "via")) {
-            const char *s = scalar(v);
-            if (s && !strcmp(s, "cli"))
-                sc->via = RUNNER_SLURM_CLI;
-            else if (s && !strcmp(s, "rest"))
-                sc->via = RUNNER_SLURM_REST;
-            else
-                rc = fail(c, v, f, ST_EINVAL, "expected cli (sbatch, squeue) or rest (slurmrestd)");
-        } else if (!strcmp(key, "partition")) {
-            rc = get_string(c, v, f, &sc->partition);
-        } else if (!strcmp(key, "account")) {
-            rc = get_string(c, v, f, &sc->account);
-        } else if (!strcmp(key, "qos")) {
-            rc = get_string(c, v, f, &sc->qos);
-        } else if (!strcmp(key, "gres")) {
-            rc = get_string(c, v, f, &sc->gres);
-        } else if (!strcmp(key, "time_limit")) {
-            const char *s = scalar(v);
-            sc->time_limit_minutes = s ? parse_time_limit(s) : 0;
-            if (!sc->time_limit_minutes)
-                rc = fail(c, v, f, ST_EINVAL,
-                          "expected minutes or Slurm's [D-]H:M:S, at least one minute");
-        } else if (!strcmp(key, "cpus_per_task")) {
-            rc = get_count(c, v, f, 1, 65535, &d);
-            sc->cpus_per_task = (unsigned)d;
-        } else if (!strcmp(key, "extra")) {
-            if (v->type == YAML_SEQUENCE_NODE &&
-                v->data.sequence.items.top == v->data.sequence.items.start)
-                continue; /* [] */
-            rc = load_str_list(c, v, f, &sc->extra, &sc->n_extra);
-            for (size_t i = 0; !rc && i < sc->n_extra; i++)
-                if (sc->extra[i][0] != '-')
-                    rc = fail(c, v, f, ST_EINVAL, "item %zu: '%s' is not an option (--name=value)",
-                              i, sc->extra[i]);
-        } else if (!strcmp(key, "on_timeout")) {
-            rc = get_policy(c, v, f, 1, &sc->on_timeout);
-        } else if (!strcmp(key, "on_cancelled")) {
-            rc = get_policy(c, v, f, 0, &sc->on_cancelled);
-        } else if (!strcmp(key, "poll_seconds")) {
-            rc = get_positive(c, v, f, &sc->poll_min_seconds);
-        } else if (!strcmp(key, "poll_max_seconds")) {
-            rc = get_positive(c, v, f, &sc->poll_max_seconds);
-        } else if (!strcmp(key, "files_grace_seconds")) {
-            rc = get_number(c, v, f, &sc->files_grace_seconds);
-            if (!rc && !(sc->files_grace_seconds >= 0 && isfinite(sc->files_grace_seconds)))
-                rc = fail(c, v, f, ST_EINVAL, "must be >= 0");
-        } else if (!strcmp(key, "command_timeout_seconds")) {
-            rc = get_positive(c, v, f, &sc->command_timeout_seconds);
-        } else if (!strcmp(key, "rest")) {
-            rest = v;
-            rc = load_rest(c, v);
-        } else {
-            rc = fail(c, k, "backend", ST_EINVAL,
-                      "unknown key '%s' (kind, via, partition, account, qos, time_limit, gres, "
-                      "cpus_per_task, extra, on_timeout, on_cancelled, poll_seconds, "
-                      "poll_max_seconds, files_grace_seconds, command_timeout_seconds, rest)",
-                      key);
-        }
-        if (rc)
-            return rc;
-    }
-    if (!kind)
-        return fail(c, map, "backend", ST_EINVAL, "needs 'kind' (local or slurm)");
-    if (cfg->backend == RUNNER_BACKEND_LOCAL && slurm_only)
-        return fail(c, slurm_only, "backend", ST_EINVAL, "'%s' needs kind: slurm",
-                    scalar(slurm_only));
-    if (cfg->backend == RUNNER_BACKEND_SLURM && sc->via == RUNNER_SLURM_REST && !rest)
-        return fail(c, map, "backend", ST_EINVAL,
-                    "via: rest needs 'rest: {url: ..., user: ..., token_env: ...}' or "
-                    "'rest: {socket: ...}'");
-    if (cfg->backend == RUNNER_BACKEND_SLURM && sc->via == RUNNER_SLURM_CLI && rest)
-        return fail(c, rest, "backend.rest", ST_EINVAL, "only with via: rest");
-    if (sc->via == RUNNER_SLURM_REST && sc->n_extra)
-        return fail(c, map, "backend.extra", ST_EINVAL,
-                    "sbatch options apply to via: cli only (slurmrestd takes no sbatch options)");
-    if (sc->poll_max_seconds < sc->poll_min_seconds)
-        return fail(c, map, "backend.poll_max_seconds", ST_EINVAL,
-                    "must be at least poll_seconds (%g)", sc->poll_min_seconds);
-    return ST_OK;
-}
-
-/* Checks templates and the cost expression against the parameter names. */
 static st_status check_refs(ctx *c, const yaml_node_t *cmd, const yaml_node_t *env,
                             const yaml_node_t *cost)
 {
@@ -816,10 +534,10 @@ static st_status check_refs(ctx *c, const yaml_node_t *cmd, const yaml_node_t *e
     char em[ST_ERRMSG_MAX];
     for (size_t i = 0; i < cfg->argc; i++)
         if (runner_template_check(cfg, cfg->argv[i], em))
-            return fail(c, cmd, "command", ST_EINVAL, "argument %zu: %s", i, em);
+            return cfg_fail(c, cmd, "command", ST_EINVAL, "argument %zu: %s", i, em);
     for (size_t i = 0; i < cfg->n_env; i++)
         if (runner_template_check(cfg, cfg->env[i], em))
-            return fail(c, env, "env", ST_EINVAL, "%s", em);
+            return cfg_fail(c, env, "env", ST_EINVAL, "%s", em);
     if (cfg->cost_expr) {
         double *vals = malloc(cfg->n_params * sizeof(double));
         const char **names = malloc(cfg->n_params * sizeof(char *));
@@ -835,7 +553,7 @@ static st_status check_refs(ctx *c, const yaml_node_t *cmd, const yaml_node_t *e
             if (rc == ST_ERANGE)
                 rc = ST_OK; /* a non-finite value at the centre is the run's problem */
             if (rc)
-                rc = fail(c, cost, "cost.expr", ST_EINVAL, "%s", em);
+                rc = cfg_fail(c, cost, "cost.expr", ST_EINVAL, "%s", em);
         }
         free(vals);
         free(names);
@@ -847,8 +565,8 @@ static st_status check_refs(ctx *c, const yaml_node_t *cmd, const yaml_node_t *e
 static st_status load_root(ctx *c, const yaml_node_t *root)
 {
     if (!root)
-        return fail(c, NULL, "(file)", ST_EINVAL, "empty sweep file");
-    st_status rc = expect_map(c, root, "(top level)");
+        return cfg_fail(c, NULL, "(file)", ST_EINVAL, "empty sweep file");
+    st_status rc = cfg_expect_map(c, root, "(top level)");
     if (rc)
         return rc;
     runner_config *cfg = c->cfg;
@@ -859,21 +577,21 @@ static st_status load_root(ctx *c, const yaml_node_t *root)
     FOREACH_PAIR(c, root, k, v, key)
     {
         if (!key)
-            return fail(c, k, "(top level)", ST_EINVAL, "keys must be strings");
+            return cfg_fail(c, k, "(top level)", ST_EINVAL, "keys must be strings");
         for (yaml_node_pair_t *q = root->data.mapping.pairs.start; q < p_; q++)
-            if (!strcmp(scalar(yaml_document_get_node(c->doc, q->key)), key))
-                return fail(c, k, key, ST_EINVAL, "given twice");
+            if (!strcmp(cfg_scalar(yaml_document_get_node(c->doc, q->key)), key))
+                return cfg_fail(c, k, key, ST_EINVAL, "given twice");
         double d;
         if (!strcmp(key, "name")) {
-            rc = get_string(c, v, "name", &cfg->name);
+            rc = cfg_get_string(c, v, "name", &cfg->name);
         } else if (!strcmp(key, "command")) {
             cmd = v;
-            rc = load_str_list(c, v, "command", &cfg->argv, &cfg->argc);
+            rc = cfg_load_str_list(c, v, "command", &cfg->argv, &cfg->argc);
         } else if (!strcmp(key, "env")) {
             env = v;
             rc = load_env(c, v);
         } else if (!strcmp(key, "workdir")) {
-            rc = get_string(c, v, "workdir", &cfg->workdir);
+            rc = cfg_get_string(c, v, "workdir", &cfg->workdir);
         } else if (!strcmp(key, "objective")) {
             obj = v;
             rc = load_objective(c, v);
@@ -893,43 +611,48 @@ static st_status load_root(ctx *c, const yaml_node_t *root)
         } else if (!strcmp(key, "timeouts")) {
             rc = load_timeouts(c, v);
         } else if (!strcmp(key, "seed")) {
-            rc = get_count(c, v, "seed", 0, 9007199254740992.0, &d);
+            rc = cfg_get_count(c, v, "seed", 0, 9007199254740992.0, &d);
             cfg->seed = (uint64_t)d;
+        } else if (!strcmp(key, "deterministic")) {
+            rc = cfg_get_bool(c, v, "deterministic", &cfg->deterministic);
         } else if (!strcmp(key, "optimizer")) {
-            rc = load_optimizer(c, v);
+            rc = cfg_load_optimizer(c, v);
         } else if (!strcmp(key, "backend")) {
             backend = v;
-            rc = load_backend(c, v);
+            rc = cfg_load_backend(c, v);
         } else {
-            rc = fail(c, k, key, ST_EINVAL,
-                      "unknown key (name, command, env, workdir, objective, cost, parameters, "
-                      "budget, parallel, retries, timeouts, seed, optimizer, backend)");
+            rc = cfg_fail(c, k, key, ST_EINVAL,
+                          "unknown key (name, command, env, workdir, objective, cost, parameters, "
+                          "budget, parallel, retries, timeouts, seed, deterministic, optimizer, "
+                          "backend)");
         }
         if (rc)
             return rc;
     }
     if (!cfg->name)
-        return fail(c, root, "name", ST_EINVAL, "missing (the sweep's name in the store)");
+        return cfg_fail(c, root, "name", ST_EINVAL, "missing (the sweep's name in the store)");
     if (!cmd)
-        return fail(c, root, "command", ST_EINVAL, "missing");
+        return cfg_fail(c, root, "command", ST_EINVAL, "missing");
     if (!obj)
-        return fail(c, root, "objective", ST_EINVAL,
-                    "missing ({metric: val_loss, goal: minimize})");
+        return cfg_fail(c, root, "objective", ST_EINVAL,
+                        "missing ({metric: val_loss, goal: minimize})");
     if (!params)
-        return fail(c, root, "parameters", ST_EINVAL, "missing");
+        return cfg_fail(c, root, "parameters", ST_EINVAL, "missing");
     if (!budget)
-        return fail(c, root, "budget", ST_EINVAL, "missing ({runs: N} and/or {cost: C})");
+        return cfg_fail(c, root, "budget", ST_EINVAL, "missing ({runs: N} and/or {cost: C})");
     if (!cfg->cost_metric) {
-        cfg->cost_metric = xstrdup("wall_seconds");
+        cfg->cost_metric = cfg_strdup("wall_seconds");
         if (!cfg->cost_metric)
             return ST_ENOMEM;
     }
     if (cfg->backend == RUNNER_BACKEND_SLURM && cfg->n_gpus)
-        return fail(c, backend, "backend", ST_EINVAL,
-                    "Slurm hands out GPUs: use backend.gres (e.g. gpu:1), not parallel.gpus");
+        return cfg_fail(c, backend, "backend", ST_EINVAL,
+                        "Slurm hands out GPUs: use backend.gres (e.g. gpu:1), not parallel.gpus");
     if (cfg->cost_expr && isinf(cfg->max_cost_per_run))
-        return fail(c, cost, "cost.expr", ST_EINVAL,
-                    "is used to refuse runs above budget.max_cost_per_run, which is not set");
+        return cfg_fail(c, cost, "cost.expr", ST_EINVAL,
+                        "is used to refuse runs above budget.max_cost_per_run, which is not set");
+    if ((rc = cfg_check_optimizer(c)))
+        return rc;
     return check_refs(c, cmd, env, cost);
 }
 
@@ -945,7 +668,10 @@ st_status runner_config_load_string(const char *text, size_t len, const char *la
                                     runner_config **out, char *errmsg)
 {
     char dummy[ST_ERRMSG_MAX];
-    ctx c = {label ? label : "<string>", errmsg ? errmsg : dummy, NULL, NULL};
+    ctx c;
+    memset(&c, 0, sizeof(c));
+    c.label = label ? label : "<string>";
+    c.errmsg = errmsg ? errmsg : dummy;
     yaml_parser_t parser;
     yaml_document_t doc;
     st_status rc;
@@ -958,6 +684,9 @@ st_status runner_config_load_string(const char *text, size_t len, const char *la
     cfg->budget_cost = INFINITY;
     cfg->max_cost_per_run = INFINITY;
     cfg->slots = 1;
+    cfg->deterministic = 1;
+    cfg->target_factor = NAN;
+    cfg->target_compute = NAN;
     cfg->retries = 3;
     cfg->backoff_seconds = 5;
     cfg->backoff_max_seconds = 300;

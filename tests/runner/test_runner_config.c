@@ -153,6 +153,64 @@ static void test_errors(void)
     CHECK(c == NULL && strstr(em, "/nonexistent/x.yaml"));
 }
 
+#define BASE_NB                                                                                    \
+    "name: s\ncommand: [prog, '{x}']\nobjective: {metric: loss}\n"                                 \
+    "parameters:\n  x: {space: linear, min: 0, max: 1, center: 0.5}\n"
+
+/* The optimizer's study-mode fields and the top-level `deterministic`: values, defaults, and
+ * mistakes named with file:line:col and field; none of them reaches carbs/ as an option. */
+static void test_study(void)
+{
+    runner_config *c = load(BASE, ST_OK, NULL);
+    if (c) {
+        CHECK(c->goal == RUNNER_GOAL_BEST && isnan(c->target_factor));
+        CHECK(isnan(c->target_compute) && c->design_initial == 0 && c->deterministic == 1);
+        runner_config_destroy(c);
+    }
+    c = load(BASE_NB "budget: {runs: 3, max_cost_per_run: 1e9}\ndeterministic: false\n"
+                     "optimizer: {goal: extrapolate, target_factor: 100, initial_design: 12,\n"
+                     "            num_random_samples: 4}\n",
+             ST_OK, NULL);
+    if (c) {
+        CHECK(c->goal == RUNNER_GOAL_EXTRAPOLATE && c->target_factor == 100);
+        CHECK(isnan(c->target_compute) && c->design_initial == 12 && c->deterministic == 0);
+        CHECK(c->n_opts == 1 && !strcmp(c->opt_names[0], "num_random_samples"));
+        runner_config_destroy(c);
+    }
+    c = load(BASE "optimizer: {goal: extrapolate, target_compute: 1e18}\n", ST_OK, NULL);
+    if (c) {
+        CHECK(c->goal == RUNNER_GOAL_EXTRAPOLATE && c->target_compute == 1e18);
+        CHECK(isnan(c->target_factor) && c->n_opts == 0);
+        runner_config_destroy(c);
+    }
+    c = load(BASE "optimizer: {goal: best}\n", ST_OK, NULL);
+    if (c) {
+        CHECK(c->goal == RUNNER_GOAL_BEST && c->n_opts == 0);
+        runner_config_destroy(c);
+    }
+    load(BASE "optimizer: {goal: extrapolate}\n", ST_EINVAL,
+         "t.yaml:7:19: optimizer.goal: extrapolate needs target_factor");
+    load(BASE "optimizer: {goal: extrapolate, target_factor: 10, target_compute: 1e18}\n",
+         ST_EINVAL, "t.yaml:7:67: optimizer.target_compute: give target_factor or target_compute");
+    load(BASE "optimizer: {goal: extrapolate, target_factor: 100}\n", ST_EINVAL,
+         "t.yaml:7:47: optimizer.target_factor: is a multiple of budget.max_cost_per_run");
+    load(BASE "optimizer: {target_factor: 100}\n", ST_EINVAL,
+         "t.yaml:7:28: optimizer.target_factor: only with goal: extrapolate");
+    load(BASE "optimizer: {goal: best, target_compute: 1e18}\n", ST_EINVAL,
+         "t.yaml:7:41: optimizer.target_compute: only with goal: extrapolate");
+    load(BASE "optimizer: {initial_design: 5}\n", ST_EINVAL,
+         "optimizer.initial_design: only with goal: extrapolate");
+    load(BASE "optimizer: {goal: worst}\n", ST_EINVAL,
+         "t.yaml:7:19: optimizer.goal: expected best or extrapolate");
+    load(BASE "optimizer: {goal: extrapolate, target_factor: 1}\n", ST_EINVAL,
+         "optimizer.target_factor: must be a finite number > 1");
+    load(BASE "optimizer: {goal: extrapolate, target_compute: 0}\n", ST_EINVAL,
+         "optimizer.target_compute: must be a finite number > 0");
+    load(BASE "optimizer: {goal: extrapolate, target_compute: 1e18, initial_design: 2.5}\n",
+         ST_EINVAL, "optimizer.initial_design: expected an integer");
+    load(BASE "deterministic: maybe\n", ST_EINVAL, "t.yaml:7:16: deterministic: expected true");
+}
+
 /* The backend block (docs/backends/slurm.md): values, defaults, time formats, mistakes. */
 static void test_backend(void)
 {
@@ -230,5 +288,6 @@ int main(void)
     test_defaults();
     test_errors();
     test_backend();
+    test_study();
     return check_summary("runner.config");
 }
