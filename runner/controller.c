@@ -6,7 +6,7 @@
  * resumed from the store without a lost or duplicated observation or a second launch.
  * Not a backend (backend_local.c) and not a query tool (store_query.c).
  */
-#include "runner/runner_int.h"
+#include "runner/controller_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,62 +22,6 @@
 #define READ_CHUNK        65536
 #define MAX_REFUSALS_ROW  100
 #define HEARTBEAT_SECONDS 1.0
-
-typedef struct active {
-    int64_t run_id, attempt_id;
-    unsigned number;
-    size_t slot;
-    char job_id[64];
-    char *dir;
-    double started, last_metric; /* wall clock: they outlive this process */
-    double kill_at;
-    int kill_stage; /* 0 none, 1 SIGTERM sent, 2 SIGKILL sent */
-    runner_failure kill_reason;
-    int64_t off[2]; /* stdout.log, metrics.jsonl: bytes consumed (whole lines) */
-    int skip[2];    /* inside a line longer than the limit */
-    int diverged;
-    char *final_line;
-    double max_cost;
-    int64_t n_lines, n_garbage;
-    double *x_all;
-    double predicted_cost;
-    double bound;      /* the cost the optimizer held under its cap (NaN: unknown) */
-    int phase;         /* the optimizer's phase (carbs_phase; -1: unknown) */
-    uint64_t carbs_id; /* valid only if issued by this controller's optimizer */
-    double overhead;   /* seconds spent by the controller on this attempt */
-} active;
-
-struct runner {
-    runner_store *st;
-    runner_config *cfg;
-    carbs *cb;
-    const runner_backend_type *be;
-    void *be_state;
-    int64_t sweep, generation;
-    char owner[128];
-    char *log_dir;
-    runner_options opts;
-    active *act;
-    size_t n_act;
-    unsigned char *slot_busy;
-    runner_job *jobs;
-    char *buf;
-    size_t n_runs, n_status[6], n_retried, refusals;
-    double spent;
-    int has_best;
-    double best;
-    int finished, stopping;
-    double last_beat;
-    double launch_pause_until; /* monotonic: the backend was unreachable, no launch before */
-    double launch_pause;       /* the current pause, doubled while the backend stays away */
-    int backend_down;          /* the last poll could not ask the scheduler */
-    double *ov;
-    size_t n_ov, cap_ov;
-    double next_bound; /* of the suggestion launch_run starts next (new_suggestion) */
-    int next_phase;
-    char errmsg[ST_ERRMSG_MAX];
-    char event[256];
-};
 
 static const char *const metric_files[2] = {"stdout.log", "metrics.jsonl"};
 
@@ -141,32 +85,6 @@ static void over_budget_why(const runner *r, const active *a, double cost, const
              phase_name(a->phase));
 }
 
-/* A run refused or killed over the cost cap teaches the optimizer's cost model only (its
- * cost: the prediction of a refusal, the cost at a kill, a lower bound); without a cost it
- * is only forgotten. x_all: all parameters. */
-static st_status observe_cost(runner *r, uint64_t cid, const double *x_all, double cost)
-{
-    size_t d = carbs_dim(r->cb);
-    double xs[256], *x = xs;
-    if (d > 256 && !(x = malloc(d * sizeof(double))))
-        return ST_ENOMEM;
-    runner_x_to_carbs(r->cfg, x_all, x);
-    st_status rc = ST_OK;
-    if (!(cost > 0) || !isfinite(cost)) {
-        if (cid)
-            carbs_forget(r->cb, cid); /* ST_ENOTFOUND is fine: nothing to forget */
-    } else {
-        rc = cid ? carbs_observe_cost(r->cb, cid, x, cost) : ST_ENOTFOUND;
-        if (rc == ST_ENOTFOUND) /* not issued by this optimizer, or expired */
-            rc = carbs_observe_cost(r->cb, 0, x, cost);
-    }
-    if (x != xs)
-        free(x);
-    if (rc)
-        return st_errf(r->errmsg, rc, "optimizer: %s", carbs_errmsg(r->cb));
-    return ST_OK;
-}
-
 static st_status fail_store(runner *r, st_status rc)
 {
     if (rc && !r->errmsg[0])
@@ -174,13 +92,7 @@ static st_status fail_store(runner *r, st_status rc)
     return rc;
 }
 
-static void progress(runner *r, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
-static void progress(runner *r, const char *fmt, ...)
+void ctl_progress(runner *r, const char *fmt, ...)
 {
     if (!r->opts.progress)
         return;
@@ -279,6 +191,7 @@ static st_status attach_backend(runner *r, char *errmsg)
 static st_status alloc_slots(runner *r)
 {
     size_t n = r->cfg->slots;
+    r->det = r->cfg->deterministic;
     r->act = calloc(n, sizeof(active));
     r->slot_busy = calloc(n, 1);
     r->jobs = calloc(n, sizeof(runner_job));
@@ -496,14 +409,17 @@ st_status runner_resume(const char *sweep, const runner_options *opts, runner **
                             "WHERE sweep_id = ?1 AND status = 5",
                             "requeueing stopped runs", 1, ids);
     }
-    /* open runs are re-registered with the rebuilt optimizer under their run id
-     * (store_rebuild_carbs): that is their suggestion id in this generation */
+    /* open runs (and in deterministic mode the ended runs not released yet) are
+     * re-registered with the rebuilt optimizer under their run id (store_rebuild_carbs): that
+     * is their suggestion id in this generation */
     if (!rc) {
-        int64_t ids[2] = {r->sweep, r->generation};
+        int64_t ids[3] = {r->sweep, r->generation, r->det};
         rc = store_exec_ids(r->st,
                             "UPDATE runs SET carbs_id = id, generation = ?2 "
-                            "WHERE sweep_id = ?1 AND status IN (0, 1)",
-                            "re-registering open runs", 2, ids);
+                            "WHERE sweep_id = ?1 AND (status IN (0, 1) OR (?3 AND status IN "
+                            "(2, 3, 4) AND id > (SELECT coalesce(max(run_id), 0) FROM "
+                            "observations WHERE sweep_id = ?1)))",
+                            "re-registering open runs", 3, ids);
     }
     if (!rc)
         rc = store_event(r->st, r->sweep, 0, 0, "resume", r->owner);
@@ -517,6 +433,8 @@ st_status runner_resume(const char *sweep, const runner_options *opts, runner **
     rc = load_counts(r);
     if (!rc)
         rc = store_rebuild_carbs(r->st, r->sweep, r->cfg, r->n_runs, &r->cb);
+    if (!rc)
+        rc = ctl_release_load(r);
     if (rc)
         goto fail;
 
@@ -916,6 +834,8 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
     }
     int observed = to == RUNNER_RUN_SUCCEEDED || to == RUNNER_RUN_FAILED;
     int ended = to != RUNNER_RUN_PENDING;
+    /* deterministic mode: the observation waits for its turn (release.c) */
+    int observe_now = observed && !r->det;
 
     if ((rc = store_begin(r->st)))
         return rc;
@@ -955,7 +875,7 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
         sqlite3_bind_double(st, 9, now);
     if ((rc = store_exec_stmt(r->st, st, "settling a run")))
         goto out;
-    if (observed) {
+    if (observe_now) {
         st = store_stmt(r->st, "INSERT INTO observations(sweep_id, run_id, x, output, cost, "
                                "failed, t) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
         if (!st)
@@ -984,8 +904,10 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
         return rc;
 
     /* the store has it; now the optimizer (rebuilt from the store if we die right here) */
-    if (observed && cost_only) {
-        if ((rc = observe_cost(r, a->carbs_id, a->x_all, cost)))
+    if (r->det) {
+        /* released in suggestion order by release.c */
+    } else if (observed && cost_only) {
+        if ((rc = ctl_observe_cost(r, a->carbs_id, a->x_all, cost)))
             return rc;
     } else if (observed) {
         double x[256], *xp = x;
@@ -1015,7 +937,7 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
     set_status_count(r, RUNNER_RUN_RUNNING, to);
     a->overhead += runner_mono() - t0;
     record_overhead(r, a->overhead);
-    progress(r, "%s", msg);
+    ctl_progress(r, "%s", msg);
 
     r->slot_busy[a->slot] = 0;
     free(a->dir);
@@ -1129,7 +1051,7 @@ static st_status unlaunch(runner *r, const char *why)
     free(a->final_line);
     free(a->x_all);
     r->n_act--;
-    progress(r, "%s", msg);
+    ctl_progress(r, "%s", msg);
     return ST_OK;
 }
 
@@ -1245,127 +1167,13 @@ static st_status launch_run(runner *r, int64_t run_id, const double *x_all, doub
     /* the job id reaches the store with the attempt's next write (metrics or its end); a
      * controller dying before that finds the attempt 'launching' and adopts it from files */
     a->overhead += runner_mono() - t0;
-    progress(r, "launched run %lld attempt %u", (long long)run_id, number);
+    ctl_progress(r, "launched run %lld attempt %u", (long long)run_id, number);
     return ST_OK;
 fail_txn:
     store_rollback(r->st);
 fail:
     free(a->x_all);
     free(a->dir);
-    return rc;
-}
-
-static int can_suggest(const runner *r)
-{
-    if (r->stopping)
-        return 0;
-    if (r->cfg->budget_runs && r->n_runs >= r->cfg->budget_runs)
-        return 0;
-    return r->spent < r->cfg->budget_cost;
-}
-
-/* Records a new suggestion (pending) or, if its cost expression is above the cap, a refused
- * run observed as over budget. Sets *run_id to 0 for a refusal. */
-static st_status new_suggestion(runner *r, double *x_all, int64_t *run_id, uint64_t *cid,
-                                double *predicted)
-{
-    size_t d = carbs_dim(r->cb);
-    double xs[256], *x = xs;
-    if (d > 256 && !(x = malloc(d * sizeof(double))))
-        return ST_ENOMEM;
-    uint64_t id = 0;
-    st_status rc = carbs_suggest(r->cb, x, &id);
-    if (rc) {
-        if (x != xs)
-            free(x);
-        return st_errf(r->errmsg, rc, "optimizer: %s", carbs_errmsg(r->cb));
-    }
-    carbs_suggestion_info info;
-    carbs_last_info(r->cb, &info);
-    runner_x_from_carbs(r->cfg, x, x_all);
-    *predicted = info.predicted_cost;
-    *cid = id;
-    double bound = info.cap_cost; /* what the optimizer held under its cap */
-    r->next_bound = bound;
-    r->next_phase = (int)info.phase;
-
-    double expr_cost = NAN;
-    int refused = 0;
-    if (r->cfg->cost_expr) {
-        const char *names[256];
-        size_t n = r->cfg->n_params < 256 ? r->cfg->n_params : 256;
-        for (size_t i = 0; i < n; i++)
-            names[i] = r->cfg->params[i].p.name;
-        char em[ST_ERRMSG_MAX];
-        st_status er = runner_expr_eval(r->cfg->cost_expr, n, names, x_all, &expr_cost, em);
-        refused = er == ST_ERANGE || (er == ST_OK && expr_cost > r->cfg->max_cost_per_run);
-        if (er == ST_OK)
-            *predicted = expr_cost;
-    }
-    double now = runner_now();
-    if ((rc = store_begin(r->st)))
-        goto out;
-    sqlite3_stmt *st = store_stmt(r->st, "INSERT INTO runs(sweep_id, status, failure, x, carbs_id,"
-                                         " generation, predicted_cost, created, ended) VALUES(?1,"
-                                         " ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
-    if (!st) {
-        rc = ST_EDB;
-        goto txn;
-    }
-    sqlite3_bind_int64(st, 1, r->sweep);
-    sqlite3_bind_int(st, 2, refused ? RUNNER_RUN_FAILED : RUNNER_RUN_PENDING);
-    sqlite3_bind_int(st, 3, refused ? RUNNER_FAIL_OVER_BUDGET : RUNNER_FAIL_NONE);
-    sqlite3_bind_blob(st, 4, x_all, (int)(r->cfg->n_params * sizeof(double)), SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 5, (sqlite3_int64)id);
-    sqlite3_bind_int64(st, 6, r->generation);
-    if (isfinite(*predicted))
-        sqlite3_bind_double(st, 7, *predicted);
-    sqlite3_bind_double(st, 8, now);
-    if (refused)
-        sqlite3_bind_double(st, 9, now);
-    if ((rc = store_exec_stmt(r->st, st, "recording a suggestion")))
-        goto txn;
-    *run_id = sqlite3_last_insert_rowid(r->st->db);
-    char msg[240];
-    snprintf(msg, sizeof(msg),
-             "run %lld: predicted cost %.4g (cost.expr) above the cap %.4g (the optimizer's "
-             "bound: %.4g): refused",
-             (long long)*run_id, expr_cost, r->cfg->max_cost_per_run, bound);
-    if (refused) {
-        /* the predicted cost is kept as the refusal's cost: resume shows it to the cost
-         * model again (store_rebuild_carbs) */
-        st = store_stmt(r->st, "INSERT INTO observations(sweep_id, run_id, x, output, cost, "
-                               "failed, t) VALUES(?1, ?2, ?3, NULL, ?5, 1, ?4)");
-        if (!st) {
-            rc = ST_EDB;
-            goto txn;
-        }
-        sqlite3_bind_int64(st, 1, r->sweep);
-        sqlite3_bind_int64(st, 2, *run_id);
-        sqlite3_bind_blob(st, 3, x_all, (int)(r->cfg->n_params * sizeof(double)), SQLITE_TRANSIENT);
-        sqlite3_bind_double(st, 4, now);
-        if (isfinite(expr_cost) && expr_cost > 0)
-            sqlite3_bind_double(st, 5, expr_cost);
-        if ((rc = store_exec_stmt(r->st, st, "recording a refusal")))
-            goto txn;
-        if ((rc = store_event(r->st, r->sweep, *run_id, 0, "refused", msg)))
-            goto txn;
-    }
-    if ((rc = store_commit(r->st)))
-        goto out;
-    r->n_runs++;
-    r->n_status[refused ? RUNNER_RUN_FAILED : RUNNER_RUN_PENDING]++;
-    if (refused) {
-        rc = observe_cost(r, id, x_all, expr_cost);
-        *run_id = 0;
-        progress(r, "%s", msg);
-    }
-    goto out;
-txn:
-    store_rollback(r->st);
-out:
-    if (x != xs)
-        free(x);
     return rc;
 }
 
@@ -1428,13 +1236,10 @@ static st_status launch_some(runner *r, int *changed)
             }
         }
         if (!from_queue) {
-            if (!can_suggest(r))
+            int ok = 0;
+            if ((rc = ctl_may_suggest(r, &ok)) || !ok)
                 break;
-            /* no cost known yet and no cost expression: every suggestion is blind to the cap,
-             * so start one run at a time until the optimizer can check it */
-            if (r->n_act > 0 && carbs_cap_blind(r->cb))
-                break;
-            rc = new_suggestion(r, x_all, &run_id, &cid, &predicted);
+            rc = ctl_new_suggestion(r, x_all, &run_id, &cid, &predicted);
             if (rc)
                 break;
             *changed = 1;
@@ -1521,7 +1326,7 @@ static st_status step(runner *r, int *done, int *changed)
     r->st->errmsg[0] = '\0';
     if (r->opts.stop_flag && *r->opts.stop_flag && !r->stopping) {
         r->stopping = 1;
-        progress(r, "stopping: no new runs; running attempts are stopped");
+        ctl_progress(r, "stopping: no new runs; running attempts are stopped");
     }
     if ((rc = heartbeat(r)))
         return fail_store(r, rc);
@@ -1542,14 +1347,14 @@ static st_status step(runner *r, int *done, int *changed)
             /* the scheduler is away (restarting, unreachable): jobs keep running, files still
              * settle the finished ones; say so once per outage */
             if (!r->backend_down)
-                progress(r, "backend unreachable, waiting: %s", em);
+                ctl_progress(r, "backend unreachable, waiting: %s", em);
             r->backend_down = 1;
         } else if (rc) {
             snprintf(r->errmsg, sizeof(r->errmsg), "%s", em);
             return rc;
         } else if (r->backend_down) {
             r->backend_down = 0;
-            progress(r, "backend reachable again");
+            ctl_progress(r, "backend reachable again");
         }
         double now = runner_now();
         /* walk backwards: settle() moves the last attempt into the freed place */
@@ -1573,13 +1378,16 @@ static st_status step(runner *r, int *done, int *changed)
     if ((rc = launch_some(r, changed)))
         return fail_store(r, rc);
     if (r->n_act == 0 &&
-        (r->stopping || (r->n_status[RUNNER_RUN_PENDING] == 0 && !can_suggest(r)))) {
+        (r->stopping || (r->n_status[RUNNER_RUN_PENDING] == 0 && !ctl_can_suggest(r)))) {
+        int all = 0; /* the sweep is over: what is still held reaches the optimizer and store */
+        if (!r->stopping && (rc = ctl_release_upto(r, r->n_runs, &all)))
+            return fail_store(r, rc);
         r->finished = !r->stopping || (r->n_status[RUNNER_RUN_PENDING] == 0 &&
-                                       r->n_status[RUNNER_RUN_STOPPED] == 0 && !can_suggest(r));
+                                       r->n_status[RUNNER_RUN_STOPPED] == 0 && !ctl_can_suggest(r));
         *done = 1;
-        progress(r, r->finished ? "sweep finished"
-                                : "sweep stopped; 'scaletune sweep resume' "
-                                  "goes on");
+        ctl_progress(r, r->finished ? "sweep finished"
+                                    : "sweep stopped; 'scaletune sweep resume' "
+                                      "goes on");
     }
     return ST_OK;
 }

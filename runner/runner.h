@@ -162,6 +162,9 @@ typedef struct runner_config {
     double straggler_factor;    /* kill when cost > factor * predicted; default 10, 0 off */
     double kill_grace_seconds;  /* SIGTERM, then SIGKILL after this; default 5 */
     uint64_t seed;
+    int deterministic;     /* 1 (default): results reach the optimizer in suggestion order, so a
+                              parallel sweep is the same whatever the order runs finish in;
+                              0 (`deterministic: false`): as soon as they finish */
     runner_goal goal;      /* optimizer.goal: best (default, CARBS) or extrapolate (study mode) */
     double target_factor;  /* optimizer.target_factor (study mode): the large run's compute as a
                               multiple of max_cost_per_run; NAN when not given */

@@ -9,7 +9,10 @@
  *   backend_local.c  the local backend: supervisor per attempt, process groups
  *   backend_slurm.c  the Slurm backend: job scripts, state mapping, batched polling, adoption;
  *                    the sbatch/squeue/scancel route (backend_slurm_rest.c: the slurmrestd one)
- *   controller.c     the loop: suggest, launch, poll, parse, observe, retry, stop, resume
+ *   controller.c     the loop: launch, poll, parse, observe, retry, stop, resume
+ *   suggest.c        new suggestions (carbs/ or a proposer), refusals over the cost cap
+ *   release.c        the deterministic release of results in suggestion order
+ *                    (these three share controller_int.h)
  */
 #ifndef RUNNER_INT_H
 #define RUNNER_INT_H
@@ -74,8 +77,9 @@ void runner_owner_id(char *buf, size_t cap);
 
 /* Rebuilds an optimizer for `cfg` from the sweep's observations, in order, then registers the
  * sweep's open runs (pending or running) as outstanding under their run ids
- * (carbs_add_outstanding), so later observations of them use that id. `seed_offset` is added
- * to the config's seed. */
+ * (carbs_add_outstanding), so later observations of them use that id; with
+ * cfg->deterministic, also the ended runs after the last observed one (not released yet).
+ * `seed_offset` is added to the config's seed. */
 st_status store_rebuild_carbs(runner_store *s, int64_t sweep, const runner_config *cfg,
                               uint64_t seed_offset, carbs **out);
 /* The optimizer's x (D values) from all parameters (n_params values) and back. */

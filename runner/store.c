@@ -638,13 +638,17 @@ st_status store_rebuild_carbs(runner_store *s, int64_t sweep, const runner_confi
     /* runs still open (pending, launched, running, asked and not told) are in flight: the
      * optimizer fantasises at them under their suggestion id (the run's id) instead of
      * suggesting next to them, and they are observed later under that id */
-    st = store_stmt(s, "SELECT id, x FROM runs WHERE sweep_id = ?1 AND status IN (0, 1) "
-                       "ORDER BY id");
+    /* in deterministic mode, so are the ended runs after the last observed one: the
+     * controller had not released them yet (release.c) and observes them later, in order */
+    st = store_stmt(s, "SELECT id, x FROM runs WHERE sweep_id = ?1 AND (status IN (0, 1) OR "
+                       "(?2 AND status IN (2, 3, 4) AND id > (SELECT coalesce(max(run_id), 0) "
+                       "FROM observations WHERE sweep_id = ?1))) ORDER BY id");
     if (!st) {
         rc = ST_EDB;
         goto done;
     }
     sqlite3_bind_int64(st, 1, sweep);
+    sqlite3_bind_int(st, 2, cfg->deterministic);
     while ((src = sqlite3_step(st)) == SQLITE_ROW) {
         if ((size_t)sqlite3_column_bytes(st, 1) != cfg->n_params * sizeof(double))
             continue; /* settled as bad parameters when launched */

@@ -5,11 +5,13 @@
  * protocol on stdout or in $SCALETUNE_METRICS_FILE. Test helper, not library code: it prints.
  *
  *   fake_trainer [--mode M] [--loss L | --x V ...] [--cost C | --cost-pow2 V] [--steps N]
- *                [--sleep-ms MS]
+ *                [--sleep-ms MS] [--sleep-rand-ms MS]
  *                [--metrics-file] [--child] [--chaos crash,hang,diverge --chaos-key KEY]
  *   M: ok crash signal hang diverge divergeexit oom garbage nofinal halfway exit:N
  *   --x V (repeatable): loss = 1 + sum (V - 0.5)^2 ; cost defaults to 1 + steps
  *   --child: also forks a grandchild that sleeps (its pid in $FAKE_CHILD_PIDS, appended)
+ *   --sleep-rand-ms MS: each step also sleeps a uniform [0, MS] ms drawn from this process's
+ *   own random source (pid and clock): finish orders differ from one sweep to the next
  *   $FAKE_LAUNCH_LOG: "run attempt pid" appended at start (O_APPEND)
  */
 #define _GNU_SOURCE
@@ -64,12 +66,28 @@ static uint64_t fnv1a(const char *s)
     return h ^ (h >> 31);
 }
 
+/* A uniform [0, 1) from a source seeded by this process's pid and the clock (not the run). */
+static double rand_unit(void)
+{
+    static uint64_t s;
+    if (!s) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        char key[96];
+        snprintf(key, sizeof(key), "%ld-%ld-%ld", (long)getpid(), (long)ts.tv_sec,
+                 (long)ts.tv_nsec);
+        s = fnv1a(key) | 1;
+    }
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    return (double)(s >> 11) / 9007199254740992.0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = "ok";
     double loss = NAN, cost = NAN, xsum = 0;
     int steps = 3, have_x = 0, have_loss = 0, child = 0, use_file = 0;
-    long sleep_ms = 0;
+    long sleep_ms = 0, sleep_rand_ms = 0;
     double p_crash = 0, p_hang = 0, p_div = 0;
     const char *chaos_key = NULL;
 
@@ -89,6 +107,8 @@ int main(int argc, char **argv)
             steps = atoi(v), i++;
         else if (!strcmp(a, "--sleep-ms") && v)
             sleep_ms = atol(v), i++;
+        else if (!strcmp(a, "--sleep-rand-ms") && v)
+            sleep_rand_ms = atol(v), i++;
         else if (!strcmp(a, "--metrics-file"))
             use_file = 1;
         else if (!strcmp(a, "--child"))
@@ -167,6 +187,8 @@ int main(int argc, char **argv)
         }
         if (sleep_ms)
             msleep(sleep_ms);
+        if (sleep_rand_ms > 0)
+            msleep((long)(rand_unit() * (double)sleep_rand_ms));
     }
     if (!strcmp(mode, "crash"))
         return 1;

@@ -1,0 +1,112 @@
+/*
+ * controller_int.h — what the controller's files share (not installed, not public):
+ *   controller.c  the loop: launch, poll, parse, settle, retry, stop, resume
+ *   suggest.c     new suggestions: from carbs/ or a proposer (runner_set_proposer), the cost
+ *                 expression's refusal, the record of a suggestion in the store
+ *   release.c     the deterministic release: results reach the optimizer in suggestion order
+ */
+#ifndef RUNNER_CONTROLLER_INT_H
+#define RUNNER_CONTROLLER_INT_H
+
+#include "runner/runner_int.h"
+
+/* One attempt in flight. */
+typedef struct active {
+    int64_t run_id, attempt_id;
+    unsigned number;
+    size_t slot;
+    char job_id[64];
+    char *dir;
+    double started, last_metric; /* wall clock: they outlive this process */
+    double kill_at;
+    int kill_stage; /* 0 none, 1 SIGTERM sent, 2 SIGKILL sent */
+    runner_failure kill_reason;
+    int64_t off[2]; /* stdout.log, metrics.jsonl: bytes consumed (whole lines) */
+    int skip[2];    /* inside a line longer than the limit */
+    int diverged;
+    char *final_line;
+    double max_cost;
+    int64_t n_lines, n_garbage;
+    double *x_all;
+    double predicted_cost;
+    double bound;      /* the cost the optimizer held under its cap (NaN: unknown) */
+    int phase;         /* the optimizer's phase (carbs_phase; -1: unknown) */
+    uint64_t carbs_id; /* valid only if issued by this controller's optimizer */
+    double overhead;   /* seconds spent by the controller on this attempt */
+} active;
+
+struct runner {
+    runner_store *st;
+    runner_config *cfg;
+    carbs *cb;
+    const runner_backend_type *be;
+    void *be_state;
+    int64_t sweep, generation;
+    char owner[128];
+    char *log_dir;
+    runner_options opts;
+    active *act;
+    size_t n_act;
+    unsigned char *slot_busy;
+    runner_job *jobs;
+    char *buf;
+    size_t n_runs, n_status[6], n_retried, refusals;
+    double spent;
+    int has_best;
+    double best;
+    int finished, stopping;
+    double last_beat;
+    double launch_pause_until; /* monotonic: the backend was unreachable, no launch before */
+    double launch_pause;       /* the current pause, doubled while the backend stays away */
+    int backend_down;          /* the last poll could not ask the scheduler */
+    double *ov;
+    size_t n_ov, cap_ov;
+    double next_bound; /* of the suggestion launch_run starts next (ctl_new_suggestion) */
+    int next_phase;
+    /* deterministic release (release.c): results reach the optimizer in suggestion order */
+    int det;          /* cfg->deterministic */
+    size_t released;  /* runs 0..released-1 (suggestion order) are released to the optimizer */
+    double rel_spent; /* their cost: what the budget check sees in deterministic mode */
+    runner_propose_fn propose; /* study mode: suggestions from here instead of carbs_suggest */
+    void *propose_user;
+    char errmsg[ST_ERRMSG_MAX];
+    char event[256];
+};
+
+/* Reports an event to the progress callback (if any). */
+void ctl_progress(runner *r, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* ---- suggest.c ----------------------------------------------------------------------------- */
+
+/* Records a new suggestion (pending) or, if its cost expression is above the cap, a refused
+ * run (failed, over_budget; terminal at once). Sets *run_id to 0 for a refusal. x_all:
+ * cfg->n_params values out. */
+st_status ctl_new_suggestion(runner *r, double *x_all, int64_t *run_id, uint64_t *cid,
+                             double *predicted);
+/* Shows a run refused or killed over the cost cap to the optimizer's cost model (cid: its
+ * suggestion id, 0 if unknown; x_all: all parameters); without a cost it is only forgotten. */
+st_status ctl_observe_cost(runner *r, uint64_t cid, const double *x_all, double cost);
+
+/* ---- release.c ----------------------------------------------------------------------------- */
+
+/* Whether suggestion number r->n_runs may be made now: in deterministic mode it releases the
+ * runs before it that the rule says it must have seen (all of them while the optimizer is blind
+ * to the cost cap) and sets *ok to 0 while one of those is not terminal; then applies the
+ * budget. In the other mode: the budget only. */
+st_status ctl_may_suggest(runner *r, int *ok);
+/* The budget check (runs, cost; not stopping) for the next suggestion. */
+int ctl_can_suggest(const runner *r);
+/* Releases, in suggestion order, the terminal runs up to count `target` (stops at the first
+ * run not terminal); *reached: whether r->released >= target after. No-op unless det. */
+st_status ctl_release_upto(runner *r, size_t target, int *reached);
+/* After resume (deterministic mode): where the release stands, from the store. */
+st_status ctl_release_load(runner *r);
+/* For a proposer: the runs it may use (r->released, or in the other mode the prefix of runs
+ * that are terminal) and the values of the rest (n x n_params, malloc'd; NULL when n is 0). */
+st_status ctl_release_view(runner *r, size_t *n_released, double **pending, size_t *n_pending);
+
+#endif
