@@ -156,6 +156,10 @@ $(BUILD)/tests/runner/fake_trainer: $(BUILD)/tests/runner/fake_trainer.o
 	$(CC) $(LDFLAGS) $^ -lm -o $@
 bench-runner: $(BUILD)/bench/bench_runner $(BUILD)/tests/runner/fake_trainer
 	$(BUILD)/bench/bench_runner $(BUILD)/tests/runner/fake_trainer
+# what the deterministic release costs in idle slots (docs/config.md, "deterministic")
+bench-release: $(BUILD)/bench/bench_release $(BUILD)/tests/runner/fake_trainer
+	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} $(BUILD)/bench/bench_release \
+	  $(BUILD)/tests/runner/fake_trainer $(BENCH_RELEASE_ARGS)
 # libFuzzer targets (clang), each run briefly: make fuzz [FUZZ_SECONDS=10]
 FUZZ_SECONDS ?= 10
 FUZZ_BUILD   := build/fuzz
@@ -364,6 +368,6 @@ clean:
 
 PHONY_TESTS := $(addprefix test-,$(LIB_DIRS))
 .PHONY: $(PHONY_TESTS) all programs test valgrind asan format format-check lint install clean \
-        bench bench-carbs bench-fit bench-trainer bench-runner
+        bench bench-carbs bench-fit bench-trainer bench-runner bench-release
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -416,8 +416,11 @@ st_status runner_launch(const runner_config *cfg, const runner_options *opts, ru
  * Resumes sweep `sweep` (NULL: the only one): takes the lease (ST_EBUSY while another live
  * controller holds it), rebuilds the optimizer from the recorded observations in order
  * (carbs_create + carbs_observe), registers the runs still open (pending or running) as
- * outstanding under their run id (carbs_add_outstanding; observed later with that id), settles
- * or re-attaches the attempts that were running, and requeues `stopped` runs.
+ * outstanding under their run id (carbs_add_outstanding; observed later with that id), and
+ * with cfg->deterministic also the ended runs not released yet (held again, released in
+ * order), settles or re-attaches the attempts that were running, and requeues `stopped` runs.
+ * The rebuilt optimizer's random stream starts from seed + the number of runs: a resumed
+ * sweep is not identical to an uninterrupted one (docs/config.md).
  */
 st_status runner_resume(const char *sweep, const runner_options *opts, runner **out, char *errmsg);
 
@@ -460,7 +463,11 @@ typedef st_status (*runner_propose_fn)(void *user, const runner_propose_request 
                                        char *errmsg);
 
 /* Makes fn the source of suggestions for r (fn NULL: carbs/ again). carbs/ still keeps the
- * observations and the cost model, and the cost cap applies to what fn proposes. */
+ * observations and the cost model (each proposal is outstanding in carbs under its run id),
+ * and the cost cap applies to what fn proposes: refused before launch when cost.expr puts it
+ * above budget.max_cost_per_run, stopped at the cap otherwise; the one-run-at-a-time start
+ * while carbs is blind to the cap does not apply (the proposer answers for its costs). A
+ * searched value outside its [min, max] (or NaN) is an error of runner_step (ST_EINVAL). */
 void runner_set_proposer(runner *r, runner_propose_fn fn, void *user);
 
 /* Per-run controller overhead samples in ms (launch + record + parse + observe; suggest
