@@ -1,6 +1,7 @@
 /*
  * controller_int.h — what the controller's files share (not installed, not public):
- *   controller.c  the loop: launch, poll, parse, settle, retry, stop, resume
+ *   controller.c  the loop: launch, poll, parse, settle, retry, stop
+ *   controller_open.c  runner_launch, runner_resume (rebuild, adopt), runner_destroy
  *   suggest.c     new suggestions: from carbs/ or a proposer (runner_set_proposer), the cost
  *                 expression's refusal, the record of a suggestion in the store
  *   release.c     the deterministic release: results reach the optimizer in suggestion order
@@ -9,6 +10,8 @@
 #define RUNNER_CONTROLLER_INT_H
 
 #include "runner/runner_int.h"
+
+#define READ_CHUNK 65536 /* bytes of an attempt's files read at a time (r->buf) */
 
 /* One attempt in flight. */
 typedef struct active {
@@ -79,6 +82,11 @@ void ctl_progress(runner *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* Puts a run back in the queue after an attempt that never really ran (inside a transaction). */
+st_status ctl_requeue_run(runner *r, int64_t run_id);
+/* Moves one run between the in-memory status counts. */
+void ctl_set_status_count(runner *r, runner_run_status from, runner_run_status to);
 
 /* ---- suggest.c ----------------------------------------------------------------------------- */
 
