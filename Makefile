@@ -166,7 +166,7 @@ FUZZ_BUILD   := build/fuzz
 FUZZ_CFLAGS  := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
                 $(CPPFLAGS)
 FUZZ_LIBSRC  := $(filter-out %_main.c,$(wildcard runner/*.c carbs/*.c common/*.c))
-$(FUZZ_BUILD)/%: fuzz/%.c $(FUZZ_LIBSRC) runner/runner.h runner/runner_int.h
+$(FUZZ_BUILD)/%: fuzz/%.c $(FUZZ_LIBSRC) $(wildcard runner/*.h)
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) $< $(FUZZ_LIBSRC) $(LDLIBS) -o $@
 fuzz: $(FUZZ_BUILD)/fuzz_metrics $(FUZZ_BUILD)/fuzz_config $(FUZZ_BUILD)/fuzz_carbs_import
