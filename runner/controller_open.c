@@ -12,7 +12,8 @@
 
 /* ---- creation ---------------------------------------------------------------------------- */
 
-static st_status runner_alloc(const runner_options *opts, runner **out, char *errmsg)
+static st_status runner_alloc(const runner_options *opts, int create, runner **out,
+                              char *errmsg)
 {
     runner *r = calloc(1, sizeof(*r));
     if (!r)
@@ -35,7 +36,8 @@ static st_status runner_alloc(const runner_options *opts, runner **out, char *er
         runner_destroy(r);
         return st_errf(errmsg, ST_EINVAL, "runner: no database path");
     }
-    rc = runner_store_open(r->opts.db_path, &r->st, errmsg);
+    rc = create ? runner_store_create(r->opts.db_path, &r->st, errmsg)
+                : runner_store_open(r->opts.db_path, &r->st, errmsg);
     if (rc) {
         runner_destroy(r);
         return rc;
@@ -119,7 +121,7 @@ st_status runner_launch(const runner_config *cfg, const runner_options *opts, ru
     errmsg[0] = '\0';
     *out = NULL;
     runner *r = NULL;
-    st_status rc = runner_alloc(opts, &r, errmsg);
+    st_status rc = runner_alloc(opts, 1, &r, errmsg);
     if (rc)
         return rc;
     rc = runner_config_load_string(cfg->text, strlen(cfg->text), cfg->name, &r->cfg, errmsg);
@@ -236,7 +238,7 @@ st_status runner_resume(const char *sweep, const runner_options *opts, runner **
     errmsg[0] = '\0';
     *out = NULL;
     runner *r = NULL;
-    st_status rc = runner_alloc(opts, &r, errmsg);
+    st_status rc = runner_alloc(opts, 0, &r, errmsg);
     if (rc)
         return rc;
     char *text = NULL;

@@ -255,11 +255,17 @@ int runner_failure_is_hyperparameter(runner_failure f);
 typedef struct runner_store runner_store;
 
 /*
- * Opens (creating and migrating if needed) the SQLite store at `path`: WAL, busy timeout 10 s,
- * foreign keys. Returns ST_OK, ST_EDB (not a store, newer schema, locked), ST_ENOSPC,
- * ST_ENOMEM. *out is NULL on failure; errmsg says why.
+ * Opens the existing SQLite store at `path` (migrating it if needed): WAL, busy timeout 10 s,
+ * foreign keys. Never creates a file. A SQLite file that is not a store (no scaletune schema
+ * marker, PRAGMA application_id, and not a store from before it) is refused before anything is
+ * written to it. Returns ST_OK, ST_ENOTFOUND (no file at `path`: "no such store: PATH"),
+ * ST_EDB (not a store, another program's database, an empty file, newer schema, locked),
+ * ST_ENOSPC, ST_ENOMEM. *out is NULL on failure; errmsg says why.
  */
 st_status runner_store_open(const char *path, runner_store **out, char *errmsg);
+/* The same, creating the store when `path` does not exist or is an empty file (what
+ * runner_launch, `sweep launch` and `sweep create` do). */
+st_status runner_store_create(const char *path, runner_store **out, char *errmsg);
 /* NULL is a no-op. */
 void runner_store_close(runner_store *s);
 const char *runner_store_errmsg(const runner_store *s);
@@ -286,9 +292,13 @@ typedef struct runner_status {
     double spent_cost; /* sum of the recorded cost of finished runs */
     size_t budget_runs;
     double budget_cost, max_cost_per_run;
-    int controller_alive; /* a lease younger than its expiry */
+    int controller_alive; /* a lease younger than its expiry whose process (when on this host)
+                             still exists */
     char controller[128]; /* lease owner "host:pid" or "" */
     int stop_requested;
+    double heartbeat;  /* epoch seconds of the lease's last heartbeat; NAN when no lease */
+    double created;    /* epoch seconds when the sweep was launched or created */
+    double last_ended; /* epoch seconds when its last run ended; NAN when none has */
 } runner_status;
 
 /* Status of sweep `sweep` (NULL: the only one). ST_OK, ST_ENOTFOUND, ST_EINVAL (several sweeps
@@ -361,6 +371,22 @@ void runner_sweep_free(runner_sweep *w);
 st_status runner_store_run_curve(runner_store *s, uint64_t run, const char *metric,
                                  const char *cost_metric, size_t *n, double **steps,
                                  double **values, double **costs);
+
+/*
+ * Deletes sweep `sweep` (its exact name; NULL is refused) and everything recorded for it (runs,
+ * attempts, metrics, observations, events); attempt logs on disk are left alone. Returns ST_OK,
+ * ST_EINVAL (no name), ST_ENOTFOUND, ST_EBUSY (a live controller holds the sweep: nothing is
+ * deleted), ST_EDB.
+ */
+st_status runner_store_delete(runner_store *s, const char *sweep);
+/*
+ * Renames sweep `sweep` to `new_name` (letters, digits, '-', '_', '.'; the stored sweep file's
+ * top-level `name:` line is rewritten to match, so resume and exports use the new name).
+ * Returns ST_OK, ST_EINVAL (a bad name), ST_ENOTFOUND, ST_ESTATE (new_name is taken), ST_EBUSY
+ * (a live controller holds the sweep), ST_EFORMAT (the stored file has no `name:` line),
+ * ST_EDB.
+ */
+st_status runner_store_rename(runner_store *s, const char *sweep, const char *new_name);
 
 /* Asks the controller that owns the sweep to stop gracefully (it polls the store). */
 st_status runner_store_request_stop(runner_store *s, const char *sweep);

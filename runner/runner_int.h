@@ -6,6 +6,7 @@
  *   template.c       argv/env template substitution
  *   store.c          the SQLite store: schema, migrations, transactions, lease
  *   store_query.c    status, Pareto front, export, ask/tell
+ *   store_manage.c   lease liveness, deleting and renaming a sweep
  *   backend_local.c  the local backend: supervisor per attempt, process groups
  *   backend_slurm.c  the Slurm backend: job scripts, state mapping, batched polling, adoption;
  *                    the sbatch/squeue/scancel route (backend_slurm_rest.c: the slurmrestd one)
@@ -27,6 +28,10 @@
 
 #define RUNNER_SCHEMA_VERSION 2
 #define STORE_STMT_CACHE      64
+/* PRAGMA application_id of a store ("STUN"): how a store is told from other SQLite files */
+#define RUNNER_STORE_APP_ID 1398035790
+#define ST_STR_(x)          #x
+#define ST_STR(x)           ST_STR_(x)
 
 struct runner_store {
     sqlite3 *db;
@@ -72,6 +77,10 @@ st_status store_event(runner_store *s, int64_t sweep, int64_t run, int64_t attem
 st_status store_lease_take(runner_store *s, int64_t sweep, const char *owner, double seconds);
 st_status store_lease_beat(runner_store *s, int64_t sweep, const char *owner, double seconds);
 void store_lease_release(runner_store *s, int64_t sweep, const char *owner);
+/* store_manage.c: who holds sweep `sweep` (owner[cap], "" if nobody), its last heartbeat (NAN
+ * if no lease) and whether it is live: not expired, and its process exists when on this host. */
+st_status store_lease_state(runner_store *s, int64_t sweep, char *owner, size_t cap,
+                            double *heartbeat, int *live);
 /* "host:pid" of this process. */
 void runner_owner_id(char *buf, size_t cap);
 

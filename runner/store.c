@@ -193,6 +193,8 @@ static st_status migrate(runner_store *s)
         char pragma[64];
         snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", v + 1);
         rc = exec_sql(s, migrations[v], "migration");
+        if (!rc && v == 0) /* a new store: the marker that tells it from others' databases */
+            rc = exec_sql(s, "PRAGMA application_id = " ST_STR(RUNNER_STORE_APP_ID), "migration");
         if (!rc)
             rc = exec_sql(s, pragma, "migration");
         if (!rc)
@@ -205,7 +207,43 @@ static st_status migrate(runner_store *s)
     return ST_OK;
 }
 
-st_status runner_store_open(const char *path, runner_store **out, char *errmsg)
+/* What the file at s is: ours (a store, possibly from before the application id), empty (a
+ * new or zero-length file) or anything else. Reads only: nothing is written to a file that is
+ * not ours. */
+static st_status identify(runner_store *s, int *empty)
+{
+    static const char *const q[4] = {
+        "PRAGMA application_id",
+        "PRAGMA user_version",
+        "SELECT count(*) FROM sqlite_master",
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
+        "name IN ('sweeps', 'runs', 'attempts', 'lease')",
+    };
+    sqlite3_int64 v[4];
+    for (int i = 0; i < 4; i++) {
+        sqlite3_stmt *st = store_stmt(s, q[i]);
+        if (!st)
+            return ST_EDB;
+        int rc = sqlite3_step(st);
+        v[i] = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+        sqlite3_reset(st);
+        if (rc != SQLITE_ROW)
+            return (rc & 0xff) == SQLITE_NOTADB
+                       ? st_errf(s->errmsg, ST_EDB, "not a scaletune store (not a SQLite database)")
+                       : store_fail(s, rc, "reading the file");
+    }
+    *empty = v[0] == 0 && v[1] == 0 && v[2] == 0;
+    if (v[0] == RUNNER_STORE_APP_ID || *empty)
+        return ST_OK;
+    /* stores written before the application id have our tables and a schema version */
+    if (v[0] == 0 && v[1] >= 1 && v[3] == 4)
+        return ST_OK;
+    return st_errf(s->errmsg, ST_EDB,
+                   "not a scaletune store: a SQLite database of another program (no scaletune "
+                   "schema marker or tables); nothing was written to it");
+}
+
+static st_status store_open_impl(const char *path, int create, runner_store **out, char *errmsg)
 {
     char dummy[ST_ERRMSG_MAX];
     if (!errmsg)
@@ -214,18 +252,28 @@ st_status runner_store_open(const char *path, runner_store **out, char *errmsg)
     errmsg[0] = '\0';
     if (!path || !*path)
         return st_errf(errmsg, ST_EINVAL, "store: no database path");
+    if (!create && access(path, F_OK) != 0)
+        return st_errf(errmsg, ST_ENOTFOUND, "no such store: %.400s", path);
     runner_store *s = calloc(1, sizeof(*s));
     if (!s)
         return ST_ENOMEM;
-    int rc = sqlite3_open_v2(
-        path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
+    int rc = sqlite3_open_v2(path, &s->db, flags, NULL);
     st_status st = ST_OK;
+    int empty = 0;
     if (rc != SQLITE_OK) {
         st = store_fail(s, rc, path);
         goto fail;
     }
     sqlite3_busy_timeout(s->db, 10000);
     sqlite3_extended_result_codes(s->db, 1);
+    st = identify(s, &empty);
+    if (!st && empty && !create)
+        st = st_errf(s->errmsg, ST_EDB,
+                     "an empty file, not a scaletune store ('scaletune sweep launch' or "
+                     "'sweep create' makes one)");
+    if (st)
+        goto fail;
     /* WAL: readers (status, export) never block the controller. synchronous=NORMAL keeps
      * every commit across a crash of any process; only a power loss may drop the last ones. */
     st = exec_sql(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
@@ -240,6 +288,16 @@ fail:
     snprintf(errmsg, ST_ERRMSG_MAX, "%.200s: %.300s", path, s->errmsg);
     runner_store_close(s);
     return st;
+}
+
+st_status runner_store_open(const char *path, runner_store **out, char *errmsg)
+{
+    return store_open_impl(path, 0, out, errmsg);
+}
+
+st_status runner_store_create(const char *path, runner_store **out, char *errmsg)
+{
+    return store_open_impl(path, 1, out, errmsg);
 }
 
 void runner_store_close(runner_store *s)

@@ -85,20 +85,20 @@ st_status runner_store_status(runner_store *s, const char *sweep, runner_status 
     if (sqlite3_step(st) == SQLITE_ROW)
         out->n_garbage = (size_t)sqlite3_column_int64(st, 0);
     sqlite3_reset(st);
-    st = store_stmt(s, "SELECT l.owner, l.expires, w.stop_requested FROM sweeps w LEFT JOIN "
-                       "lease l ON l.sweep_id = w.id WHERE w.id = ?1");
+    st = store_stmt(s, "SELECT w.stop_requested, w.created, (SELECT max(ended) FROM runs "
+                       "WHERE sweep_id = w.id) FROM sweeps w WHERE w.id = ?1");
     if (!st)
         return ST_EDB;
     sqlite3_bind_int64(st, 1, id);
+    out->created = out->last_ended = NAN;
     if (sqlite3_step(st) == SQLITE_ROW) {
-        if (sqlite3_column_type(st, 0) != SQLITE_NULL) {
-            snprintf(out->controller, sizeof(out->controller), "%s", sqlite3_column_text(st, 0));
-            out->controller_alive = sqlite3_column_double(st, 1) > runner_now();
-        }
-        out->stop_requested = sqlite3_column_int(st, 2);
+        out->stop_requested = sqlite3_column_int(st, 0);
+        out->created = col_double(st, 1);
+        out->last_ended = col_double(st, 2);
     }
     sqlite3_reset(st);
-    return ST_OK;
+    return store_lease_state(s, id, out->controller, sizeof(out->controller), &out->heartbeat,
+                             &out->controller_alive);
 }
 
 st_status runner_store_pareto(runner_store *s, const char *sweep, size_t cap, size_t *n,

@@ -232,6 +232,9 @@ class RunnerStatus(Structure):
         ("controller_alive", c_int),
         ("controller", c_char * 128),
         ("stop_requested", c_int),
+        ("heartbeat", c_double),
+        ("created", c_double),
+        ("last_ended", c_double),
     ]
 
 
