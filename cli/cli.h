@@ -6,6 +6,8 @@
 #ifndef ST_CLI_H
 #define ST_CLI_H
 
+#include <stddef.h>
+
 typedef int (*cli_cmd_fn)(int argc, char **argv);
 
 /* Prints "scaletune: <msg>" and an optional "hint: ..." line to stderr. */
@@ -15,10 +17,15 @@ void cli_error(const char *hint, const char *fmt, ...)
 #endif
     ;
 
+/* cli/suggest.c: the word of known[0..n-1] closest to `word` (a typo: at most 2 edits), or
+ * NULL when none is close. */
+const char *cli_nearest(const char *word, const char *const *known, size_t n);
+
 /* cli/cmd_fit.c: `scaletune fit` and `scaletune fit allocate`. */
 int cmd_fit(int argc, char **argv);
 
-/* cli/cmd_sweep.c: `scaletune sweep launch|resume|status|stop|export|ask|tell`. */
+/* cli/cmd_sweep.c: `scaletune sweep launch|create|resume|status|list|delete|rename|stop|export|
+ * ask|tell`. */
 int cmd_sweep(int argc, char **argv);
 
 /* cli/cmd_report.c: `scaletune report` (HTML, JSON, CSV and Markdown of a sweep). */

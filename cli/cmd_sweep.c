@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/sweep_int.h"
 #include "runner/runner.h"
 
 static volatile sig_atomic_t stop_flag;
@@ -22,34 +23,75 @@ static void on_signal(int sig)
     signal(sig, SIG_DFL); /* a second Ctrl-C kills at once; resume picks up from the store */
 }
 
-static const char usage_text[] =
-    "usage: scaletune sweep <command> [options]\n"
-    "\n"
-    "commands:\n"
-    "  launch FILE        start the sweep described by FILE (YAML, docs/config.md)\n"
-    "  create FILE        record the sweep without running it (for ask/tell)\n"
-    "  resume             go on with a stopped or crashed sweep\n"
-    "  status             runs done, running, failed, retried; best; Pareto front; spend\n"
-    "  stop               ask the controller that owns the sweep to stop gracefully\n"
-    "  export --csv|--json  every run with parameters, objective, cost and attempts\n"
-    "  ask                print a suggestion for a script: id and NAME=VALUE lines\n"
-    "  tell ID --objective V --cost C | tell ID --failed\n"
-    "                     record the outcome of an asked run\n"
-    "\n"
+typedef sweep_args args;
+
+/* One subcommand: its synopsis and what it does (the general and the per-command help). */
+typedef struct sweep_cmd {
+    const char *name;
+    int (*fn)(const args *a);
+    const char *synopsis;
+    const char *help;
+} sweep_cmd;
+
+static int do_launch_run(const args *a);
+static int do_create(const args *a);
+static int do_resume(const args *a);
+static int do_stop(const args *a);
+static int do_export(const args *a);
+static int do_ask(const args *a);
+static int do_tell(const args *a);
+
+static const sweep_cmd sweep_cmds[] = {
+    {"launch", do_launch_run, "launch FILE [--db FILE] [--log-dir DIR]",
+     "start the sweep described by FILE (YAML, docs/config.md) and run it in the foreground;\n"
+     "the command is checked first (its program exists and is executable)"},
+    {"create", do_create, "create FILE [--db FILE]",
+     "record the sweep without running it (for ask/tell, or 'resume' later)"},
+    {"resume", do_resume, "resume [--db FILE] [--sweep NAME]",
+     "go on with a stopped or crashed sweep"},
+    {"status", sweep_do_status, "status [--db FILE] [--sweep NAME] [--json]",
+     "runs done, running, failed, retried; the best run and its parameters; the Pareto front;\n"
+     "spend; elapsed time; whether its controller is running (from the lease's heartbeat)"},
+    {"list", sweep_do_list, "list [--db FILE] [--json]",
+     "the sweeps in the store, with their runs and controller"},
+    {"delete", sweep_do_delete, "delete NAME [--db FILE]",
+     "delete sweep NAME (its exact name) and all it recorded; refused while its controller runs"},
+    {"rename", sweep_do_rename, "rename OLD NEW [--db FILE]",
+     "rename sweep OLD to NEW; refused while its controller runs"},
+    {"stop", do_stop, "stop [--db FILE] [--sweep NAME]",
+     "ask the controller that owns the sweep to stop gracefully"},
+    {"export", do_export, "export --csv|--json [--out FILE] [--db FILE] [--sweep NAME]",
+     "every run with parameters, objective, cost, N and D, the final record and attempts"},
+    {"ask", do_ask, "ask [--db FILE] [--sweep NAME]",
+     "print a suggestion for a script: SUGGESTION_ID and NAME=VALUE lines"},
+    {"tell", do_tell, "tell ID --objective V --cost C | tell ID --failed",
+     "record the outcome of an asked run"},
+};
+#define N_SWEEP_CMDS (sizeof(sweep_cmds) / sizeof(sweep_cmds[0]))
+
+static const char options_text[] =
     "options:\n"
-    "  --db FILE          the SQLite store (default: scaletune.db)\n"
+    "  --db FILE          the SQLite store (default: scaletune.db); only launch and create\n"
+    "                     make a new one\n"
     "  --sweep NAME       which sweep, when the store holds several\n"
     "  --log-dir DIR      launch: where attempt logs go (default: FILE.runs next to the db)\n"
     "  --out FILE         export: write to FILE instead of stdout\n"
+    "  --json             status, list: JSON for scripts\n"
     "  -h, --help         this text; docs/cli/sweep.md has more\n";
 
-typedef struct args {
-    const char *db, *sweep, *log_dir, *out, *file;
-    int csv, json, failed, has_objective, has_cost;
-    double objective, cost;
-    unsigned long long id;
-    int has_id;
-} args;
+static void usage(FILE *f)
+{
+    fputs("usage: scaletune sweep <command> [options]\n\ncommands:\n", f);
+    for (size_t i = 0; i < N_SWEEP_CMDS; i++)
+        fprintf(f, "  %s\n", sweep_cmds[i].synopsis);
+    fprintf(f, "\n%s", options_text);
+}
+
+static void command_usage(const sweep_cmd *c)
+{
+    printf("usage: scaletune sweep %s\n\n%s\n\n%s", c->synopsis, c->help, options_text);
+}
+
 
 static int parse_double(const char *s, double *v)
 {
@@ -106,6 +148,8 @@ static int parse_args(int argc, char **argv, args *a)
             a->file = s;
             a->id = strtoull(s, &end, 10);
             a->has_id = end != s && !*end;
+        } else if (!a->file2) {
+            a->file2 = s;
         } else {
             cli_error("see 'scaletune sweep --help'", "unexpected argument '%s'", s);
             return 2;
@@ -212,6 +256,16 @@ static int do_launch(const args *a, int run)
     return run_controller(r, &ps);
 }
 
+static int do_launch_run(const args *a)
+{
+    return do_launch(a, 1);
+}
+
+static int do_create(const args *a)
+{
+    return do_launch(a, 0);
+}
+
 static int do_resume(const args *a)
 {
     runner_options o;
@@ -227,90 +281,13 @@ static int do_resume(const args *a)
     return run_controller(r, &ps);
 }
 
-static runner_store *open_store(const args *a)
-{
-    char em[ST_ERRMSG_MAX];
-    runner_store *s = NULL;
-    if (access(a->db, F_OK) != 0) {
-        cli_error("name the store with --db FILE", "no store at %s", a->db);
-        return NULL;
-    }
-    if (runner_store_open(a->db, &s, em)) {
-        cli_error(NULL, "%s", em);
-        return NULL;
-    }
-    return s;
-}
-
-static int store_error(runner_store *s)
-{
-    cli_error(NULL, "%s", runner_store_errmsg(s));
-    runner_store_close(s);
-    return 1;
-}
-
-static int do_status(const args *a)
-{
-    runner_store *s = open_store(a);
-    if (!s)
-        return 1;
-    runner_status st;
-    if (runner_store_status(s, a->sweep, &st))
-        return store_error(s);
-    printf("sweep      %s\n", st.name);
-    printf("controller %s\n", st.controller_alive ? st.controller
-                              : st.controller[0]  ? "none (lease expired)"
-                                                  : "none");
-    printf("runs       %zu", st.n_runs);
-    if (st.budget_runs)
-        printf(" of %zu", st.budget_runs);
-    printf(": %zu succeeded, %zu failed, %zu infra_failed, %zu running, %zu pending, %zu "
-           "stopped\n",
-           st.n_by_status[RUNNER_RUN_SUCCEEDED], st.n_by_status[RUNNER_RUN_FAILED],
-           st.n_by_status[RUNNER_RUN_INFRA_FAILED], st.n_by_status[RUNNER_RUN_RUNNING],
-           st.n_by_status[RUNNER_RUN_PENDING], st.n_by_status[RUNNER_RUN_STOPPED]);
-    printf("attempts   %zu (%zu retries), %zu garbage lines\n", st.n_attempts, st.n_retried,
-           st.n_garbage);
-    printf("spend      %.6g", st.spent_cost);
-    if (isfinite(st.budget_cost))
-        printf(" of %.6g (%.1f%%)", st.budget_cost, 100 * st.spent_cost / st.budget_cost);
-    if (isfinite(st.max_cost_per_run))
-        printf(", at most %.6g per run", st.max_cost_per_run);
-    printf("\n");
-    if (st.has_best)
-        printf("best       run %llu: objective %.10g at cost %.6g (%s)\n",
-               (unsigned long long)st.best_run, st.best_objective, st.best_cost,
-               st.maximize ? "maximize" : "minimize");
-    else
-        printf("best       none yet\n");
-    size_t n = 0;
-    if (runner_store_pareto(s, a->sweep, 0, &n, NULL, NULL, NULL))
-        return store_error(s);
-    if (n) {
-        uint64_t *ids = malloc(n * sizeof(*ids));
-        double *c = malloc(n * sizeof(double)), *o = malloc(n * sizeof(double));
-        if (ids && c && o && !runner_store_pareto(s, a->sweep, n, &n, ids, c, o)) {
-            printf("pareto     %zu runs (cost -> objective)\n", n);
-            for (size_t i = 0; i < n; i++)
-                printf("  run %-6llu %12.6g  %.10g\n", (unsigned long long)ids[i], c[i], o[i]);
-        }
-        free(ids);
-        free(c);
-        free(o);
-    }
-    if (st.stop_requested)
-        printf("a stop was requested\n");
-    runner_store_close(s);
-    return 0;
-}
-
 static int do_stop(const args *a)
 {
-    runner_store *s = open_store(a);
+    runner_store *s = sweep_open_store(a);
     if (!s)
         return 1;
     if (runner_store_request_stop(s, a->sweep))
-        return store_error(s);
+        return sweep_store_error(s);
     runner_store_close(s);
     printf("stop requested; the controller stops within a few seconds\n");
     return 0;
@@ -322,14 +299,14 @@ static int do_export(const args *a)
         cli_error("scaletune sweep export --csv|--json", "choose one of --csv and --json");
         return 2;
     }
-    runner_store *s = open_store(a);
+    runner_store *s = sweep_open_store(a);
     if (!s)
         return 1;
     char *text = NULL;
     st_status rc = a->csv ? runner_store_export_csv(s, a->sweep, &text)
                           : runner_store_export_json(s, a->sweep, &text);
     if (rc)
-        return store_error(s);
+        return sweep_store_error(s);
     runner_store_close(s);
     FILE *f = a->out ? fopen(a->out, "w") : stdout;
     if (!f) {
@@ -350,7 +327,7 @@ static int do_export(const args *a)
 
 static int do_ask(const args *a)
 {
-    runner_store *s = open_store(a);
+    runner_store *s = sweep_open_store(a);
     if (!s)
         return 1;
     double x[256];
@@ -358,7 +335,7 @@ static int do_ask(const args *a)
     size_t n = 0;
     const char *const *names = NULL;
     if (runner_store_ask(s, a->sweep, &id, x, 256) || runner_store_params(s, a->sweep, &n, &names))
-        return store_error(s);
+        return sweep_store_error(s);
     printf("SUGGESTION_ID=%llu\n", (unsigned long long)id);
     for (size_t i = 0; i < n && i < 256; i++)
         printf("%s=%.17g\n", names[i], x[i]);
@@ -368,17 +345,27 @@ static int do_ask(const args *a)
 
 static int do_tell(const args *a)
 {
-    if (!a->has_id || (!a->failed && (!a->has_objective || !a->has_cost))) {
-        cli_error("scaletune sweep tell ID --objective V --cost C   (or: tell ID --failed)",
-                  "tell needs a suggestion id and an outcome");
+    const char *use = "scaletune sweep tell ID --objective V --cost C   (or: tell ID --failed)";
+    if (!a->has_id) {
+        cli_error(use, "tell needs the suggestion id that 'ask' printed (SUGGESTION_ID)");
         return 2;
     }
-    runner_store *s = open_store(a);
+    if (!a->failed && !a->has_objective && !a->has_cost) {
+        cli_error(use, "tell needs an outcome: --objective and --cost, or --failed");
+        return 2;
+    }
+    if (!a->failed && (!a->has_objective || !a->has_cost)) {
+        cli_error(use, "tell %llu: %s is missing (a success is recorded with its objective and "
+                       "its cost)",
+                  a->id, a->has_objective ? "--cost" : "--objective");
+        return 2;
+    }
+    runner_store *s = sweep_open_store(a);
     if (!s)
         return 1;
     if (runner_store_tell(s, a->sweep, a->id, a->failed ? NAN : a->objective,
                           a->has_cost ? a->cost : NAN, a->failed))
-        return store_error(s);
+        return sweep_store_error(s);
     runner_store_close(s);
     return 0;
 }
@@ -387,35 +374,36 @@ int cmd_sweep(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
         !strcmp(argv[1], "help")) {
-        fputs(usage_text, argc < 2 ? stderr : stdout);
+        usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
+    }
+    const sweep_cmd *c = NULL;
+    const char *names[N_SWEEP_CMDS];
+    for (size_t i = 0; i < N_SWEEP_CMDS; i++) {
+        names[i] = sweep_cmds[i].name;
+        if (!strcmp(argv[1], sweep_cmds[i].name))
+            c = &sweep_cmds[i];
+    }
+    if (!c) {
+        const char *near = cli_nearest(argv[1], names, N_SWEEP_CMDS);
+        char hint[128];
+        snprintf(hint, sizeof(hint), "did you mean 'scaletune sweep %s'?", near ? near : "");
+        cli_error(near ? hint : "see 'scaletune sweep --help'", "unknown sweep command '%s'",
+                  argv[1]);
+        return 2;
     }
     for (int i = 2; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(usage_text, stdout);
+            command_usage(c);
             return 0;
         }
     args a;
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
-    const char *c = argv[1];
-    if (!strcmp(c, "launch"))
-        return do_launch(&a, 1);
-    if (!strcmp(c, "create"))
-        return do_launch(&a, 0);
-    if (!strcmp(c, "resume"))
-        return do_resume(&a);
-    if (!strcmp(c, "status"))
-        return do_status(&a);
-    if (!strcmp(c, "stop"))
-        return do_stop(&a);
-    if (!strcmp(c, "export"))
-        return do_export(&a);
-    if (!strcmp(c, "ask"))
-        return do_ask(&a);
-    if (!strcmp(c, "tell"))
-        return do_tell(&a);
-    cli_error("see 'scaletune sweep --help'", "unknown sweep command '%s'", c);
-    return 2;
+    if (a.file2 && strcmp(c->name, "rename")) {
+        cli_error("see 'scaletune sweep --help'", "unexpected argument '%s'", a.file2);
+        return 2;
+    }
+    return c->fn(&a);
 }

@@ -20,7 +20,7 @@ static const struct {
 } commands[] = {
     {"version", cmd_version, "print the version"},
     {"fit", cmd_fit, "fit a scaling law to runs (CSV); 'fit allocate' for N_opt, D_opt"},
-    {"sweep", cmd_sweep, "run a sweep: launch, resume, status, stop, export, ask, tell"},
+    {"sweep", cmd_sweep, "run a sweep: launch, resume, status, list, stop, export, ask, tell, ..."},
     {"extrapolate", cmd_extrapolate, "settings of a large run from a sweep, with intervals"},
     {"report", cmd_report, "write a sweep's HTML report (and JSON, CSV, Markdown)"},
 };
@@ -55,6 +55,18 @@ static void usage(FILE *f)
     fprintf(f, "\n'scaletune <command> --help' describes a command. Docs: docs/.\n");
 }
 
+static void unknown_command(const char *word)
+{
+    const char *names[sizeof(commands) / sizeof(commands[0])];
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        names[i] = commands[i].name;
+    const char *near = cli_nearest(word, names, sizeof(names) / sizeof(names[0]));
+    char hint[128];
+    snprintf(hint, sizeof(hint), "did you mean 'scaletune %s'?", near ? near : "");
+    cli_error(near ? hint : "run 'scaletune --help' for the list of commands",
+              "unknown command '%s'", word);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -86,8 +98,7 @@ int main(int argc, char **argv)
     if (i < sizeof(commands) / sizeof(commands[0]))
         rc = commands[i].fn(argc - 1, argv + 1);
     else
-        cli_error("run 'scaletune --help' for the list of commands", "unknown command '%s'",
-                  argv[1]);
+        unknown_command(argv[1]);
     st_global_cleanup();
     return rc;
 }

@@ -1,0 +1,380 @@
+/*
+ * cmd_sweep_manage.c — `scaletune sweep status` (text and --json), `list`, `delete` and
+ * `rename`, over the public runner.h API only: the status and the typed read of a sweep (for
+ * the best run's parameters), never the store's tables. Controller liveness comes from the
+ * lease's heartbeat and, on the controller's host, from its process.
+ */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "cli/sweep_int.h"
+
+runner_store *sweep_open_store(const sweep_args *a)
+{
+    char em[ST_ERRMSG_MAX];
+    runner_store *s = NULL;
+    st_status rc = runner_store_open(a->db, &s, em);
+    if (rc) {
+        cli_error(rc == ST_ENOTFOUND ? "name the store with --db FILE ('scaletune sweep launch' "
+                                       "makes one)"
+                                     : NULL,
+                  "%s", em);
+        return NULL;
+    }
+    return s;
+}
+
+int sweep_store_error(runner_store *s)
+{
+    char msg[ST_ERRMSG_MAX];
+    snprintf(msg, sizeof(msg), "%s", runner_store_errmsg(s));
+    const char *names = NULL;
+    char hint[1024] = "";
+    if (strstr(msg, "--sweep") && runner_store_list(s, &names) == ST_OK && names) {
+        int n = snprintf(hint, sizeof(hint), "add --sweep NAME; the store holds:");
+        for (const char *p = names; *p && n > 0 && (size_t)n < sizeof(hint) - 4;) {
+            const char *e = strchr(p, '\n');
+            size_t l = e ? (size_t)(e - p) : strlen(p);
+            n += snprintf(hint + n, sizeof(hint) - (size_t)n, " %.*s", (int)l, p);
+            p += l + (e ? 1 : 0);
+        }
+    }
+    cli_error(hint[0] ? hint : NULL, "%s", msg);
+    runner_store_close(s);
+    return 1;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Seconds as "42 s", "3 min 5 s", "2 h 4 min". */
+static void fmt_duration(double sec, char *buf, size_t cap)
+{
+    long s = sec > 0 ? (long)(sec + 0.5) : 0;
+    if (s < 60)
+        snprintf(buf, cap, "%ld s", s);
+    else if (s < 3600)
+        snprintf(buf, cap, "%ld min %ld s", s / 60, s % 60);
+    else
+        snprintf(buf, cap, "%ld h %ld min", s / 3600, (s % 3600) / 60);
+}
+
+/* Wall time the sweep has run: to now while a controller is live, else to its last sign of
+ * life (the last heartbeat or the last run's end). */
+static double elapsed_of(const runner_status *st, double now)
+{
+    double end = st->controller_alive ? now : st->created;
+    if (!st->controller_alive && isfinite(st->heartbeat) && st->heartbeat > end)
+        end = st->heartbeat;
+    if (!st->controller_alive && isfinite(st->last_ended) && st->last_ended > end)
+        end = st->last_ended;
+    return isfinite(st->created) ? end - st->created : NAN;
+}
+
+static void controller_text(const runner_status *st, double now, char *buf, size_t cap)
+{
+    char ago[48];
+    fmt_duration(now - st->heartbeat, ago, sizeof(ago));
+    if (st->controller_alive)
+        snprintf(buf, cap, "running (%s, heartbeat %s ago)", st->controller, ago);
+    else if (st->controller[0])
+        snprintf(buf, cap, "not running (last heartbeat %s ago; %s is gone)", ago,
+                 st->controller);
+    else
+        snprintf(buf, cap, "not running");
+}
+
+/* The best run of the typed read, or NULL. */
+static const runner_sweep_run *best_run(const runner_sweep *w, const runner_status *st)
+{
+    for (size_t i = 0; w && st->has_best && i < w->n_runs; i++)
+        if (w->runs[i].id == st->best_run)
+            return &w->runs[i];
+    return NULL;
+}
+
+static json_t *params_json(const runner_config *cfg, const double *x)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; i < cfg->n_params; i++) {
+        const runner_param_spec *p = &cfg->params[i];
+        if (p->is_fixed && !isfinite(x[i]))
+            json_object_set_new(o, p->p.name, json_string(p->fixed_text));
+        else
+            json_object_set_new(o, p->p.name, json_real(x[i]));
+    }
+    return o;
+}
+
+static json_t *num_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+static int status_json(runner_store *s, const sweep_args *a, const runner_status *st,
+                       const runner_sweep *w, double now)
+{
+    static const char *const keys[6] = {"pending",      "running",      "succeeded",
+                                        "failed",       "infra_failed", "stopped"};
+    json_t *o = json_object(), *runs = json_object(), *c = json_object();
+    json_object_set_new(o, "sweep", json_string(st->name));
+    json_object_set_new(runs, "total", json_integer((json_int_t)st->n_runs));
+    for (int k = 0; k < 6; k++)
+        json_object_set_new(runs, keys[k], json_integer((json_int_t)st->n_by_status[k]));
+    json_object_set_new(runs, "budget", st->budget_runs ? json_integer((json_int_t)st->budget_runs)
+                                                        : json_null());
+    json_object_set_new(o, "runs", runs);
+    json_object_set_new(o, "attempts", json_integer((json_int_t)st->n_attempts));
+    json_object_set_new(o, "retried", json_integer((json_int_t)st->n_retried));
+    json_object_set_new(o, "garbage_lines", json_integer((json_int_t)st->n_garbage));
+    json_object_set_new(o, "spent_cost", json_real(st->spent_cost));
+    json_object_set_new(o, "budget_cost", num_or_null(st->budget_cost));
+    json_object_set_new(o, "max_cost_per_run", num_or_null(st->max_cost_per_run));
+    json_object_set_new(o, "goal", json_string(st->maximize ? "maximize" : "minimize"));
+    json_object_set_new(o, "created", num_or_null(st->created));
+    json_object_set_new(o, "elapsed_seconds", num_or_null(elapsed_of(st, now)));
+    json_object_set_new(c, "running", json_boolean(st->controller_alive));
+    json_object_set_new(c, "owner", st->controller[0] ? json_string(st->controller) : json_null());
+    json_object_set_new(c, "last_heartbeat", num_or_null(st->heartbeat));
+    json_object_set_new(c, "heartbeat_age_seconds",
+                        isfinite(st->heartbeat) ? json_real(now - st->heartbeat) : json_null());
+    json_object_set_new(o, "controller", c);
+    json_object_set_new(o, "stop_requested", json_boolean(st->stop_requested));
+    const runner_sweep_run *b = best_run(w, st);
+    if (b) {
+        json_t *bj = json_object();
+        json_object_set_new(bj, "suggestion_id", json_integer((json_int_t)b->id));
+        json_object_set_new(bj, "objective", num_or_null(b->objective));
+        json_object_set_new(bj, "cost", num_or_null(b->cost));
+        json_object_set_new(bj, "params", params_json(w->cfg, b->x));
+        json_object_set_new(o, "best", bj);
+    } else {
+        json_object_set_new(o, "best", json_null());
+    }
+    size_t n = 0;
+    json_t *front = json_array();
+    if (runner_store_pareto(s, a->sweep, 0, &n, NULL, NULL, NULL) == ST_OK && n) {
+        uint64_t *ids = malloc(n * sizeof(*ids));
+        double *co = malloc(n * sizeof(double)), *ob = malloc(n * sizeof(double));
+        if (ids && co && ob && !runner_store_pareto(s, a->sweep, n, &n, ids, co, ob))
+            for (size_t i = 0; i < n; i++) {
+                json_t *p = json_object();
+                json_object_set_new(p, "suggestion_id", json_integer((json_int_t)ids[i]));
+                json_object_set_new(p, "cost", json_real(co[i]));
+                json_object_set_new(p, "objective", json_real(ob[i]));
+                json_array_append_new(front, p);
+            }
+        free(ids);
+        free(co);
+        free(ob);
+    }
+    json_object_set_new(o, "pareto", front);
+    char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+    json_decref(o);
+    if (!text) {
+        cli_error(NULL, "formatting the status failed");
+        return 1;
+    }
+    puts(text);
+    free(text);
+    return 0;
+}
+
+static void print_best(const runner_status *st, const runner_sweep *w)
+{
+    if (!st->has_best) {
+        printf("best       none yet\n");
+        return;
+    }
+    printf("best       run %llu: objective %.10g at cost %.6g (%s)\n",
+           (unsigned long long)st->best_run, st->best_objective, st->best_cost,
+           st->maximize ? "maximize" : "minimize");
+    const runner_sweep_run *b = best_run(w, st);
+    if (!b)
+        return;
+    printf("  params  ");
+    for (size_t i = 0; i < w->cfg->n_params; i++) {
+        const runner_param_spec *p = &w->cfg->params[i];
+        if (p->is_fixed && !isfinite(b->x[i]))
+            printf(" %s=%s", p->p.name, p->fixed_text);
+        else
+            printf(" %s=%.6g", p->p.name, b->x[i]);
+    }
+    printf("\n");
+}
+
+static void print_pareto(runner_store *s, const sweep_args *a)
+{
+    size_t n = 0;
+    if (runner_store_pareto(s, a->sweep, 0, &n, NULL, NULL, NULL) || !n)
+        return;
+    uint64_t *ids = malloc(n * sizeof(*ids));
+    double *c = malloc(n * sizeof(double)), *o = malloc(n * sizeof(double));
+    if (ids && c && o && !runner_store_pareto(s, a->sweep, n, &n, ids, c, o)) {
+        printf("pareto     %zu runs (cost -> objective)\n", n);
+        for (size_t i = 0; i < n; i++)
+            printf("  run %-6llu %12.6g  %.10g\n", (unsigned long long)ids[i], c[i], o[i]);
+    }
+    free(ids);
+    free(c);
+    free(o);
+}
+
+static void status_text(runner_store *s, const sweep_args *a, const runner_status *st,
+                        const runner_sweep *w, double now)
+{
+    char ctl[320], el[48];
+    controller_text(st, now, ctl, sizeof(ctl));
+    fmt_duration(elapsed_of(st, now), el, sizeof(el));
+    printf("sweep      %s\n", st->name);
+    printf("controller %s\n", ctl);
+    printf("elapsed    %s\n", el);
+    printf("runs       %zu", st->n_runs);
+    if (st->budget_runs)
+        printf(" of %zu", st->budget_runs);
+    printf(": %zu succeeded, %zu failed, %zu infra_failed, %zu running, %zu pending, %zu "
+           "stopped\n",
+           st->n_by_status[RUNNER_RUN_SUCCEEDED], st->n_by_status[RUNNER_RUN_FAILED],
+           st->n_by_status[RUNNER_RUN_INFRA_FAILED], st->n_by_status[RUNNER_RUN_RUNNING],
+           st->n_by_status[RUNNER_RUN_PENDING], st->n_by_status[RUNNER_RUN_STOPPED]);
+    printf("attempts   %zu (%zu retries), %zu garbage lines\n", st->n_attempts, st->n_retried,
+           st->n_garbage);
+    printf("spend      %.6g", st->spent_cost);
+    if (isfinite(st->budget_cost))
+        printf(" of %.6g (%.1f%%)", st->budget_cost, 100 * st->spent_cost / st->budget_cost);
+    if (isfinite(st->max_cost_per_run))
+        printf(", at most %.6g per run", st->max_cost_per_run);
+    printf("\n");
+    print_best(st, w);
+    print_pareto(s, a);
+    if (st->stop_requested)
+        printf("a stop was requested\n");
+}
+
+int sweep_do_status(const sweep_args *a)
+{
+    runner_store *s = sweep_open_store(a);
+    if (!s)
+        return 1;
+    runner_status st;
+    if (runner_store_status(s, a->sweep, &st))
+        return sweep_store_error(s);
+    runner_sweep *w = NULL;
+    if (runner_store_read_sweep(s, st.name, &w))
+        return sweep_store_error(s);
+    double now = now_seconds();
+    int rc = 0;
+    if (a->json)
+        rc = status_json(s, a, &st, w, now);
+    else
+        status_text(s, a, &st, w, now);
+    runner_sweep_free(w);
+    runner_store_close(s);
+    return rc;
+}
+
+int sweep_do_list(const sweep_args *a)
+{
+    runner_store *s = sweep_open_store(a);
+    if (!s)
+        return 1;
+    const char *names = NULL;
+    if (runner_store_list(s, &names))
+        return sweep_store_error(s);
+    char *copy = strdup(names);
+    if (!copy) {
+        runner_store_close(s);
+        return 1;
+    }
+    double now = now_seconds();
+    if (!*copy && !a->json)
+        printf("no sweeps in %s\n", a->db);
+    else if (!a->json)
+        printf("%-24s %6s %6s %6s %7s  %s\n", "sweep", "runs", "ok", "failed", "running",
+               "controller");
+    json_t *arr = json_array();
+    int rc = 0;
+    for (char *p = copy, *e; *p; p = e + 1) {
+        e = strchr(p, '\n');
+        *e = '\0';
+        runner_status st;
+        if (runner_store_status(s, p, &st)) {
+            rc = sweep_store_error(s);
+            s = NULL;
+            break;
+        }
+        size_t failed = st.n_by_status[RUNNER_RUN_FAILED] + st.n_by_status[RUNNER_RUN_INFRA_FAILED];
+        if (a->json) {
+            json_t *o = json_object();
+            json_object_set_new(o, "sweep", json_string(st.name));
+            json_object_set_new(o, "runs", json_integer((json_int_t)st.n_runs));
+            json_object_set_new(o, "succeeded",
+                                json_integer((json_int_t)st.n_by_status[RUNNER_RUN_SUCCEEDED]));
+            json_object_set_new(o, "failed", json_integer((json_int_t)failed));
+            json_object_set_new(o, "running",
+                                json_integer((json_int_t)st.n_by_status[RUNNER_RUN_RUNNING]));
+            json_object_set_new(o, "controller_running", json_boolean(st.controller_alive));
+            json_object_set_new(o, "created", num_or_null(st.created));
+            json_array_append_new(arr, o);
+        } else {
+            char ctl[320];
+            controller_text(&st, now, ctl, sizeof(ctl));
+            printf("%-24s %6zu %6zu %6zu %7zu  %s\n", st.name, st.n_runs,
+                   st.n_by_status[RUNNER_RUN_SUCCEEDED], failed,
+                   st.n_by_status[RUNNER_RUN_RUNNING], ctl);
+        }
+    }
+    if (!rc && a->json) {
+        char *t = json_dumps(arr, JSON_INDENT(2));
+        if (t)
+            puts(t);
+        free(t);
+    }
+    json_decref(arr);
+    free(copy);
+    runner_store_close(s);
+    return rc;
+}
+
+int sweep_do_delete(const sweep_args *a)
+{
+    const char *name = a->file ? a->file : a->sweep;
+    if (!name || (a->file && a->sweep && strcmp(a->file, a->sweep))) {
+        cli_error("scaletune sweep delete NAME [--db FILE]   ('sweep list' shows the names)",
+                  "delete needs the sweep's exact name");
+        return 2;
+    }
+    runner_store *s = sweep_open_store(a);
+    if (!s)
+        return 1;
+    if (runner_store_delete(s, name))
+        return sweep_store_error(s);
+    runner_store_close(s);
+    printf("deleted sweep '%s' from %s (attempt logs on disk were left in place)\n", name, a->db);
+    return 0;
+}
+
+int sweep_do_rename(const sweep_args *a)
+{
+    if (!a->file || !a->file2) {
+        cli_error("scaletune sweep rename OLD NEW [--db FILE]", "rename needs two names");
+        return 2;
+    }
+    runner_store *s = sweep_open_store(a);
+    if (!s)
+        return 1;
+    if (runner_store_rename(s, a->file, a->file2))
+        return sweep_store_error(s);
+    runner_store_close(s);
+    printf("renamed sweep '%s' to '%s'\n", a->file, a->file2);
+    return 0;
+}

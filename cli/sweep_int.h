@@ -1,0 +1,30 @@
+/*
+ * sweep_int.h — what the files of `scaletune sweep` share (cli/cmd_sweep.c: parsing, launch,
+ * resume, stop, export, ask, tell; cli/cmd_sweep_manage.c: status, list, delete, rename;
+ * cli/sweep_preflight.c: checks before a launch). Not a library header: CLI code only.
+ */
+#ifndef ST_CLI_SWEEP_INT_H
+#define ST_CLI_SWEEP_INT_H
+
+#include "runner/runner.h"
+
+typedef struct sweep_args {
+    const char *db, *sweep, *log_dir, *out, *file, *file2;
+    int csv, json, failed, has_objective, has_cost;
+    double objective, cost;
+    unsigned long long id;
+    int has_id;
+} sweep_args;
+
+/* Opens the existing store a->db; on failure prints the message (and a hint) and returns NULL. */
+runner_store *sweep_open_store(const sweep_args *a);
+/* Prints the store's message with a hint that fits it (the sweeps to name, ...), closes the
+ * store and returns 1. */
+int sweep_store_error(runner_store *s);
+
+int sweep_do_status(const sweep_args *a);
+int sweep_do_list(const sweep_args *a);
+int sweep_do_delete(const sweep_args *a);
+int sweep_do_rename(const sweep_args *a);
+
+#endif
