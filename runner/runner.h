@@ -313,10 +313,14 @@ st_status runner_store_pareto(runner_store *s, const char *sweep, size_t cap, si
                               uint64_t *run_ids, double *cost, double *objective);
 
 /*
- * Exports a sweep as JSON (an object: "sweep", "objective", "cost_metric", and "runs": per run
- * "suggestion_id", "status", "params", "objective", "cost", "failure", "final" metrics and
- * "attempts") or CSV (one row per run: suggestion_id, status, failure, objective, cost,
- * attempts, then one column per parameter). *out is NUL-terminated; free with st_free().
+ * Exports a sweep as JSON (an object: "sweep", "objective", "goal", "cost_metric", and "runs":
+ * per run "suggestion_id", "status", "failure", "params", "objective", "cost",
+ * "predicted_cost", "final" (every numeric field of the final record), "N" and "D" (the final
+ * record's "params" and "tokens", null when absent) and "attempts") or CSV (one row per run:
+ * suggestion_id, status, failure, objective, cost, attempts, one column per parameter, N and D
+ * (named final_N and final_D when a parameter is called N or D), then final.<field> for every
+ * field any final record has; empty cells where a value is absent). *out is NUL-terminated;
+ * free with st_free().
  */
 st_status runner_store_export_json(runner_store *s, const char *sweep, char **out);
 st_status runner_store_export_csv(runner_store *s, const char *sweep, char **out);

@@ -250,15 +250,22 @@ st_status runner_store_export_json(runner_store *s, const char *sweep, char **ou
         json_object_set_new(run, "objective", jnum(col_double(st, 4)));
         json_object_set_new(run, "cost", jnum(col_double(st, 5)));
         json_object_set_new(run, "predicted_cost", jnum(col_double(st, 8)));
+        double N = NAN, D = NAN;
         if (sqlite3_column_type(st, 6) != SQLITE_NULL) {
             runner_metrics_line fl;
             const char *f = (const char *)sqlite3_column_text(st, 6);
             json_t *fin = json_object();
-            if (runner_metrics_parse(f, strlen(f), &fl) == ST_OK)
+            if (runner_metrics_parse(f, strlen(f), &fl) == ST_OK) {
                 for (size_t i = 0; i < fl.n_metrics; i++)
                     json_object_set_new(fin, fl.metrics[i].name, jnum(fl.metrics[i].value));
+                runner_metrics_get(&fl, "params", &N);
+                runner_metrics_get(&fl, "tokens", &D);
+            }
             json_object_set_new(run, "final", fin);
         }
+        /* the model size and tokens of the final record, as scaletune fit reads them */
+        json_object_set_new(run, "N", jnum(N));
+        json_object_set_new(run, "D", jnum(D));
         at = store_stmt(s, "SELECT number, state, backend, job_id, host, dir, started, ended, "
                            "exit_code, signal, failure, n_lines, n_garbage FROM attempts "
                            "WHERE run_id = ?1 ORDER BY number");
@@ -346,6 +353,83 @@ static void sb_num(sbuf *b, double v)
     sb_add(b, t);
 }
 
+/* The names of the fields of every final record of the sweep, in first-seen order (a "\n"-
+ * separated list in *names, n of them). */
+static st_status final_fields(runner_store *s, int64_t sweep, sbuf *names, size_t *n)
+{
+    *n = 0;
+    sqlite3_stmt *st = store_stmt(s, "SELECT final FROM runs WHERE sweep_id = ?1 AND final IS "
+                                     "NOT NULL ORDER BY id");
+    if (!st)
+        return ST_EDB;
+    sqlite3_bind_int64(st, 1, sweep);
+    int src;
+    sb_add(names, "\n");
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        runner_metrics_line fl;
+        const char *f = (const char *)sqlite3_column_text(st, 0);
+        if (runner_metrics_parse(f, strlen(f), &fl) != ST_OK)
+            continue;
+        for (size_t i = 0; i < fl.n_metrics; i++) {
+            char key[RUNNER_METRIC_NAME_MAX + 2];
+            snprintf(key, sizeof(key), "\n%s\n", fl.metrics[i].name);
+            if (names->oom || strstr(names->p, key))
+                continue;
+            sb_add(names, key + 1);
+            (*n)++;
+        }
+    }
+    sqlite3_reset(st);
+    if (names->oom)
+        return ST_ENOMEM;
+    return src == SQLITE_DONE ? ST_OK : store_fail(s, src, "export");
+}
+
+/* The header: fixed columns, parameters, N and D (final_N/final_D when a parameter already has
+ * that name), then final.<field> for every final-record field. */
+static void csv_header(sbuf *b, const runner_config *cfg, const char *fields, int *nd_clash)
+{
+    sb_add(b, "suggestion_id,status,failure,objective,cost,attempts");
+    *nd_clash = 0;
+    for (size_t i = 0; i < cfg->n_params; i++) {
+        sb_add(b, ",");
+        sb_add(b, cfg->params[i].p.name);
+        *nd_clash |= !strcmp(cfg->params[i].p.name, "N") || !strcmp(cfg->params[i].p.name, "D");
+    }
+    sb_add(b, *nd_clash ? ",final_N,final_D" : ",N,D");
+    for (const char *p = fields + 1; *p;) {
+        const char *e = strchr(p, '\n');
+        char name[RUNNER_METRIC_NAME_MAX + 8];
+        snprintf(name, sizeof(name), ",final.%.*s", (int)(e - p), p);
+        sb_add(b, name);
+        p = e + 1;
+    }
+    sb_add(b, "\n");
+}
+
+/* One row's N, D and final fields (empty cells where absent). */
+static void csv_final(sbuf *b, const char *final, const char *fields)
+{
+    runner_metrics_line fl;
+    int ok = final && runner_metrics_parse(final, strlen(final), &fl) == ST_OK;
+    double v = NAN;
+    sb_add(b, ",");
+    if (ok && runner_metrics_get(&fl, "params", &v))
+        sb_num(b, v);
+    sb_add(b, ",");
+    if (ok && runner_metrics_get(&fl, "tokens", &v))
+        sb_num(b, v);
+    for (const char *p = fields + 1; *p;) {
+        const char *e = strchr(p, '\n');
+        char name[RUNNER_METRIC_NAME_MAX];
+        snprintf(name, sizeof(name), "%.*s", (int)(e - p), p);
+        sb_add(b, ",");
+        if (ok && runner_metrics_get(&fl, name, &v))
+            sb_num(b, v);
+        p = e + 1;
+    }
+}
+
 st_status runner_store_export_csv(runner_store *s, const char *sweep, char **out)
 {
     export_ctx e;
@@ -353,13 +437,16 @@ st_status runner_store_export_csv(runner_store *s, const char *sweep, char **out
     st_status rc = export_open(s, sweep, &e);
     if (rc)
         return rc;
-    sbuf b = {0};
-    sb_add(&b, "suggestion_id,status,failure,objective,cost,attempts");
-    for (size_t i = 0; i < e.cfg->n_params; i++) {
-        sb_add(&b, ",");
-        sb_add(&b, e.cfg->params[i].p.name);
+    sbuf b = {0}, fields = {0};
+    size_t n_fields = 0;
+    int clash = 0;
+    rc = final_fields(s, e.sweep, &fields, &n_fields);
+    if (rc) {
+        free(fields.p);
+        runner_config_destroy(e.cfg);
+        return rc;
     }
-    sb_add(&b, "\n");
+    csv_header(&b, e.cfg, fields.p, &clash);
     sqlite3_stmt *st = store_stmt(s, runs_sql);
     int src = SQLITE_ERROR;
     if (st) {
@@ -389,10 +476,12 @@ st_status runner_store_export_csv(runner_store *s, const char *sweep, char **out
                 else
                     sb_num(&b, v);
             }
+            csv_final(&b, (const char *)sqlite3_column_text(st, 6), fields.p);
             sb_add(&b, "\n");
         }
         sqlite3_reset(st);
     }
+    free(fields.p);
     runner_config_destroy(e.cfg);
     if (src != SQLITE_DONE || b.oom) {
         free(b.p);

@@ -49,13 +49,20 @@ static void test_success(void)
         CHECK(!strcmp(json_string_value(json_object_get(r, "status")), "succeeded"));
         CHECK(json_integer_value(json_object_get(r, "suggestion_id")) == (json_int_t)i + 1);
         CHECK(json_array_size(json_object_get(r, "attempts")) == 1);
+        /* N and D: the fake trainer's final record says params 1000, tokens 20000 */
+        CHECK(json_number_value(json_object_get(r, "N")) == 1000);
+        CHECK(json_number_value(json_object_get(r, "D")) == 20000);
     }
     json_decref(root);
     st_free(js);
     char *csv = NULL;
     CHECK_ST(runner_store_export_csv(s, "ok", &csv), ST_OK);
-    const char *head = "suggestion_id,status,failure,objective,cost,attempts,x,y\n1,";
+    const char *head = "suggestion_id,status,failure,objective,cost,attempts,x,y,N,D,final.";
     CHECK(csv && !strncmp(csv, head, strlen(head)));
+    /* every final-record field is a column, and row 1 carries N, D and the cost field */
+    CHECK(csv && strstr(csv, ",final.val_loss") && strstr(csv, ",final.flops") &&
+          strstr(csv, ",final.params") && strstr(csv, ",final.tokens"));
+    CHECK(csv && strstr(csv, "\n1,succeeded,none,") && strstr(csv, ",1000,20000,"));
     st_free(csv);
     runner_status stt;
     CHECK_ST(runner_store_status(s, NULL, &stt), ST_OK);
