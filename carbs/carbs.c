@@ -115,7 +115,7 @@ st_status carbs_create(const carbs_param *params, size_t n_params, const carbs_o
     msg[0] = 0;
     *out = NULL;
     carbs_options o = opts ? *opts : carbs_options_default();
-    if (n_params == 0 || !params)
+    if (n_params > 0 && !params)
         return st_errf(msg, ST_EINVAL, "the search space has no parameters");
     st_status s = validate_options(&o, msg);
     if (s != ST_OK)
@@ -135,10 +135,12 @@ st_status carbs_create(const carbs_param *params, size_t n_params, const carbs_o
     c->d = n_params;
     c->o = o;
     c->next_id = 1;
-    c->params = calloc(n_params, sizeof(*c->params));
-    c->center_b = malloc(n_params * sizeof(double));
-    c->lo_b = malloc(n_params * sizeof(double));
-    c->hi_b = malloc(n_params * sizeof(double));
+    /* n_params 0: a space with nothing to search (every run is the same fixed point); the
+     * blocks still exist so that no pointer is NULL */
+    c->params = calloc(n_params ? n_params : 1, sizeof(*c->params));
+    c->center_b = malloc((n_params ? n_params : 1) * sizeof(double));
+    c->lo_b = malloc((n_params ? n_params : 1) * sizeof(double));
+    c->hi_b = malloc((n_params ? n_params : 1) * sizeof(double));
     if (!c->params || !c->center_b || !c->lo_b || !c->hi_b)
         goto oom;
     for (size_t i = 0; i < n_params; i++) {
@@ -162,7 +164,8 @@ oom:
 
 static st_status grow(void **p, size_t elem, size_t cap)
 {
-    void *q = realloc(*p, elem * cap);
+    size_t bytes = elem * cap;
+    void *q = realloc(*p, bytes > 0 ? bytes : 1); /* d = 0: no values, still a block */
     if (!q)
         return ST_ENOMEM;
     *p = q;

@@ -157,7 +157,10 @@ const char *carbs_option_name(size_t i, const char **type, const char **help);
  * Creates an optimizer over `n_params` dimensions (copied) with `opts` (copied; NULL for the
  * defaults). *out is NULL on failure. `errmsg` (ST_ERRMSG_MAX bytes, may be NULL) receives the
  * reason on failure: which parameter and which field.
- * Returns ST_OK, ST_EINVAL (zero parameters, NaN or inverted bounds, centre outside bounds,
+ * n_params 0 (params may then be NULL) is a space with nothing to search, such as a one-run
+ * sweep whose parameters are all fixed: every suggestion is the same empty point (x_out gets
+ * no values; pass any non-NULL buffer), ids, observations and the best are kept as usual.
+ * Returns ST_OK, ST_EINVAL (NaN or inverted bounds, centre outside bounds,
  * duplicate or empty name, scale/base/rounding out of range, bad option), ST_ENOMEM.
  */
 st_status carbs_create(const carbs_param *params, size_t n_params, const carbs_options *opts,

@@ -235,10 +235,10 @@ st_status carbs_import(const void *buf, size_t len, carbs **out, char *errmsg)
     carbs_options o;
     get_opts(&r, &o, v);
     uint64_t d = get_u64(&r);
-    if (r.bad || d == 0 || d > (len - r.at) / 16)
+    if (r.bad || d > (len - r.at) / 16) /* d = 0: an empty space (carbs_create) */
         return st_errf(msg, ST_EFORMAT, "optimizer state is truncated or corrupt (dimension)");
-    carbs_param *params = calloc(d, sizeof(*params));
-    char **names = calloc(d, sizeof(*names));
+    carbs_param *params = calloc(d ? d : 1, sizeof(*params));
+    char **names = calloc(d ? d : 1, sizeof(*names));
     carbs *c = NULL;
     double *x = NULL;
     st_status s = ST_OK;
@@ -292,7 +292,7 @@ st_status carbs_import(const void *buf, size_t len, carbs **out, char *errmsg)
     c->resample_count = get_u64(&r);
     c->n_design = get_u64(&r);
     uint64_t n_obs = get_u64(&r);
-    x = malloc(d * sizeof(double));
+    x = malloc((d ? d : 1) * sizeof(double));
     if (!x) {
         s = st_errf(msg, ST_ENOMEM, "out of memory");
         goto done;

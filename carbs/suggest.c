@@ -765,7 +765,8 @@ static st_status remember(carbs *c, const double *x, uint64_t *id)
     size_t k = c->n_out++, d = c->d;
     c->out_id[k] = c->next_id;
     c->out_born[k] = c->n_obs;
-    memcpy(c->out_x + k * d, x, d * sizeof(double));
+    if (d)
+        memcpy(c->out_x + k * d, x, d * sizeof(double));
     for (size_t i = 0; i < d; i++)
         c->out_b[k * d + i] = space_to_basic(&c->params[i], x[i]);
     *id = c->next_id++;
@@ -831,6 +832,8 @@ static void reseed(carbs *c)
 static st_status suggest_one(carbs *c, double *x, uint64_t *id)
 {
     size_t d = c->d;
+    if (d == 0) /* nothing to search: every suggestion is the (empty) fixed point */
+        return remember(c, x, id);
     double *b = malloc(d * sizeof(double));
     if (!b)
         return st_errf(c->errmsg, ST_ENOMEM, "out of memory");
@@ -874,7 +877,7 @@ st_status carbs_suggest_batch(carbs *c, size_t q, double *x_out, uint64_t *ids)
     size_t done = 0;
     st_status s = ST_OK;
     while (done < q && s == ST_OK) {
-        if (carbs_priv_random_phase(c) ||
+        if (c->d == 0 || carbs_priv_random_phase(c) ||
             (c->o.resample_frequency > 0 &&
              c->n_succ > (c->resample_count + 1) * c->o.resample_frequency)) {
             s = suggest_one(c, x_out + done * c->d, ids ? ids + done : NULL);

@@ -257,8 +257,7 @@ static st_status load_params(ctx *c, const yaml_node_t *map)
         if (rc)
             return rc;
     }
-    if (runner_config_dim(cfg) == 0)
-        return cfg_fail(c, map, "parameters", ST_EINVAL, "at least one parameter must be searched");
+    /* all fixed is fine: a one-run sweep (the recommended large run) searches nothing */
     return ST_OK;
 }
 

@@ -63,7 +63,7 @@ static void test_bad_input(void)
     carbs *c = (carbs *)1;
     char msg[ST_ERRMSG_MAX];
     space3(p);
-    CHECK_ST(carbs_create(p, 0, NULL, &c, msg), ST_EINVAL);
+    CHECK_ST(carbs_create(NULL, 1, NULL, &c, msg), ST_EINVAL);
     CHECK(c == NULL && strstr(msg, "no parameters"));
     p[0].min = NAN;
     CHECK_ST(carbs_create(p, D, NULL, &c, msg), ST_EINVAL);
@@ -442,10 +442,48 @@ static void test_import_corruption(void)
     st_free(buf);
 }
 
+/* A space with nothing to search (a one-run sweep whose parameters are all fixed): suggestions
+ * are the empty point with fresh ids, through the random and the Bayesian phase and in
+ * batches; observations, the outstanding list and export/import work as with D > 0. */
+static void test_empty_space(void)
+{
+    carbs *c = NULL;
+    char msg[ST_ERRMSG_MAX];
+    carbs_options o = carbs_options_default();
+    o.num_random_samples = 2;
+    CHECK_ST(carbs_create(NULL, 0, &o, &c, msg), ST_OK);
+    CHECK(c && carbs_dim(c) == 0);
+    double x[1] = {42}, xb[3] = {7, 7, 7};
+    uint64_t id = 0, ids[3] = {0};
+    for (uint64_t k = 1; k <= 6; k++) {
+        CHECK_ST(carbs_suggest(c, x, &id), ST_OK);
+        CHECK(id == k && x[0] == 42); /* nothing written */
+        CHECK(carbs_n_outstanding(c) == 1);
+        CHECK_ST(carbs_observe(c, id, x, 3.0 - (double)k * 0.1, 1e9, k == 3), ST_OK);
+        CHECK(carbs_n_outstanding(c) == 0);
+    }
+    CHECK(carbs_n_observations(c) == 6);
+    double out = 0;
+    CHECK_ST(carbs_get_observation(c, 5, NULL, &out, NULL, NULL), ST_OK);
+    CHECK_REL(out, 2.4, 1e-15);
+    CHECK_ST(carbs_suggest_batch(c, 3, xb, ids), ST_OK);
+    CHECK(ids[0] == 7 && ids[1] == 8 && ids[2] == 9 && xb[0] == 7);
+    void *buf = NULL;
+    size_t len = 0;
+    carbs *d = NULL;
+    CHECK_ST(carbs_export(c, &buf, &len), ST_OK);
+    CHECK_ST(carbs_import(buf, len, &d, msg), ST_OK);
+    CHECK(d && carbs_dim(d) == 0 && carbs_n_observations(d) == 6);
+    st_free(buf);
+    carbs_destroy(d);
+    carbs_destroy(c);
+}
+
 int main(void)
 {
     st_global_init();
     test_bad_input();
+    test_empty_space();
     test_ids_outstanding();
     test_failures_and_phases();
     test_determinism_and_state();

@@ -122,9 +122,12 @@ static void test_errors(void)
          "parameters:\n  x: {space: linear, min: 0, max: 1, centre: 0.5, step: 2}\n"
          "budget: {runs: 3}\n",
          ST_EINVAL, "unknown key 'step'");
-    load("name: s\ncommand: [prog]\nobjective: {metric: loss}\n"
-         "parameters:\n  x: {value: 3}\nbudget: {runs: 3}\n",
-         ST_EINVAL, "at least one parameter must be searched");
+    /* all parameters fixed: a one-run sweep, nothing to search */
+    runner_config *fixed = load("name: s\ncommand: [prog, '{x}']\nobjective: {metric: loss}\n"
+                                "parameters:\n  x: {value: 3}\nbudget: {runs: 1}\n",
+                                ST_OK, NULL);
+    CHECK(fixed && runner_config_dim(fixed) == 0 && fixed->n_params == 1);
+    runner_config_destroy(fixed);
     load("name: s\ncommand: [prog]\nobjective: {metric: loss}\n"
          "parameters:\n  x: {space: linear, min: 0, max: 1, center: 0.5}\nbudget: "
          "{max_cost_per_run: 3}\n",

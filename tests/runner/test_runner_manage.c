@@ -202,6 +202,59 @@ static void test_dead_controller(void)
     runner_config_destroy(c);
 }
 
+/* A sweep whose parameters are all fixed (the recommended large run as a one-run sweep): it
+ * runs without a dummy searched parameter, with the fixed values substituted; ask/tell on
+ * such a sweep hands out the fixed point. */
+static void test_all_fixed(void)
+{
+    char text[8192], em[ST_ERRMSG_MAX];
+    snprintf(text, sizeof(text),
+             "name: one\ncommand: ['%s', '--x', '{x}', '--x', '{y}']\n"
+             "objective: {metric: val_loss}\ncost: {metric: flops}\n"
+             "parameters:\n  x: {value: 0.25}\n  y: {value: 1.5}\nbudget: {runs: 1}\n",
+             tu_trainer);
+    runner_config *c = NULL;
+    CHECK_ST(runner_config_load_string(text, strlen(text), "one", &c, em), ST_OK);
+    CHECK(c && runner_config_dim(c) == 0);
+    const char *db = tu_path("fixed.db");
+    int fin = 0;
+    CHECK_ST(tu_sweep(db, c, NULL, &fin), ST_OK);
+    CHECK(fin);
+    runner_store *s = NULL;
+    CHECK_ST(runner_store_open(db, &s, em), ST_OK);
+    runner_sweep *w = NULL;
+    CHECK_ST(runner_store_read_sweep(s, "one", &w), ST_OK);
+    CHECK(w && w->n_runs == 1 && w->runs[0].status == RUNNER_RUN_SUCCEEDED);
+    /* the fake trainer's objective: 1 + (x - .5)^2 + (y - .5)^2 at the fixed values */
+    CHECK(w && w->n_runs == 1 && fabs(w->runs[0].objective - (1 + 0.0625 + 1.0)) < 1e-12);
+    runner_sweep_free(w);
+    runner_store_close(s);
+    runner_config_destroy(c);
+
+    /* ask/tell: the optimizer is rebuilt with nothing to search */
+    const char *db2 = tu_path("fixed2.db");
+    snprintf(text, sizeof(text),
+             "name: two\ncommand: [/bin/false, '{x}']\nobjective: {metric: val_loss}\n"
+             "cost: {metric: flops}\nparameters:\n  x: {value: 4}\nbudget: {runs: 2}\n");
+    CHECK_ST(runner_config_load_string(text, strlen(text), "two", &c, em), ST_OK);
+    runner_options o = runner_options_default();
+    o.db_path = db2;
+    runner *r = NULL;
+    CHECK_ST(runner_launch(c, &o, &r, em), ST_OK);
+    runner_destroy(r);
+    CHECK_ST(runner_store_open(db2, &s, em), ST_OK);
+    double x[2] = {0, 0};
+    uint64_t id = 0;
+    CHECK_ST(runner_store_ask(s, "two", &id, x, 2), ST_OK);
+    CHECK(id == 1 && x[0] == 4);
+    CHECK_ST(runner_store_tell(s, "two", id, 2.5, 10, 0), ST_OK);
+    runner_status st;
+    CHECK_ST(runner_store_status(s, "two", &st), ST_OK);
+    CHECK(st.has_best && st.best_objective == 2.5);
+    runner_store_close(s);
+    runner_config_destroy(c);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -211,6 +264,7 @@ int main(int argc, char **argv)
     test_delete();
     test_rename();
     test_dead_controller();
+    test_all_fixed();
     tu_cleanup();
     st_global_cleanup();
     return check_summary("runner.manage");
