@@ -7,6 +7,7 @@
 #define ST_CLI_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 typedef int (*cli_cmd_fn)(int argc, char **argv);
 
@@ -20,6 +21,18 @@ void cli_error(const char *hint, const char *fmt, ...)
 /* cli/suggest.c: the word of known[0..n-1] closest to `word` (a typo: at most 2 edits), or
  * NULL when none is close. */
 const char *cli_nearest(const char *word, const char *const *known, size_t n);
+
+/* cli/fit_sweep.c: writes sweep `sweep` of store `db` (NULL: its only sweep) as the fit's CSV
+ * (N, D, loss) into a new temporary directory dir[dcap], at path[cap]; prints what it read.
+ * 0, or 1 after printing the error (nothing is left behind then). */
+int cli_fit_sweep_table(const char *db, const char *sweep, char *dir, size_t dcap, char *path,
+                        size_t cap);
+
+/* cli/emit_run.c: the recommended run of a study that has run, as a one-run sweep file (what
+ * "yaml"; its name `name`, NULL: "<sweep>-large") or a shell command line ("command"), on f.
+ * 0, or 1 when writing failed. */
+struct study;
+int cli_emit_run(const struct study *st, const char *what, const char *name, FILE *f);
 
 /* cli/cmd_fit.c: `scaletune fit` and `scaletune fit allocate`. */
 int cmd_fit(int argc, char **argv);

@@ -46,6 +46,10 @@ static void usage(FILE *f)
                "  --no-backtest         skip the leave-largest-group-out backtest (halves the\n"
                "                        time)\n"
                "  --json                print JSON\n"
+               "  --emit yaml|command   print the recommended run instead, ready to launch: a\n"
+               "                        one-run sweep file (all parameters fixed) or a shell\n"
+               "                        command line (nothing is printed when refused)\n"
+               "  --name NAME           --emit yaml: the run's sweep name (default SWEEP-large)\n"
                "  --out FILE            also write the JSON to FILE\n\n"
                "exit status: 0 recommended, 1 the work failed (no store, too few runs),\n"
                "2 bad usage, 3 refused: no setting meets the P(diverge) limit (the reason and\n"
@@ -53,7 +57,7 @@ static void usage(FILE *f)
 }
 
 typedef struct args {
-    const char *db, *sweep, *config, *out;
+    const char *db, *sweep, *config, *out, *emit, *emit_name;
     double compute, factor;
     int json, allow_unsafe, no_backtest;
     fit_xp_options o;
@@ -123,6 +127,15 @@ static int parse_args(int argc, char **argv, args *a)
             a->config = v;
         else if (!strcmp(s, "--out"))
             a->out = v;
+        else if (!strcmp(s, "--emit")) {
+            if (strcmp(v, "yaml") && strcmp(v, "command")) {
+                cli_error("--emit yaml (a one-run sweep file) or --emit command (a command line)",
+                          "--emit: unknown format '%s'", v);
+                return 2;
+            }
+            a->emit = v;
+        } else if (!strcmp(s, "--name"))
+            a->emit_name = v;
         else if (!strcmp(s, "--compute") || !strcmp(s, "--factor")) {
             if (!parse_double(v, &d) || !(d > 0)) {
                 cli_error(NULL, "%s: '%s' is not a positive number", s, v);
@@ -193,6 +206,11 @@ static int parse_args(int argc, char **argv, args *a)
     }
     if (!a->db) {
         cli_error("scaletune extrapolate --db FILE --sweep NAME --compute C", "--db is required");
+        return 2;
+    }
+    if (a->emit && a->json) {
+        cli_error("--out FILE writes the JSON while --emit prints the run",
+                  "--emit and --json both print to stdout: choose one");
         return 2;
     }
     if (isnan(a->compute) == isnan(a->factor)) {
@@ -324,10 +342,14 @@ static int emit(const study *st, const args *a)
             rc = 1;
         }
     }
-    if (a->json)
+    if (a->emit) {
+        if (study_safe(st) || a->allow_unsafe)
+            rc |= cli_emit_run(st, a->emit, a->emit_name, stdout);
+    } else if (a->json) {
         printf("%s\n", text);
-    else
+    } else {
         print_text(st, a);
+    }
     st_free(text);
     return rc;
 }
@@ -339,7 +361,7 @@ int cmd_extrapolate(int argc, char **argv)
     if (rc)
         return rc < 0 ? 0 : rc;
     if (access(a.db, F_OK) != 0) {
-        cli_error("name the store with --db FILE", "no store at %s", a.db);
+        cli_error("name the store with --db FILE", "no such store: %s", a.db);
         return 1;
     }
     study_options so;

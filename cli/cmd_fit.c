@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "common/st.h"
@@ -18,10 +19,13 @@ static void usage_fit(FILE *f)
 {
     fprintf(
         f, "usage: scaletune fit --data runs.csv --law LAW [options]\n"
+           "       scaletune fit --db DB [--sweep NAME] --law LAW [options]\n"
            "       scaletune fit allocate --fit fit.json --compute C [--json]\n\n"
            "Fits a scaling law to training runs (columns N, D, C, loss by default).\n\n"
            "options:\n"
-           "  --data FILE            CSV with a header row (required)\n"
+           "  --data FILE            CSV with a header row (or --db)\n"
+           "  --db DB, --sweep NAME  instead of --data: a sweep's succeeded runs, N and D from\n"
+           "                         their final records (params, tokens), loss the objective\n"
            "  --law NAME             chinchilla, kaplan, saturating, power1, power2, muennighoff,\n"
            "                         gadre (required)\n"
            "  --columns MAP          map canonical columns: N=\"Model Size\",C=\"Training FLOP\"\n"
@@ -158,10 +162,60 @@ static size_t split_names(char *buf, const char **out)
     return n;
 }
 
+/* `fit --db DB [--sweep S] ...`: the same fit on the sweep's table (cli/fit_sweep.c). -1 when
+ * no --db was given. */
+static int fit_from_sweep(int argc, char **argv)
+{
+    const char *db = NULL, *sweep = NULL;
+    int has_data = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--data"))
+            has_data = 1;
+        if ((!strcmp(argv[i], "--db") || !strcmp(argv[i], "--sweep")) && i + 1 < argc) {
+            *(!strcmp(argv[i], "--db") ? &db : &sweep) = argv[i + 1];
+            i++;
+        } else if (!strcmp(argv[i], "--sweep") || !strcmp(argv[i], "--db")) {
+            cli_error("run 'scaletune fit --help'", "%s needs a value", argv[i]);
+            return 2;
+        }
+    }
+    if (!db && !sweep)
+        return -1;
+    if (!db || has_data) {
+        cli_error("scaletune fit --db DB [--sweep NAME] --law LAW   or   fit --data runs.csv",
+                  has_data ? "--data and --db are alternatives" : "--sweep needs --db");
+        return 2;
+    }
+    char dir[4096] = "", path[4400];
+    if (cli_fit_sweep_table(db, sweep, dir, sizeof(dir), path, sizeof(path)))
+        return 1;
+    char **av = calloc((size_t)argc + 3, sizeof(char *));
+    int n = 0, rc = 1;
+    if (av) {
+        for (int i = 0; i < argc; i++) {
+            if (i > 0 && (!strcmp(argv[i], "--db") || !strcmp(argv[i], "--sweep"))) {
+                i++;
+                continue;
+            }
+            av[n++] = argv[i];
+        }
+        av[n++] = "--data";
+        av[n++] = path;
+        rc = cmd_fit(n, av);
+        free(av);
+    }
+    unlink(path);
+    rmdir(dir);
+    return rc;
+}
+
 int cmd_fit(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "allocate"))
         return cmd_allocate(argc - 1, argv + 1);
+    int from_sweep = fit_from_sweep(argc, argv);
+    if (from_sweep >= 0)
+        return from_sweep;
     const char *data = NULL, *law_name = NULL, *columns = NULL, *target = "loss";
     char inputs_buf[256] = "";
     fit_options o = fit_options_default();
@@ -228,7 +282,7 @@ int cmd_fit(int argc, char **argv)
         }
     }
     if (!data || !law_name) {
-        cli_error("run 'scaletune fit --help'", "--data and --law are required");
+        cli_error("run 'scaletune fit --help'", "--law and --data (or --db) are required");
         return 2;
     }
     const fit_law *law = fit_law_by_name(law_name);

@@ -7,6 +7,7 @@ kill -9 of the controller, status says "not running (last heartbeat N s ago ...)
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -186,6 +187,113 @@ class TestCliSweep(unittest.TestCase):
         r = cli("sweep", "tell", "3", "--objective", "1.5", "--db", self.db)
         self.assertEqual(r.returncode, 2)
         self.assertIn("--cost is missing", r.stderr)
+
+
+LLMSIM = """name: sim
+command: ["%s", "--N", "{N}", "--tokens", "{tokens}", "--lr", "{lr}", "--batch", "{batch}",
+          "--warmup", "{warmup}", "--weight-decay", "{weight_decay}", "--seed", "{_run}"]
+objective: {metric: val_loss, goal: minimize}
+cost: {metric: flops, expr: "6 * {N} * {tokens}"}
+parameters:
+  N:            {space: log, min: 2.0e6, max: 6.0e7, center: 1.0e7}
+  tokens:       {space: log, min: 4.0e7, max: 2.0e9, center: 2.0e8}
+  lr:           {space: log, min: 1.0e-4, max: 0.5, center: 3.0e-3}
+  batch:        {space: log, min: 2.0e3, max: 1.0e6, center: 3.0e4}
+  warmup:       {space: logit, min: 0.0, max: 0.5, center: 0.02}
+  weight_decay: {space: log, min: 1.0e-3, max: 1.0, center: 0.1}
+budget: {runs: 16, max_cost_per_run: 1.0e18}
+parallel: 2
+retries: {infrastructure: 1, backoff_seconds: 0.1}
+timeouts: {no_metrics_seconds: 30}
+seed: 1
+optimizer: {num_random_samples: 8, search_radius: 1.0}
+"""
+
+SIM = os.path.join(stutil.BUILD, "bench", "llmsim", "llmsim")
+
+
+@unittest.skipUnless(os.path.exists(stutil.CLI) and os.path.exists(SIM), "no CLI or llmsim built")
+class TestCliGlue(unittest.TestCase):
+    """export -> fit -> extrapolate -> the large run, with no conversion in between."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.db = os.path.join(cls.tmp.name, "s.db")
+        y = os.path.join(cls.tmp.name, "sim.yaml")
+        with open(y, "w") as f:
+            f.write(LLMSIM % SIM)
+        stutil.run([stutil.CLI, "sweep", "launch", y, "--db", cls.db], timeout=300)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_export_n_d_and_fit_from_the_store(self):
+        exp = json.loads(cli("sweep", "export", "--json", "--db", self.db, "--sweep", "sim",
+                             check=True).stdout)
+        ok = [r for r in exp["runs"] if r["status"] == "succeeded"]
+        self.assertGreater(len(ok), 8)
+        for r in ok:  # llmsim's final record: params = N, tokens = D
+            self.assertEqual(r["N"], r["final"]["params"])
+            self.assertEqual(r["D"], r["final"]["tokens"])
+            self.assertAlmostEqual(r["N"] / r["params"]["N"], 1, places=9)
+        csv = cli("sweep", "export", "--csv", "--db", self.db, "--sweep", "sim", check=True).stdout.splitlines()
+        head = csv[0].split(",")
+        # a parameter is called N: the final record's N and D are final_N and final_D
+        self.assertIn("final_N", head)
+        self.assertIn("final.val_loss", head)
+        # the reference: the same table written by hand from the JSON export
+        ref = os.path.join(self.tmp.name, "ref.csv")
+        with open(ref, "w") as f:
+            f.write("N,D,loss\n")
+            for r in ok:
+                f.write("%.17g,%.17g,%.17g\n" % (r["N"], r["D"], r["objective"]))
+        a = json.loads(cli("fit", "--db", self.db, "--sweep", "sim", "--law", "chinchilla",
+                           "--json", "--threads", "1", check=True).stdout)
+        b = json.loads(cli("fit", "--data", ref, "--law", "chinchilla", "--json", "--threads",
+                           "1", check=True).stdout)
+        self.assertEqual(a["params"], b["params"])
+        self.assertEqual(a["data"]["rows"], len(ok))
+        r = cli("fit", "--db", self.db, "--data", ref, "--law", "chinchilla")
+        self.assertEqual(r.returncode, 2)
+
+    def test_emit_yaml_launches_the_large_run(self):
+        args = ["extrapolate", "--db", self.db, "--sweep", "sim", "--factor", "3", "--bootstrap",
+                "20", "--no-backtest", "--allow-unsafe"]
+        js = json.loads(cli(*args, "--json", check=True).stdout)
+        y = cli(*args, "--emit", "yaml", check=True).stdout
+        self.assertIn("name: \"sim-large\"", y)
+        vals = dict(re.findall(r"^  (\w+): \{value: (\S+)\}$", y, re.M))
+        self.assertEqual(set(vals), {"N", "tokens", "lr", "batch", "warmup", "weight_decay"})
+        for k, v in js["recommended"].items():
+            self.assertAlmostEqual(float(vals[k]) / v, 1, places=6, msg=k)
+        path = os.path.join(self.tmp.name, "large.yaml")
+        with open(path, "w") as f:
+            f.write(y)
+        cli("sweep", "launch", path, "--db", self.db, check=True)
+        st = json.loads(cli("sweep", "status", "--db", self.db, "--sweep", "sim-large", "--json",
+                            check=True).stdout)
+        self.assertEqual(st["runs"]["succeeded"], 1)
+        for k, v in st["best"]["params"].items():
+            self.assertAlmostEqual(v, float(vals[k]), places=12)
+        # its cost is 6 N D at the target compute (3x the largest run)
+        self.assertAlmostEqual(st["best"]["cost"] / js["compute"], 1, places=6)
+        cmd = cli(*args, "--emit", "command", check=True).stdout.split()
+        self.assertEqual(cmd[0], SIM)
+        self.assertEqual(cmd[cmd.index("--N") + 1], vals["N"])
+        self.assertEqual(cmd[cmd.index("--seed") + 1], "1")
+
+    def test_fit_needs_n_and_d(self):
+        with tempfile.TemporaryDirectory() as d:
+            db = os.path.join(d, "t.db")
+            y = os.path.join(d, "t.yaml")
+            with open(y, "w") as f:
+                f.write(TOY % ("toy", 3))
+            cli("sweep", "launch", y, "--db", db, check=True)
+            r = cli("fit", "--db", db, "--law", "chinchilla")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("params and tokens", r.stderr)
 
 
 if __name__ == "__main__":
