@@ -162,6 +162,7 @@ static int parse_args(int argc, char **argv, args *a)
 
 typedef struct progress_state {
     int tty;
+    int pipe_closed; /* stdout's reader went away (`launch ... | head`): stopped gracefully */
     size_t last_len;
 } progress_state;
 
@@ -186,13 +187,40 @@ static void on_progress(const runner_progress *p, void *data)
         size_t l = strlen(line);
         fprintf(stderr, "\r%s%*s", line, ps->last_len > l ? (int)(ps->last_len - l) : 0, "");
         ps->last_len = l;
-    } else {
-        printf("%s | %s\n", p->event ? p->event : "", line);
-        fflush(stdout);
+    } else if (!ps->pipe_closed) {
+        errno = 0;
+        int bad = printf("%s | %s\n", p->event ? p->event : "", line) < 0;
+        bad |= fflush(stdout) != 0;
+        if (bad && errno == EPIPE) {
+            /* SIGPIPE is ignored: stop as Ctrl-C does, so nothing is left half-done */
+            ps->pipe_closed = 1;
+            stop_flag = 1;
+        }
     }
 }
 
-static int run_controller(runner *r, progress_state *ps)
+/* A finished sweep in which no run succeeded is a failure of the work: exit 1 with why. */
+static int check_successes(const char *db, const char *sweep)
+{
+    runner_store *s = NULL;
+    runner_status st;
+    if (runner_store_open(db, &s, NULL) || runner_store_status(s, sweep, &st)) {
+        runner_store_close(s);
+        return 0; /* the sweep itself ended well; the check is best effort */
+    }
+    runner_store_close(s);
+    if (st.n_runs == 0 || st.n_by_status[RUNNER_RUN_SUCCEEDED] > 0)
+        return 0;
+    cli_error("each attempt's stderr.log (under the log directory) says why; 'scaletune sweep "
+              "export --json' lists the failure kinds",
+              "sweep '%s' finished with 0 successful runs of %zu (%zu failed, %zu infrastructure "
+              "failures)",
+              st.name, st.n_runs, st.n_by_status[RUNNER_RUN_FAILED],
+              st.n_by_status[RUNNER_RUN_INFRA_FAILED]);
+    return 1;
+}
+
+static int run_controller(runner *r, progress_state *ps, const args *a, const char *name)
 {
     st_status rc = runner_run(r);
     if (ps->tty)
@@ -207,8 +235,9 @@ static int run_controller(runner *r, progress_state *ps)
     int fin = runner_finished(r);
     runner_destroy(r);
     if (!fin)
-        fprintf(stderr, "scaletune: sweep stopped; 'scaletune sweep resume' goes on\n");
-    return 0;
+        fprintf(stderr, "scaletune: sweep stopped%s; 'scaletune sweep resume' goes on\n",
+                ps->pipe_closed ? " (the output pipe was closed)" : "");
+    return fin ? check_successes(a->db, name) : 0;
 }
 
 static void setup(runner_options *o, const args *a, progress_state *ps)
@@ -220,7 +249,9 @@ static void setup(runner_options *o, const args *a, progress_state *ps)
     o->progress = on_progress;
     o->progress_data = ps;
     ps->tty = isatty(2);
+    ps->pipe_closed = 0;
     ps->last_len = 0;
+    signal(SIGPIPE, SIG_IGN);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
 }
@@ -238,10 +269,16 @@ static int do_launch(const args *a, int run)
         cli_error("docs/config.md describes every field", "%s", em);
         return 1;
     }
+    if (run && sweep_preflight(cfg, a->file)) {
+        runner_config_destroy(cfg);
+        return 1;
+    }
     runner_options o;
     progress_state ps;
     setup(&o, a, &ps);
     runner *r = NULL;
+    char name[256];
+    snprintf(name, sizeof(name), "%s", cfg->name);
     rc = runner_launch(cfg, &o, &r, em);
     runner_config_destroy(cfg);
     if (rc) {
@@ -253,7 +290,7 @@ static int do_launch(const args *a, int run)
         runner_destroy(r);
         return 0;
     }
-    return run_controller(r, &ps);
+    return run_controller(r, &ps, a, name);
 }
 
 static int do_launch_run(const args *a)
@@ -278,7 +315,7 @@ static int do_resume(const args *a)
         cli_error(rc == ST_EBUSY ? "'scaletune sweep stop' asks it to stop" : NULL, "%s", em);
         return 1;
     }
-    return run_controller(r, &ps);
+    return run_controller(r, &ps, a, a->sweep);
 }
 
 static int do_stop(const args *a)

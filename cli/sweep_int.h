@@ -22,6 +22,10 @@ runner_store *sweep_open_store(const sweep_args *a);
  * store and returns 1. */
 int sweep_store_error(runner_store *s);
 
+/* cli/sweep_preflight.c: 0 when the command's program can run (local backend), else prints a
+ * configuration error naming `file`'s line and the program and returns 1. */
+int sweep_preflight(const runner_config *c, const char *file);
+
 int sweep_do_status(const sweep_args *a);
 int sweep_do_list(const sweep_args *a);
 int sweep_do_delete(const sweep_args *a);

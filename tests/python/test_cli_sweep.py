@@ -175,6 +175,49 @@ class TestCliSweep(unittest.TestCase):
                 proc.kill()
                 proc.wait()
 
+    def test_preflight(self):
+        self.toy("other", 1)  # the store exists: a refused launch must not take the name
+        bad = TOY.replace('["python3", "-c"', '["no-such-program-xyz", "-c"')
+        p = self.write("bad.yaml", bad % ("bad", 2))
+        r = cli("sweep", "launch", p, "--db", self.db)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("%s:2: command: program 'no-such-program-xyz' not found on PATH" % p, r.stderr)
+        noexec = self.write("noexec.sh", "#!/bin/sh\n")
+        p = self.write("bad2.yaml", TOY.replace('["python3", "-c"', '["%s", "-c"' % noexec) % ("bad", 2))
+        r = cli("sweep", "launch", p, "--db", self.db)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("not executable", r.stderr)
+        # a relative path resolves from where the sweep is launched
+        p = self.write("bad3.yaml", TOY.replace('["python3", "-c"', '["./noexec.sh", "-c"') % ("bad", 2))
+        r = cli("sweep", "launch", p, "--db", self.db, cwd=stutil.ROOT)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("resolved as %s/./noexec.sh" % stutil.ROOT, r.stderr)
+        names = [x["sweep"] for x in json.loads(cli("sweep", "list", "--db", self.db, "--json",
+                                                    check=True).stdout)]
+        self.assertEqual(names, ["other"])
+
+    def test_zero_successes_exit_nonzero(self):
+        p = self.write("f.yaml", TOY.replace('"python3", "-c"', '"/bin/false", "-c"')
+                       .replace("budget: {runs: %d}", "budget: {runs: %d}\nretries: {infrastructure: 0}")
+                       % ("f", 2))
+        r = cli("sweep", "launch", p, "--db", self.db)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("finished with 0 successful runs of 2", r.stderr)
+
+    def test_sigpipe_stops_cleanly(self):
+        p = self.write("toy.yaml", TOY % ("piped", 50))
+        sh = "'%s' sweep launch '%s' --db '%s' 2>'%s/err' | head -n 1; echo \"rc=${PIPESTATUS[0]}\"" % (
+            stutil.CLI, p, self.db, self.d)
+        r = subprocess.run(["bash", "-c", sh], capture_output=True, text=True, timeout=120,
+                           env=stutil.tool_env())
+        self.assertIn("rc=0", r.stdout)  # not killed by SIGPIPE (that is rc=141)
+        with open(os.path.join(self.d, "err")) as f:
+            self.assertIn("output pipe was closed", f.read())
+        st = json.loads(cli("sweep", "status", "--db", self.db, "--json", check=True).stdout)
+        self.assertFalse(st["controller"]["running"])
+        self.assertLess(st["runs"]["total"], 50)
+        self.assertEqual(st["runs"]["running"], 0)
+
     def test_help_typos_and_tell(self):
         r = cli("sweep", "launch", "--help", check=True)
         self.assertTrue(r.stdout.startswith("usage: scaletune sweep launch FILE"))
