@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runner/runner.h"
 #include "runner/runner_int.h"
@@ -36,14 +37,14 @@ static void test_example(void)
 {
     char em[ST_ERRMSG_MAX];
     runner_config *c = NULL;
-    CHECK_ST(runner_config_load_file("examples/tiny-gpt.yaml", &c, em), ST_OK);
+    CHECK_ST(runner_config_load_file("examples/gpt-gpu.yaml", &c, em), ST_OK);
     if (!c) {
         fprintf(stderr, "%s\n", em);
         return;
     }
-    CHECK(!strcmp(c->name, "tiny-gpt"));
-    CHECK(c->argc == 13 && !strcmp(c->argv[0], "scaletune-train") &&
-          !strcmp(c->argv[4], "{tokens}") == 0);
+    CHECK(!strcmp(c->name, "gpt-gpu"));
+    CHECK(c->argc == 15 && !strcmp(c->argv[0], "build/scaletune-train-cuda") &&
+          !strcmp(c->argv[8], "{tokens}"));
     CHECK(!strcmp(c->objective, "val_loss") && !c->maximize);
     CHECK(!strcmp(c->cost_metric, "flops") && c->cost_expr);
     CHECK(c->n_params == 6 && runner_config_dim(c) == 5);
@@ -54,7 +55,7 @@ static void test_example(void)
     CHECK(c->params[5].is_fixed && !strcmp(c->params[5].fixed_text, "256"));
     CHECK(c->params[5].fixed_value == 256);
     CHECK(c->budget_runs == 200 && c->budget_cost == 1e16 && c->max_cost_per_run == 1e14);
-    CHECK(c->slots == 2 && c->n_gpus == 0 && c->retries == 3);
+    CHECK(c->slots == 1 && c->n_gpus == 1 && c->gpus[0] == 0 && c->retries == 3);
     CHECK(c->wall_seconds == 3600 && c->no_metrics_seconds == 300 && c->seed == 0);
 
     /* template expansion: whole values, integers without decimals, fixed text as written */
@@ -73,6 +74,12 @@ static void test_example(void)
     CHECK_ST(runner_template_check(c, "a}b", em2), ST_EINVAL);
     runner_config_destroy(c);
     CHECK_ST(runner_config_load_file("examples/fake-trainer.yaml", &c, em), ST_OK);
+    runner_config_destroy(c);
+    /* the README's small sweep: 32 runs on the CPU trainer, a corpus in the repository */
+    CHECK_ST(runner_config_load_file("examples/tiny-gpt.yaml", &c, em), ST_OK);
+    CHECK(c && !strcmp(c->name, "tiny-gpt") && !strcmp(c->argv[0], "build/scaletune-train"));
+    CHECK(c && c->budget_runs == 32 && c->slots == 2 && c->n_params == 6);
+    CHECK(access("examples/data/genesis.txt", R_OK) == 0);
     runner_config_destroy(c);
 }
 
