@@ -92,7 +92,6 @@ static void command_usage(const sweep_cmd *c)
     printf("usage: scaletune sweep %s\n\n%s\n\n%s", c->synopsis, c->help, options_text);
 }
 
-
 static int parse_double(const char *s, double *v)
 {
     char *end;
@@ -392,8 +391,9 @@ static int do_tell(const args *a)
         return 2;
     }
     if (!a->failed && (!a->has_objective || !a->has_cost)) {
-        cli_error(use, "tell %llu: %s is missing (a success is recorded with its objective and "
-                       "its cost)",
+        cli_error(use,
+                  "tell %llu: %s is missing (a success is recorded with its objective and "
+                  "its cost)",
                   a->id, a->has_objective ? "--cost" : "--objective");
         return 2;
     }

@@ -87,8 +87,7 @@ static void controller_text(const runner_status *st, double now, char *buf, size
     if (st->controller_alive)
         snprintf(buf, cap, "running (%s, heartbeat %s ago)", st->controller, ago);
     else if (st->controller[0])
-        snprintf(buf, cap, "not running (last heartbeat %s ago; %s is gone)", ago,
-                 st->controller);
+        snprintf(buf, cap, "not running (last heartbeat %s ago; %s is gone)", ago, st->controller);
     else
         snprintf(buf, cap, "not running");
 }
@@ -123,15 +122,15 @@ static json_t *num_or_null(double v)
 static int status_json(runner_store *s, const sweep_args *a, const runner_status *st,
                        const runner_sweep *w, double now)
 {
-    static const char *const keys[6] = {"pending",      "running",      "succeeded",
-                                        "failed",       "infra_failed", "stopped"};
+    static const char *const keys[6] = {"pending", "running",      "succeeded",
+                                        "failed",  "infra_failed", "stopped"};
     json_t *o = json_object(), *runs = json_object(), *c = json_object();
     json_object_set_new(o, "sweep", json_string(st->name));
     json_object_set_new(runs, "total", json_integer((json_int_t)st->n_runs));
     for (int k = 0; k < 6; k++)
         json_object_set_new(runs, keys[k], json_integer((json_int_t)st->n_by_status[k]));
-    json_object_set_new(runs, "budget", st->budget_runs ? json_integer((json_int_t)st->budget_runs)
-                                                        : json_null());
+    json_object_set_new(runs, "budget",
+                        st->budget_runs ? json_integer((json_int_t)st->budget_runs) : json_null());
     json_object_set_new(o, "runs", runs);
     json_object_set_new(o, "attempts", json_integer((json_int_t)st->n_attempts));
     json_object_set_new(o, "retried", json_integer((json_int_t)st->n_retried));
@@ -329,8 +328,8 @@ int sweep_do_list(const sweep_args *a)
             char ctl[320];
             controller_text(&st, now, ctl, sizeof(ctl));
             printf("%-24s %6zu %6zu %6zu %7zu  %s\n", st.name, st.n_runs,
-                   st.n_by_status[RUNNER_RUN_SUCCEEDED], failed,
-                   st.n_by_status[RUNNER_RUN_RUNNING], ctl);
+                   st.n_by_status[RUNNER_RUN_SUCCEEDED], failed, st.n_by_status[RUNNER_RUN_RUNNING],
+                   ctl);
         }
     }
     if (!rc && a->json) {

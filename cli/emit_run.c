@@ -34,8 +34,7 @@ static double value_of(const study *st, const fit_xp_result *res, size_t i)
     return v;
 }
 
-static void format_value(const study *st, const fit_xp_result *res, size_t i, char *buf,
-                         size_t cap)
+static void format_value(const study *st, const fit_xp_result *res, size_t i, char *buf, size_t cap)
 {
     const runner_param_spec *ps = &study_sweep(st)->cfg->params[i];
     if (ps->is_fixed)
@@ -112,8 +111,7 @@ static void emit_yaml(FILE *f, const study *st, const fit_xp_result *res, const 
 
 /* One argument of the command with {param} placeholders replaced; {_run} and {_attempt} are 1,
  * {_dir} is "."; {{ and }} are braces. */
-static void expand(const study *st, const fit_xp_result *res, const char *t, char *out,
-                   size_t cap)
+static void expand(const study *st, const fit_xp_result *res, const char *t, char *out, size_t cap)
 {
     const runner_config *c = study_sweep(st)->cfg;
     size_t n = 0;

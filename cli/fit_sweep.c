@@ -68,8 +68,9 @@ int cli_fit_sweep_table(const char *db, const char *sweep, char *dir, size_t dca
         bad = 1;
     }
     if (!bad)
-        fprintf(stderr, "scaletune: fitting %zu succeeded runs of sweep '%s' in %s (N, D from "
-                        "their final records, loss = %s)\n",
+        fprintf(stderr,
+                "scaletune: fitting %zu succeeded runs of sweep '%s' in %s (N, D from "
+                "their final records, loss = %s)\n",
                 n, w->cfg->name, db, w->cfg->objective);
     runner_sweep_free(w);
     if (bad && dir[0] && access(dir, F_OK) == 0) {

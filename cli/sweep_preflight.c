@@ -147,8 +147,8 @@ int sweep_preflight(const runner_config *c, const char *file)
                                  : "a relative path is resolved from the directory the sweep is "
                                    "launched in (or 'workdir'): launch from there, or use an "
                                    "absolute path",
-                  "%s: command: program '%s' cannot run: %s (resolved as %s%s%s)", where, prog,
-                  why, prog[0] == '/' || c->workdir ? "" : cwd, prog[0] == '/' || c->workdir ? "" : "/",
+                  "%s: command: program '%s' cannot run: %s (resolved as %s%s%s)", where, prog, why,
+                  prog[0] == '/' || c->workdir ? "" : cwd, prog[0] == '/' || c->workdir ? "" : "/",
                   full);
         return 1;
     }

@@ -29,9 +29,9 @@
 #define RUNNER_SCHEMA_VERSION 2
 #define STORE_STMT_CACHE      64
 /* PRAGMA application_id of a store ("STUN"): how a store is told from other SQLite files */
-#define RUNNER_STORE_APP_ID 1398035790
-#define ST_STR_(x)          #x
-#define ST_STR(x)           ST_STR_(x)
+#define RUNNER_STORE_APP_ID   1398035790
+#define ST_STR_(x)            #x
+#define ST_STR(x)             ST_STR_(x)
 
 struct runner_store {
     sqlite3 *db;

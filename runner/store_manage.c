@@ -135,8 +135,7 @@ static int name_ok(const char *n)
 }
 
 /* The stored sweep file with the new name, checked to load and to carry that name. */
-static st_status renamed_config(runner_store *s, const char *text, const char *new_name,
-                                char **out)
+static st_status renamed_config(runner_store *s, const char *text, const char *new_name, char **out)
 {
     *out = rename_text(text, new_name);
     runner_config *cfg = NULL;
@@ -178,8 +177,9 @@ st_status runner_store_rename(runner_store *s, const char *sweep, const char *ne
         s->errmsg[0] = '\0';
     if (!rc)
         rc = renamed_config(s, text, new_name, &renamed);
-    sqlite3_stmt *st = rc ? NULL : store_stmt(s, "UPDATE sweeps SET name = ?2, config = ?3 "
-                                                 "WHERE id = ?1");
+    sqlite3_stmt *st = rc ? NULL
+                          : store_stmt(s, "UPDATE sweeps SET name = ?2, config = ?3 "
+                                          "WHERE id = ?1");
     if (!rc && !st)
         rc = ST_EDB;
     if (!rc) {
