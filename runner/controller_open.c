@@ -12,8 +12,7 @@
 
 /* ---- creation ---------------------------------------------------------------------------- */
 
-static st_status runner_alloc(const runner_options *opts, int create, runner **out,
-                              char *errmsg)
+static st_status runner_alloc(const runner_options *opts, int create, runner **out, char *errmsg)
 {
     runner *r = calloc(1, sizeof(*r));
     if (!r)
