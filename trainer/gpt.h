@@ -145,6 +145,12 @@ extern const gpt_backend gpt_backend_cpu;
 
 typedef enum gpt_schedule { GPT_SCHEDULE_COSINE = 0, GPT_SCHEDULE_WSD = 1 } gpt_schedule;
 
+/* Shape of a decay (WSD's last phase, and a cooldown branch): the lr falls from its start value
+ * by the factor 1 - (1 - min_lr_ratio)·g(p), p = share of the decay done (1 at its last step),
+ * g(p) = p (linear) or sqrt(p) (the "1-sqrt" cooldown of Hägele et al. 2024, "Scaling Laws and
+ * Compute-Optimal Training Beyond Fixed Training Durations"). */
+typedef enum gpt_decay_shape { GPT_DECAY_LINEAR = 0, GPT_DECAY_1SQRT = 1 } gpt_decay_shape;
+
 /* Every tunable setting of a run; gpt_options_default() fills the documented defaults. */
 typedef struct gpt_options {
     gpt_config model; /* batch = micro-batch B */
@@ -154,7 +160,10 @@ typedef struct gpt_options {
     double warmup;    /* < 1: fraction of the steps; >= 1: a number of steps */
     gpt_schedule schedule;
     double min_lr_ratio; /* final lr = lr * min_lr_ratio */
-    double decay_frac;   /* WSD: the last decay_frac of the steps decay linearly */
+    double decay_frac;   /* WSD: the last decay_frac of the steps decay */
+    gpt_decay_shape decay_shape;
+    char branch_from[1024]; /* cooldown branch: the parent's checkpoint ("" = no branch) */
+    int decay_steps;        /* cooldown branch: its number of steps K (>= 1 with branch_from) */
     gpt_adamw adamw;
     double init_std;
     uint64_t seed;
@@ -199,30 +208,47 @@ typedef struct gpt_step_info {
     double loss;   /* mean training loss over its micro-batches */
     double lr, grad_norm;
     double tokens;  /* tokens seen so far */
-    double flops;   /* FLOPs spent so far (gpt_flops_per_token * tokens) */
-    double seconds; /* wall seconds spent training so far (carried across resumes) */
+    double flops;   /* FLOPs spent so far (gpt_flops_per_token * tokens; a branch: its own only) */
+    double seconds; /* wall seconds spent training so far (carried across resumes; a branch:
+                       its own only) */
     double step_seconds;
 } gpt_step_info;
 
 /*
  * Creates a trainer: checks the options, loads the data, creates the model on `backend`
  * (gpt_backend_cpu or gpt_backend_cuda), initialises the weights from the seed, or restores
- * everything from opts->resume when it is set. Returns ST_OK, ST_EINVAL, ST_EIO (data or
- * checkpoint unreadable), ST_EFORMAT (bad checkpoint), ST_EUNSUPPORTED (no device) or
- * ST_ENOMEM; the message goes to err (ST_ERRMSG_MAX bytes).
+ * everything from opts->resume when it is set. With opts->branch_from it restores the parent's
+ * checkpoint (written with the same flags, the decay shape aside) and becomes a cooldown branch:
+ * it runs only opts->decay_steps steps under gpt_lr_branch_at(); its step reports count tokens
+ * in total (parent's and branch's) but FLOPs and seconds of the branch only. Returns ST_OK,
+ * ST_EINVAL, ST_EIO (data or checkpoint unreadable), ST_EFORMAT (bad checkpoint), ST_EUNSUPPORTED
+ * (no device) or ST_ENOMEM; the message goes to err (ST_ERRMSG_MAX bytes).
  */
 st_status gpt_trainer_create(const gpt_options *opts, const gpt_backend *backend, gpt_trainer **out,
                              char *err);
 void gpt_trainer_destroy(gpt_trainer *tr);
 const char *gpt_trainer_errmsg(const gpt_trainer *tr);
 
-uint64_t gpt_trainer_total_steps(const gpt_trainer *tr);
+uint64_t gpt_trainer_total_steps(const gpt_trainer *tr); /* a branch: parent's steps + K */
+/* 1 when the trainer is a cooldown branch, with its parent's step in *parent_step (may be NULL) */
+int gpt_trainer_is_branch(const gpt_trainer *tr, uint64_t *parent_step);
 uint64_t gpt_trainer_step_index(const gpt_trainer *tr); /* steps taken so far */
 size_t gpt_trainer_num_params(const gpt_trainer *tr);
 double gpt_trainer_flops_per_token(const gpt_trainer *tr);
 double gpt_trainer_peak_flops(const gpt_trainer *tr);
 /* Learning rate at step s (0-based) under the options' schedule. */
 double gpt_lr_at(const gpt_options *o, uint64_t s, uint64_t total_steps);
+/*
+ * Learning rate at step s of a cooldown branch taken at step `branch_step` (the step its
+ * parent's checkpoint holds: the steps 0..branch_step-1 were the parent's) of a parent run of
+ * `parent_total` steps: the parent's gpt_lr_at() before branch_step; from there on o->decay_steps
+ * steps that decay from the parent's lr at branch_step, L, to L·min_lr_ratio in o->decay_shape
+ * (step branch_step + j has p = (j+1)/decay_steps). Branching a WSD run in its stable phase at
+ * step b with K decay steps gives the same lrs as a WSD run of b + K steps whose decay is its
+ * last K steps (and the same warmup in steps).
+ */
+double gpt_lr_branch_at(const gpt_options *o, uint64_t s, uint64_t parent_total,
+                        uint64_t branch_step);
 
 /*
  * Takes one optimizer step. Returns ST_OK, ST_ESTATE (already finished), or ST_ENUMERIC when the

@@ -46,7 +46,7 @@ gpt_options gpt_options_default(void)
     return o;
 }
 
-enum kind { K_INT, K_FLOAT, K_FLOAT32, K_U64, K_TEXT, K_SCHED, K_DEVICE };
+enum kind { K_INT, K_FLOAT, K_FLOAT32, K_U64, K_TEXT, K_SCHED, K_SHAPE, K_DEVICE };
 
 static const struct row {
     gpt_option_info info;
@@ -85,7 +85,7 @@ static const struct row {
      0,
      1e18},
     {{"schedule", "cosine|wsd", "cosine",
-      "after warmup: cosine to min-lr, or warmup-stable-decay (linear decay at the end)"},
+      "after warmup: cosine to min-lr, or warmup-stable-decay (see --decay-shape)"},
      K_SCHED,
      F(schedule),
      0,
@@ -100,6 +100,23 @@ static const struct row {
      F(decay_frac),
      0,
      1},
+    {{"decay-shape", "linear|1-sqrt", "linear",
+      "shape of the decay (wsd, and a branch's cooldown): lr falls as 1-p or 1-sqrt(p)"},
+     K_SHAPE,
+     F(decay_shape),
+     0,
+     0},
+    {{"branch-from", "path", "",
+      "cooldown branch: resume this checkpoint (same flags) and run only --decay-steps steps"},
+     K_TEXT,
+     F(branch_from),
+     0,
+     0},
+    {{"decay-steps", "int", "0", "cooldown branch: steps K of its decay (needs --branch-from)"},
+     K_INT,
+     F(decay_steps),
+     0,
+     1 << 30},
     {{"beta1", "float", "0.9", "AdamW beta1"}, K_FLOAT32, F(adamw.beta1), 0, 0.999999},
     {{"beta2", "float", "0.95", "AdamW beta2"}, K_FLOAT32, F(adamw.beta2), 0, 0.999999999},
     {{"eps", "float", "1e-8", "AdamW epsilon"}, K_FLOAT32, F(adamw.eps), 1e-30, 1},
@@ -145,7 +162,8 @@ static const struct row {
      F(eval_batches),
      1,
      1 << 20},
-    {{"checkpoint", "path", "", "checkpoint file (written atomically)"},
+    {{"checkpoint", "path", "",
+      "checkpoint file (written atomically); {step} in it: one file per step"},
      K_TEXT,
      F(checkpoint),
      0,
@@ -238,6 +256,14 @@ st_status gpt_options_set(gpt_options *o, const char *name, const char *value, c
         else
             return st_errf(err, ST_EINVAL, "--schedule: '%s' is not cosine or wsd", value);
         return ST_OK;
+    case K_SHAPE:
+        if (!strcmp(value, "linear"))
+            o->decay_shape = GPT_DECAY_LINEAR;
+        else if (!strcmp(value, "1-sqrt"))
+            o->decay_shape = GPT_DECAY_1SQRT;
+        else
+            return st_errf(err, ST_EINVAL, "--decay-shape: '%s' is not linear or 1-sqrt", value);
+        return ST_OK;
     case K_DEVICE:
         if (strcmp(value, "cpu") && strcmp(value, "cuda"))
             return st_errf(err, ST_EINVAL, "--device: '%s' is not cpu or cuda", value);
@@ -265,5 +291,13 @@ st_status gpt_options_check(const gpt_options *o, char *err)
         return st_errf(err, ST_EINVAL, "AdamW needs 0 <= beta < 1 and eps > 0");
     if (!o->data[0])
         return st_errf(err, ST_EINVAL, "--data is empty");
+    if (o->branch_from[0] && o->decay_steps < 1)
+        return st_errf(err, ST_EINVAL, "--branch-from needs --decay-steps K >= 1");
+    if (!o->branch_from[0] && o->decay_steps != 0)
+        return st_errf(err, ST_EINVAL, "--decay-steps is for a branch: give --branch-from too");
+    if (o->branch_from[0] && o->resume[0])
+        return st_errf(err, ST_EINVAL,
+                       "--branch-from and --resume together: a branch restarts from its "
+                       "parent's checkpoint (it is short); drop --resume");
     return ST_OK;
 }

@@ -1,8 +1,9 @@
 /*
  * train.c — the training run around a model: byte data (any file; KJV by default), seeded batch
  * sampling, the learning-rate schedule (warmup, then cosine or warmup-stable-decay), gradient
- * accumulation, divergence detection, evaluation on fixed validation batches, and atomic
- * checkpoints from which a run continues bit-identically. The model itself sits behind a
+ * accumulation, divergence detection, evaluation on fixed validation batches, atomic
+ * checkpoints from which a run continues bit-identically, and cooldown branches (a short decay
+ * resumed from a parent's checkpoint, counting only its own FLOPs). The model itself sits behind a
  * gpt_backend (CPU or CUDA). Not an output format: train_main.c writes the metrics protocol.
  * Shapes: B sequences of T bytes per micro-batch; targets are the inputs shifted by one.
  */
@@ -30,6 +31,8 @@ struct gpt_trainer {
     text train, val;
     st_rng *rng;
     uint64_t step, total_steps;
+    int is_branch;                      /* a cooldown branch (opts.branch_from) */
+    uint64_t branch_step, parent_total; /* branch: the parent's step and total steps */
     double first_loss, seconds;
     uint8_t *inputs, *targets; /* B*T each */
     char errmsg[ST_ERRMSG_MAX];
@@ -67,6 +70,15 @@ static st_status read_file(const char *path, text *t, char *err)
     return ST_OK;
 }
 
+/* 1 - (1 - r)·g(p), g(p) = p or sqrt(p), p clamped to [0, 1]: the factor that takes a decay's
+ * start lr to r = min_lr_ratio times it at p = 1 (WSD: Hägele et al. 2024, linear and 1-sqrt) */
+static double decay_factor(const gpt_options *o, double p)
+{
+    p = p > 1.0 ? 1.0 : (p < 0.0 ? 0.0 : p);
+    double g = o->decay_shape == GPT_DECAY_1SQRT ? sqrt(p) : p;
+    return 1.0 - (1.0 - o->min_lr_ratio) * g;
+}
+
 double gpt_lr_at(const gpt_options *o, uint64_t s, uint64_t total)
 {
     double W = o->warmup < 1.0 ? floor(o->warmup * (double)total + 0.5) : floor(o->warmup);
@@ -82,13 +94,22 @@ double gpt_lr_at(const gpt_options *o, uint64_t s, uint64_t total)
             start = W;
         if (step < start || D < 1.0)
             return o->lr;
-        double p = (step - start + 1.0) / ((double)total - start);
-        return o->lr * (1.0 - (1.0 - lo) * (p > 1.0 ? 1.0 : p));
+        return o->lr * decay_factor(o, (step - start + 1.0) / ((double)total - start));
     }
     double span = (double)total - W;
     double p = span > 1.0 ? (step - W) / (span - 1.0) : 1.0; /* 0 at the first, 1 at the last */
     /* cosine annealing (Loshchilov & Hutter 2017, eq. 5) down to lr · min_lr_ratio */
     return o->lr * (lo + (1.0 - lo) * 0.5 * (1.0 + cos(M_PI * (p > 1.0 ? 1.0 : p))));
+}
+
+double gpt_lr_branch_at(const gpt_options *o, uint64_t s, uint64_t parent_total,
+                        uint64_t branch_step)
+{
+    if (s < branch_step)
+        return gpt_lr_at(o, s, parent_total);
+    double from = gpt_lr_at(o, branch_step, parent_total);
+    double K = o->decay_steps > 0 ? (double)o->decay_steps : 1.0;
+    return from * decay_factor(o, ((double)(s - branch_step) + 1.0) / K);
 }
 
 /* ---- checkpoints ---------------------------------------------------------------------------- */
@@ -97,7 +118,8 @@ double gpt_lr_at(const gpt_options *o, uint64_t s, uint64_t total)
 typedef struct ckpt_header {
     char magic[8];
     uint32_t version, header_size;
-    int32_t n_layer, d_model, n_head, seq_len, batch, grad_accum, schedule, pad;
+    int32_t n_layer, d_model, n_head, seq_len, batch, grad_accum, schedule;
+    int32_t decay_shape; /* was padding (0) before decay shapes: 0 is linear */
     double tokens, lr, warmup, min_lr_ratio, decay_frac, init_std;
     float beta1, beta2, eps, weight_decay, clip, pad2;
     uint64_t seed, step, total_steps, adam_t, n_params, rng_size;
@@ -118,6 +140,7 @@ static void fill_header(const gpt_trainer *tr, ckpt_header *h)
     h->batch = o->model.batch;
     h->grad_accum = o->grad_accum;
     h->schedule = (int32_t)o->schedule;
+    h->decay_shape = (int32_t)o->decay_shape;
     h->tokens = o->tokens;
     h->lr = o->lr;
     h->warmup = o->warmup;
@@ -182,7 +205,8 @@ out:
     return s;
 }
 
-static st_status load_checkpoint(gpt_trainer *tr, const char *path, char *err)
+/* Restores tr from `path`. A branch may change the decay shape; every other setting must agree. */
+static st_status load_checkpoint(gpt_trainer *tr, const char *path, int branch, char *err)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -214,11 +238,11 @@ static st_status load_checkpoint(gpt_trainer *tr, const char *path, char *err)
         h.lr != want.lr || h.warmup != want.warmup || h.min_lr_ratio != want.min_lr_ratio ||
         h.decay_frac != want.decay_frac || h.beta1 != want.beta1 || h.beta2 != want.beta2 ||
         h.eps != want.eps || h.weight_decay != want.weight_decay || h.clip != want.clip ||
-        h.seed != want.seed) {
+        h.seed != want.seed || (!branch && h.decay_shape != want.decay_shape)) {
         s = st_errf(err, ST_EINVAL,
                     "checkpoint '%s' was written with other training settings (lr, schedule, "
-                    "tokens, AdamW, seed or grad-accum): resume with the original flags",
-                    path);
+                    "tokens, AdamW, seed or grad-accum): %s with the original flags",
+                    path, branch ? "branch" : "resume");
         goto out;
     }
     size_t P = (size_t)h.n_params;
@@ -310,7 +334,15 @@ st_status gpt_trainer_create(const gpt_options *opts, const gpt_backend *backend
     if (s != ST_OK)
         goto fail;
     if (tr->o.resume[0]) {
-        s = load_checkpoint(tr, tr->o.resume, err);
+        s = load_checkpoint(tr, tr->o.resume, 0, err);
+    } else if (tr->o.branch_from[0]) {
+        s = load_checkpoint(tr, tr->o.branch_from, 1, err);
+        /* the branch: K more steps; its cost (FLOPs, seconds) counts from here */
+        tr->is_branch = 1;
+        tr->branch_step = tr->step;
+        tr->parent_total = tr->total_steps;
+        tr->total_steps = tr->step + (uint64_t)tr->o.decay_steps;
+        tr->seconds = 0.0;
     } else {
         s = backend->init_weights(tr->model, (float)tr->o.init_std, st_mix64(tr->o.seed));
         if (s != ST_OK)
@@ -346,6 +378,12 @@ const char *gpt_trainer_errmsg(const gpt_trainer *tr)
 uint64_t gpt_trainer_total_steps(const gpt_trainer *tr)
 {
     return tr->total_steps;
+}
+int gpt_trainer_is_branch(const gpt_trainer *tr, uint64_t *parent_step)
+{
+    if (parent_step)
+        *parent_step = tr->is_branch ? tr->branch_step : 0;
+    return tr->is_branch;
 }
 uint64_t gpt_trainer_step_index(const gpt_trainer *tr)
 {
@@ -389,7 +427,10 @@ st_status gpt_trainer_step(gpt_trainer *tr, gpt_step_info *info)
                        (unsigned long long)tr->total_steps);
     double t0 = now_s();
     int B = tr->o.model.batch, T = tr->o.model.seq_len, A = tr->o.grad_accum;
-    double lr = gpt_lr_at(&tr->o, tr->step, tr->total_steps), loss_sum = 0.0;
+    double lr = tr->is_branch
+                    ? gpt_lr_branch_at(&tr->o, tr->step, tr->parent_total, tr->branch_step)
+                    : gpt_lr_at(&tr->o, tr->step, tr->total_steps);
+    double loss_sum = 0.0;
     st_status s;
     tr->be->zero_grad(tr->model);
     for (int a = 0; a < A; a++) {
@@ -424,7 +465,9 @@ st_status gpt_trainer_step(gpt_trainer *tr, gpt_step_info *info)
     tr->seconds += dt;
     double tokens = (double)tr->step * B * T * A;
     info->tokens = tokens;
-    info->flops = tokens * gpt_trainer_flops_per_token(tr);
+    /* a branch's cost is its own: the parent paid for the steps before branch_step */
+    double own_tokens = (double)(tr->step - tr->branch_step) * B * T * A;
+    info->flops = own_tokens * gpt_trainer_flops_per_token(tr);
     info->seconds = tr->seconds;
     info->step_seconds = dt;
     return ST_OK;

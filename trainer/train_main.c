@@ -43,6 +43,67 @@ static int exit_for(st_status s)
     return s == ST_ENOMEM ? 4 : 1;
 }
 
+/* Writes the checkpoint of --checkpoint, a "{step}" in its path replaced by the steps done (one
+ * file per checkpoint, e.g. to branch cooldowns off several stable steps). */
+static st_status save_checkpoint(gpt_trainer *tr, const char *path)
+{
+    char buf[1100];
+    const char *at = strstr(path, "{step}");
+    if (!at)
+        return gpt_trainer_save(tr, path);
+    snprintf(buf, sizeof(buf), "%.*s%llu%s", (int)(at - path), path,
+             (unsigned long long)gpt_trainer_step_index(tr), at + 6);
+    return gpt_trainer_save(tr, buf);
+}
+
+/* `text` as a JSON string (quotes, backslashes and control bytes escaped) */
+static void json_string(FILE *out, const char *text)
+{
+    fputc('"', out);
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            fprintf(out, "\\%c", *c);
+        else if (*c < 0x20)
+            fprintf(out, "\\u%04x", *c);
+        else
+            fputc(*c, out);
+    }
+    fputc('"', out);
+}
+
+/* a branch's fields (docs/metrics-protocol.md, "Cooldown branches"): none for a plain run */
+static void branch_fields(FILE *out, const gpt_trainer *tr, const gpt_options *o)
+{
+    uint64_t parent_step;
+    if (!gpt_trainer_is_branch(tr, &parent_step))
+        return;
+    fprintf(out, ",\"branch\":1,\"parent_step\":%llu,\"branch_steps\":%d,\"parent_checkpoint\":",
+            (unsigned long long)parent_step, o->decay_steps);
+    json_string(out, o->branch_from);
+}
+
+/* The last eval and the final record: tokens in total (a branch: its parent's too), FLOPs and
+ * seconds of this run only (a branch: its own steps). */
+static void write_final(FILE *out, const gpt_trainer *tr, const gpt_options *o, double val,
+                        const gpt_step_info *info, double tokens_per_step)
+{
+    uint64_t steps = gpt_trainer_total_steps(tr), parent_step = 0;
+    gpt_trainer_is_branch(tr, &parent_step);
+    double tokens = (double)steps * tokens_per_step;
+    double own_tokens = (double)(steps - parent_step) * tokens_per_step;
+    size_t n_params = gpt_trainer_num_params(tr);
+    fprintf(out, "{\"event\":\"eval\",\"step\":%llu,\"val_loss\":%.9g,\"tokens\":%.17g}\n",
+            (unsigned long long)steps, val, tokens);
+    fprintf(out,
+            "{\"event\":\"final\",\"val_loss\":%.9g,\"loss\":%.9g,\"flops\":%.17g,"
+            "\"params\":%zu,\"tokens\":%.17g,\"seconds\":%.6f,\"steps\":%llu",
+            val, info->loss, own_tokens * gpt_trainer_flops_per_token(tr), n_params, tokens,
+            info->seconds, (unsigned long long)steps);
+    branch_fields(out, tr, o);
+    fprintf(out, "}\n");
+    fflush(out);
+}
+
 int main(int argc, char **argv)
 {
     gpt_options o = gpt_options_default();
@@ -127,10 +188,12 @@ int main(int argc, char **argv)
     double tokens_per_step = (double)o.model.batch * o.model.seq_len * o.grad_accum;
     fprintf(out,
             "{\"event\":\"config\",\"params\":%zu,\"flops_per_token\":%.17g,\"steps\":%llu,"
-            "\"seed\":%llu,\"threads\":%d,\"device\":\"%s\",\"start_step\":%llu}\n",
+            "\"seed\":%llu,\"threads\":%d,\"device\":\"%s\",\"start_step\":%llu",
             n_params, fpt, (unsigned long long)gpt_trainer_total_steps(tr),
             (unsigned long long)o.seed, o.threads, o.device,
             (unsigned long long)gpt_trainer_step_index(tr));
+    branch_fields(out, tr, &o);
+    fprintf(out, "}\n");
     fflush(out);
 
     int code = 0;
@@ -172,7 +235,7 @@ int main(int argc, char **argv)
         }
         if (o.checkpoint[0] && o.checkpoint_every > 0 &&
             done_steps % (uint64_t)o.checkpoint_every == 0 && !last) {
-            s = gpt_trainer_save(tr, o.checkpoint);
+            s = save_checkpoint(tr, o.checkpoint);
             if (s != ST_OK) {
                 code = fail(exit_for(s), NULL, gpt_trainer_errmsg(tr));
                 goto done;
@@ -181,23 +244,12 @@ int main(int argc, char **argv)
     }
     s = gpt_trainer_eval(tr, &val);
     if (s == ST_OK && o.checkpoint[0])
-        s = gpt_trainer_save(tr, o.checkpoint);
+        s = save_checkpoint(tr, o.checkpoint);
     if (s != ST_OK) {
         code = fail(exit_for(s), NULL, gpt_trainer_errmsg(tr));
         goto done;
     }
-    {
-        double tokens = (double)gpt_trainer_total_steps(tr) * tokens_per_step;
-        uint64_t steps = gpt_trainer_total_steps(tr);
-        fprintf(out, "{\"event\":\"eval\",\"step\":%llu,\"val_loss\":%.9g,\"tokens\":%.17g}\n",
-                (unsigned long long)steps, val, tokens);
-        fprintf(out,
-                "{\"event\":\"final\",\"val_loss\":%.9g,\"loss\":%.9g,\"flops\":%.17g,"
-                "\"params\":%zu,\"tokens\":%.17g,\"seconds\":%.6f,\"steps\":%llu}\n",
-                val, info.loss, tokens * fpt, n_params, tokens, info.seconds,
-                (unsigned long long)steps);
-        fflush(out);
-    }
+    write_final(out, tr, &o, val, &info, tokens_per_step);
 done:
     gpt_trainer_destroy(tr);
     if (out != stdout)

@@ -2,8 +2,10 @@
  * test_trainer_cli.c — the scaletune-train program as the runner sees it: --help, bad flags (exit
  * 2), a missing data file (exit 1 with a hint), divergence (exit 3 and a diverged record), the
  * metrics file, and kill -9 in the middle of a checkpointed run followed by --resume, which must
- * end with the same final record as a run never interrupted. The binary is found next to this
- * test's build folder (BUILD/scaletune-train); if it is absent the test prints SKIP.
+ * end with the same final record as a run never interrupted; a cooldown branch off that run's
+ * checkpoint reports its parent and only its own FLOPs (docs/metrics-protocol.md). The binary is
+ * found next to this test's build folder (BUILD/scaletune-train); if it is absent the test prints
+ * SKIP.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -201,6 +203,22 @@ int main(int argc, char **argv)
     CHECK(sec1 && sec2 && sec1 - f1 == sec2 - f2 && !strncmp(f1, f2, (size_t)(sec1 - f1)));
     if (!(sec1 && sec2 && sec1 - f1 == sec2 - f2 && !strncmp(f1, f2, (size_t)(sec1 - f1))))
         fprintf(stderr, "  uninterrupted: %.200s\n  resumed:       %.200s\n", f1, f2);
+
+    /* a cooldown branch of 5 steps off the checkpoint of step 200: the final record names its
+     * parent, counts tokens in total and FLOPs of its own 5 steps of 8*32 tokens */
+    const char *branch[] = {
+        "--data",       text, "--d-model",     "32",    "--n-layer",     "2", "--seq-len", "32",
+        "--batch",      "8",  "--tokens",      "51200", "--threads",     "2", "--seed",    "5",
+        "--eval-every", "50", "--branch-from", ckpt,    "--decay-steps", "5", NULL};
+    CHECK(run(branch, out2, sizeof(out2), NULL) == 0);
+    const char *fb = final_line(out2), *cfg = strstr(out2, "\"flops_per_token\":");
+    const char *fl = strstr(fb, "\"flops\":");
+    double fpt = cfg ? strtod(cfg + 18, NULL) : 0, flops = fl ? strtod(fl + 8, NULL) : 0;
+    CHECK(fpt > 0);
+    CHECK_REL(flops, 5.0 * 8 * 32 * fpt, 1e-12);
+    CHECK(strstr(fb, "\"tokens\":52480,") && strstr(fb, "\"steps\":205,"));
+    CHECK(strstr(fb, "\"branch\":1,\"parent_step\":200,\"branch_steps\":5,") != NULL);
+    CHECK(strstr(fb, "\"parent_checkpoint\":\"") && strstr(fb, ckpt));
 
     /* a checkpoint of another model is refused with the reason */
     const char *other[] = {"--data", text, "--d-model", "64", "--resume", ckpt, NULL};
