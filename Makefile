@@ -147,6 +147,18 @@ $(BUILD)/bench/bench_trainer: $(BUILD)/bench/bench_trainer.o $(BUILD)/mod/libtra
                               $(BUILD)/mod/libcommon.a
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
+# make bench-curves: tiny-GPT runs (curves stored in build/bench/curves.tsv, reused; delete it or
+# pass BENCH_CURVES_FLAGS=--retrain to train again), each run's final loss predicted from its
+# first 30% of steps by the curve law of fit/curve.h and by a plain power law (docs/benchmarks.md)
+$(BUILD)/bench/bench_curves: $(BUILD)/bench/bench_curves.o $(BUILD)/mod/libfit.a \
+                             $(BUILD)/mod/libtrainer.a $(BUILD)/mod/libcommon.a
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+bench-curves: $(BUILD)/bench/bench_curves
+	@test -r data/kjv/train.txt || scripts/prepare-data
+	OPENBLAS_NUM_THREADS=1 $(BUILD)/bench/bench_curves --out $(BUILD)/bench/curves.tsv \
+	  $(BENCH_CURVES_FLAGS)
+.PHONY: bench-curves
+
 # ---- runner --------------------------------------------------------------------------------
 # tests/runner/fake_trainer: a trainer told by its arguments how to behave (tests only)
 TEST_PROGRAMS += $(BUILD)/tests/runner/fake_trainer
