@@ -11,7 +11,8 @@
  *   power   the peer: a plain power law in steps, L = E + A s^-a (the same fitter, lr = 1, C = 0);
  * and prints each one's error on the final validation loss, then the median and worst relative
  * error per method ("BENCH curves.<method>.median_rel_err <value>", ... .worst_rel_err).
- * Not a timing benchmark. Needs data/kjv (scripts/prepare-data).
+ * --seq-len and --batch change the runs' shape (default 64 x 4). Not a timing benchmark. Needs
+ * data/kjv (scripts/prepare-data).
  */
 #include <math.h>
 #include <stdio.h>
@@ -70,10 +71,10 @@ static int curve_alloc(curve *c, size_t n)
 
 /* ---- training --------------------------------------------------------------------------- */
 
-static int train_one(const run_cfg *r, const char *data_dir, curve *c)
+static int train_one(const run_cfg *r, const char *data_dir, int seq_len, int batch, curve *c)
 {
     gpt_options o = gpt_options_default();
-    o.model = (gpt_config){r->n_layer, r->d_model, 0, 64, 4};
+    o.model = (gpt_config){r->n_layer, r->d_model, 0, seq_len, batch};
     o.tokens = r->tokens;
     o.lr = r->lr;
     o.schedule = r->schedule;
@@ -297,7 +298,7 @@ static int evaluate(const curve *cs, size_t n, double skip, double frac)
 int main(int argc, char **argv)
 {
     const char *out = "build/bench/curves.tsv", *data = "data/kjv";
-    int retrain = 0;
+    int retrain = 0, seq_len = 64, batch = 4;
     double frac = 0.3, skip = 0.1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--retrain"))
@@ -310,9 +311,13 @@ int main(int argc, char **argv)
             frac = atof(argv[++i]);
         else if (!strcmp(argv[i], "--skip") && i + 1 < argc)
             skip = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--seq-len") && i + 1 < argc)
+            seq_len = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
+            batch = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: bench_curves [--out FILE] [--data DIR] [--frac F] "
-                            "[--skip F] [--retrain]\n");
+                            "[--skip F] [--seq-len T] [--batch B] [--retrain]\n");
             return 2;
         }
     }
@@ -329,7 +334,7 @@ int main(int argc, char **argv)
             curve_free(&cs[k]);
             memset(&cs[k], 0, sizeof(cs[k]));
             fprintf(stderr, "bench_curves: training run %zu of %zu\n", k + 1, N_RUNS);
-            if (train_one(&RUNS[k], data, &cs[k]) != 0)
+            if (train_one(&RUNS[k], data, seq_len, batch, &cs[k]) != 0)
                 return 1;
         }
         n = (int)N_RUNS;
