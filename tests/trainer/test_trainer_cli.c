@@ -3,7 +3,8 @@
  * 2), a missing data file (exit 1 with a hint), divergence (exit 3 and a diverged record), the
  * metrics file, and kill -9 in the middle of a checkpointed run followed by --resume, which must
  * end with the same final record as a run never interrupted; a cooldown branch off that run's
- * checkpoint reports its parent and only its own FLOPs (docs/metrics-protocol.md). The binary is
+ * checkpoint reports its parent and only its own FLOPs (docs/metrics-protocol.md); {step} in
+ * --checkpoint keeps one file per checkpoint. The binary is
  * found next to this test's build folder (BUILD/scaletune-train); if it is absent the test prints
  * SKIP.
  */
@@ -219,6 +220,20 @@ int main(int argc, char **argv)
     CHECK(strstr(fb, "\"tokens\":52480,") && strstr(fb, "\"steps\":205,"));
     CHECK(strstr(fb, "\"branch\":1,\"parent_step\":200,\"branch_steps\":5,") != NULL);
     CHECK(strstr(fb, "\"parent_checkpoint\":\"") && strstr(fb, ckpt));
+
+    /* "{step}" in --checkpoint keeps one file per checkpoint: steps 4, 8 and the end, 10 */
+    char tmpl[96], at4[96], at8[96], at10[96];
+    snprintf(tmpl, sizeof(tmpl), "%s-{step}.ck", text);
+    snprintf(at4, sizeof(at4), "%s-4.ck", text);
+    snprintf(at8, sizeof(at8), "%s-8.ck", text);
+    snprintf(at10, sizeof(at10), "%s-10.ck", text);
+    const char *per_step[] = {
+        "--data",  text, "--d-model", "16",  "--n-layer",    "1",  "--seq-len",          "16",
+        "--batch", "2",  "--tokens",  "320", "--checkpoint", tmpl, "--checkpoint-every", "4",
+        NULL};
+    CHECK(run(per_step, out2, sizeof(out2), NULL) == 0);
+    CHECK(!access(at4, R_OK) && !access(at8, R_OK) && !access(at10, R_OK));
+    remove(at4), remove(at8), remove(at10);
 
     /* a checkpoint of another model is refused with the reason */
     const char *other[] = {"--data", text, "--d-model", "64", "--resume", ckpt, NULL};
