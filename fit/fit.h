@@ -270,6 +270,18 @@ void fit_derived(const fit_law *law, const double *natural, const fit_boot_optio
 st_status fit_profile(fit *f, size_t i, size_t n, const double *values, double *obj, double *lo,
                       double *hi);
 
+/* ---- parameters at their limits ---------------------------------------------------------- */
+
+/*
+ * Checks a fitted f for parameters that ran to a limit of their parametrisation, which means
+ * the data do not determine them: an irreducible loss E below 1e-3 of the smallest target
+ * (E -> 0), an exponent (alpha, beta, eta, alpha_N, alpha_D) below 1e-3 or above 5, a
+ * repetition constant R_D* or R_N* above 1e4 (no repetition penalty left), any other
+ * log-parametrised constant below 1e-10 or above 1e30. Writes "NAME = V runs to ..." clauses,
+ * "; "-separated, into msg (len bytes; "" if none) and returns their count (0 without a fit).
+ */
+size_t fit_limit_check(const fit *f, char *msg, size_t len);
+
 /* ---- validation by compute cut-off ------------------------------------------------------- */
 
 /*
@@ -348,11 +360,15 @@ typedef enum fit_c_convention { FIT_C_6ND = 0, FIT_C_COUNTED = 1 } fit_c_convent
 /*
  * Reads a CSV with a header row. Canonical columns N, D, C and loss are found by these names
  * unless `mapping` says otherwise: "N=Model Size,C=Training FLOP" (canonical=header name,
- * comma-separated; NULL for none). Missing C is derived as 6 N D, missing D as C / (6 N) (the
- * C = 6ND convention). Other columns are kept by header name if numeric. Empty lines are
- * skipped. On failure returns ST_EIO (cannot open), ST_EFORMAT (syntax, non-numeric,
- * non-finite or non-positive value in a used column), ST_ENOTFOUND (missing column) and
- * writes "file:line: column 'X': ..." into err (ST_ERRMSG_MAX bytes).
+ * comma-separated; NULL for none). Any other name in the mapping is an alias: "U=U_unique_tokens"
+ * makes that column readable as "U" (at most 8 aliases). Mapped and canonical columns are
+ * "used": each value must be a finite positive number. Missing C is derived as 6 N D, missing D
+ * as C / (6 N) (the C = 6ND convention). Other columns are kept by header name if numeric; every
+ * cell is also kept as text (fit_table_text, fit_table_keep_equal). Empty lines are skipped.
+ * On failure returns ST_EIO (cannot open), ST_EINVAL (bad mapping), ST_EFORMAT (syntax,
+ * non-numeric, non-finite or non-positive value in a used column), ST_ENOTFOUND (missing
+ * column), ST_EEMPTY (no data rows) and writes "file:line: column 'X': ..." into err
+ * (ST_ERRMSG_MAX bytes).
  */
 st_status fit_table_read_csv(const char *path, const char *mapping, fit_table **out, char *err);
 void fit_table_destroy(fit_table *t);
@@ -373,6 +389,31 @@ const char *fit_table_exclusions(const fit_table *t);
  * in err. */
 st_status fit_table_matrix(const fit_table *t, size_t k, const char *const *names, double *x,
                            char *err);
+/* The cell of `column` (canonical, alias or header name) in row `row` as text (trimmed, quotes
+ * removed); NULL for an unknown column, a derived column or a row out of range. Borrowed. */
+const char *fit_table_text(const fit_table *t, const char *column, size_t row);
+/* The file line of data row `row` (1-based line numbers; 0 out of range), and the file name
+ * (borrowed), for file:line messages. Rows keep their line through exclusions and filters. */
+size_t fit_table_line(const fit_table *t, size_t row);
+const char *fit_table_path(const fit_table *t);
+/* Keeps only the rows whose `column` equals `value` (numerically when both are numbers, to
+ * 1e-12 relative, else as text); recorded in fit_table_exclusions() as "where COL = VALUE".
+ * ST_ENOTFOUND for an unknown column, ST_EEMPTY (table unchanged) if no row matches; err
+ * (ST_ERRMSG_MAX bytes) says which. */
+st_status fit_table_keep_equal(fit_table *t, const char *column, const char *value, char *err);
+/* Number of header columns, and the header name of column j (NULL past the end; borrowed). */
+size_t fit_table_n_cols(const fit_table *t);
+const char *fit_table_col_name(const fit_table *t, size_t j);
+/* Number of distinct text values in `column` (0 for an unknown column). */
+size_t fit_table_n_distinct(const fit_table *t, const char *column);
+/*
+ * Range check: counts the rows whose value in `column` lies more than `decades` orders of
+ * magnitude from the column's median (on a log scale), e.g. a loss of 1e308 among losses near
+ * 3. err (err_len bytes) receives "file:line: column 'X': value V is K orders of magnitude from
+ * the median M" for the first three. 0 for an unknown column.
+ */
+size_t fit_table_check_range(const fit_table *t, const char *column, double decades, char *err,
+                             size_t err_len);
 
 #ifdef __cplusplus
 }
