@@ -313,6 +313,72 @@ st_status fit_approach1(size_t n, const double *N, const double *D, const double
 st_status fit_approach2(size_t n, const double *N, const double *C, const double *loss,
                         fit_approach *out, char *err);
 
+/* ---- Approach 2 by Porian et al. 2024 (IsoFLOP profiles with seed-noise bootstrap) -------- */
+
+#define FIT_ISO_MAX_BUDGETS 64
+
+typedef struct fit_isoflop_options {
+    size_t n_boot;         /* seed-noise replicates, default 1000 */
+    uint64_t seed;         /* default 42 */
+    double noise_sd;       /* sd of the Gaussian seed noise added to each loss (loss units),
+                              default 0.002 (Porian's RefinedWeb value; 0.01 for OpenWebText2) */
+    size_t grid_per_gap;   /* interpolation points per gap between model sizes, default 25 */
+    double min_std_factor; /* floor on sd(ln N*) as a fraction of the mean gap in ln N between
+                              model sizes, default 0.33 */
+    double level;          /* level of the interval on a, default 0.95 */
+} fit_isoflop_options;
+fit_isoflop_options fit_isoflop_options_default(void);
+
+typedef enum fit_isoflop_use {
+    FIT_ISO_USED = 0,     /* in the regression */
+    FIT_ISO_FEW = 1,      /* fewer than 5 model sizes (GSL's Akima spline needs 5) */
+    FIT_ISO_EDGE = 2,     /* the minimum of the spline through the data is at an end */
+    FIT_ISO_UNSTABLE = 3, /* fewer than half the replicates have an interior minimum */
+} fit_isoflop_use;
+
+typedef struct fit_isoflop_budget {
+    double C;            /* the budget (mean C of its runs), FLOP */
+    size_t n_sizes;      /* distinct model sizes (the minimum loss over runs of equal N) */
+    double N_min, N_max; /* range of model sizes */
+    double N_point;      /* argmin of the spline through the data (no noise) */
+    double N_star;       /* median over the valid replicates: the observation regressed */
+    double sd_ln_N;      /* bootstrap sd of ln N*, floored and inflated (Porian) */
+    double L_star;       /* spline minimum of the loss at N_point */
+    size_t n_valid;      /* replicates with an interior minimum */
+    fit_isoflop_use use;
+} fit_isoflop_budget;
+
+typedef struct fit_isoflop_result {
+    double a, log_k;   /* N* = exp(log_k) C^a: weighted least squares of ln N* on ln C,
+                          weights 1/sd_ln_N^2 */
+    double a_lo, a_hi; /* percentile interval of a over the replicates (each replicate's
+                          N* per budget, the same weights) */
+    double a_se;       /* sd of a over the replicates */
+    double b;          /* D* ∝ C^b with b = 1 - a (C = 6 N D) */
+    size_t n_budgets, n_used, n_rep;
+    fit_isoflop_budget budget[FIT_ISO_MAX_BUDGETS];
+    unsigned warnings; /* FIT_WARN_EDGE when a budget was dropped */
+    char warning_text[ST_ERRMSG_MAX];
+} fit_isoflop_result;
+
+/*
+ * Approach 2 as Porian et al. 2024 (arXiv:2406.19146, github formll/resolving-scaling-law-
+ * discrepancies, analysis.py interp_flop) do it. Runs (N, C, loss; n each, all > 0) are grouped
+ * into budgets (C within 5% relative). Per budget: the minimum loss over runs of equal N; an
+ * Akima spline of ln loss against ln N (GSL gsl_interp_akima) evaluated on (sizes - 1) *
+ * grid_per_gap points evenly spaced in ln N; its argmin is N*. A budget whose argmin is at an
+ * end of the grid is dropped (FIT_ISO_EDGE). n_boot replicates add Gaussian noise of sd noise_sd
+ * to every loss and redo the argmin; ends are invalid; a budget with fewer than half valid is
+ * dropped. sd(ln N*) over the valid replicates is floored at min_std_factor times the mean gap
+ * in ln N and multiplied by n_boot / n_valid; the median of the valid N* is the observation.
+ * Then weighted least squares of ln N* on ln C. Deterministic given the seed.
+ * Returns ST_OK, ST_EINVAL (bad options or values), ST_EEMPTY (fewer than 2 budgets used; the
+ * result still lists every budget), ST_ERANGE (more than FIT_ISO_MAX_BUDGETS budgets) or
+ * ST_ENOMEM; err (ST_ERRMSG_MAX bytes) says why.
+ */
+st_status fit_isoflop(size_t n, const double *N, const double *C, const double *loss,
+                      const fit_isoflop_options *o, fit_isoflop_result *out, char *err);
+
 /* ---- hyperparameter laws ------------------------------------------------------------------ */
 
 typedef enum fit_hp_select {
