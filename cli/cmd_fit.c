@@ -1,9 +1,9 @@
 /*
  * cmd_fit.c — `scaletune fit`: fit a scaling law to runs in a CSV (multi-start L-BFGS, fixed
  * parameters, row filters, bootstrap intervals, predictions, hold-out and backtest), then print
- * a table or JSON (cmd_fit_out.c); `fit allocate` (cmd_fit_alloc.c) and `fit isoflop`
- * (cmd_fit_isoflop.c) are subcommands. This file: the options and the fit itself.
- * Uses only the public headers fit/fit.h and common/st.h.
+ * a table or JSON (cmd_fit_out.c); `fit allocate` (cmd_fit_alloc.c), `fit isoflop`
+ * (cmd_fit_isoflop.c) and `fit hp` (cmd_fit_hp.c) are subcommands. This file: the options and the
+ * fit itself. Uses only the public headers fit/fit.h and common/st.h.
  */
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +21,7 @@ static void usage_fit(FILE *f)
         f, "usage: scaletune fit --data runs.csv --law LAW [options]\n"
            "       scaletune fit --db DB [--sweep NAME] --law LAW [options]\n"
            "       scaletune fit isoflop --data runs.csv [options]   (Approach 2; --help)\n"
+           "       scaletune fit hp --data grid.csv [options]        (lr/batch laws; --help)\n"
            "       scaletune fit allocate --fit fit.json --compute C [--json]\n\n"
            "Fits a scaling law to training runs (columns N, D, C, loss by default).\n\n"
            "options:\n"
@@ -367,6 +368,8 @@ int cmd_fit(int argc, char **argv)
         return fit_cli_allocate(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "isoflop"))
         return fit_cli_isoflop(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "hp"))
+        return fit_cli_hp(argc - 1, argv + 1);
     int from_sweep = fit_from_sweep(argc, argv);
     if (from_sweep >= 0)
         return from_sweep;

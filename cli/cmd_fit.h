@@ -76,6 +76,9 @@ int fit_cli_report(fit_cli *c);
 /* cmd_fit_alloc.c: `scaletune fit allocate`. */
 int fit_cli_allocate(int argc, char **argv);
 
+/* cmd_fit_hp.c: `scaletune fit hp` (lr and batch laws from a grid, StepLaw / DeepSeek). */
+int fit_cli_hp(int argc, char **argv);
+
 /* cmd_fit_isoflop.c: `scaletune fit isoflop` (Approach 2, Porian et al. 2024). */
 int fit_cli_isoflop(int argc, char **argv);
 

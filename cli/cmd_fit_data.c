@@ -239,8 +239,40 @@ int fit_cli_table(fit_cli *c)
     return check_range(c, c->target);
 }
 
+/* Is the target a hyperparameter (lr, learning rate, batch)? */
+static int hp_like(const char *name)
+{
+    static const char *const words[] = {"lr", "learning", "batch", "bs"};
+    for (size_t w = 0; w < sizeof(words) / sizeof(words[0]); w++)
+        if (!strncasecmp(name, words[w], strlen(words[w])))
+            return 1;
+    return 0;
+}
+
+/* A law of lr or batch fitted to every run of a grid (several runs per input point) is
+ * meaningless: the optimum is what scales. Warn and point to `fit hp`. */
+static void warn_raw_grid(fit_cli *c)
+{
+    if (!hp_like(c->target))
+        return;
+    for (size_t i = 0; i < c->n; i++)
+        for (size_t k = 0; k < i; k++)
+            if (!memcmp(c->x + i * c->nin, c->x + k * c->nin, c->nin * sizeof(double))) {
+                fit_cli_warn(c,
+                             "lines %zu and %zu have the same inputs: '%s' is fitted over every "
+                             "run of a grid, not over the near-optimal runs; use 'scaletune fit "
+                             "hp' (a band or a quadratic per (N, D), as StepLaw and DeepSeek do)",
+                             fit_table_line(c->t, k), fit_table_line(c->t, i), c->target);
+                return;
+            }
+}
+
 int fit_cli_load(fit_cli *c)
 {
     int rc = fit_cli_table(c);
-    return rc ? rc : build_inputs(c);
+    if (!rc)
+        rc = build_inputs(c);
+    if (!rc)
+        warn_raw_grid(c);
+    return rc;
 }

@@ -6,7 +6,8 @@
  * refused by file:line; --where and the mixed-dataset warning; --fix (a Chinchilla grid with E
  * frozen at its true value recovers the rest); --predict against the closed form; the backtest
  * on noiseless data; the warning for a parameter at its limit (E of a law without E); `fit
- * isoflop` on Porian et al.'s runs; Muennighoff's frozen base law (tests/data/scaling). Needs
+ * isoflop` on Porian et al.'s runs; `fit hp` on a grid around a known optimum (and the warning
+ * for a law fitted to a raw grid); Muennighoff's frozen base law (tests/data/scaling). Needs
  * build/scaletune (made by `make`); prints SKIP when it is absent.
  */
 #include <jansson.h>
@@ -222,6 +223,57 @@ static void test_gadre_m(void)
     CHECK(run(a) == 0 && out_has("M from the file's column M"));
 }
 
+/* A grid of (lr, batch) runs per (N, D) around a known optimum lr* = 2 N^-0.7 D^0.3,
+ * batch* = 0.5 D^0.6 (in units of 4 tokens), the loss quadratic in (ln lr, ln batch). */
+static void write_hp_grid(void)
+{
+    FILE *f = fopen(csv_path, "w");
+    fprintf(f, "N,D,lr,bs,loss\n");
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            double N = 1e8 * pow(3, i), D = 1e10 * pow(3, j);
+            double lr0 = 2 * pow(N, -0.7) * pow(D, 0.3), b0 = 0.5 * pow(D, 0.6) / 4;
+            for (int k = -2; k <= 2; k++)
+                for (int q = -2; q <= 2; q++)
+                    fprintf(f, "%.17g,%.17g,%.17g,%.17g,%.17g\n", N, D, lr0 * exp(0.3 * k),
+                            b0 * exp(0.3 * q), 2 + 0.05 * 0.09 * (k * k + q * q));
+        }
+    fclose(f);
+}
+
+static void test_hp(void)
+{
+    char a[1024];
+    write_hp_grid();
+    static const char *const sel[] = {"band", "quadratic"};
+    for (int s = 0; s < 2; s++) {
+        snprintf(a, sizeof(a),
+                 "hp --data %s --columns batch=bs --batch-scale 4 --select %s --bootstrap 50 "
+                 "--backtest --predict N=1e10,D=1e12 --json",
+                 csv_path, sel[s]);
+        CHECK(run(a) == 0);
+        json_t *j = out_json();
+        json_t *lr = json_object_get(j, "lr"), *bt = json_object_get(j, "batch");
+        CHECK_ABS(jnum(lr, "p1", "value"), -0.7, 1e-6);
+        CHECK_ABS(jnum(lr, "p2", "value"), 0.3, 1e-6);
+        CHECK_ABS(jnum(bt, "p1", "value"), 0.6, 1e-6);
+        CHECK_REL(exp(jnum(lr, "ln_k", "value")), 2, 1e-5);
+        json_t *p = json_array_get(json_object_get(j, "predictions"), 0);
+        CHECK_REL(jnum(p, "lr", NULL), 2 * pow(1e10, -0.7) * pow(1e12, 0.3), 1e-5);
+        CHECK_REL(jnum(p, "batch", NULL), 0.5 * pow(1e12, 0.6), 1e-5);
+        /* the held-out group (the largest N and D): its optimum is a grid run, excess 0 */
+        json_t *b = json_object_get(j, "backtest");
+        CHECK(jnum(b, "groups", NULL) == 1);
+        CHECK_ABS(jnum(b, "max_excess", NULL), 0, 1e-12);
+        json_decref(j);
+    }
+    /* a law fitted to every run of the grid is flagged */
+    snprintf(a, sizeof(a), "--data %s --law power2 --inputs N,D --target lr --threads 1", csv_path);
+    CHECK(run(a) == 0 && out_has("scaletune fit hp"));
+    snprintf(a, sizeof(a), "hp --data %s", csv_path);
+    CHECK(run(a) == 1 && out_has("--columns"));
+}
+
 static void test_published(void)
 {
     /* Muennighoff et al.: the frozen C4 base law, U mapped with --columns */
@@ -293,6 +345,7 @@ int main(int argc, char **argv)
     test_target_fix_predict();
     test_mse_limits_where();
     test_gadre_m();
+    test_hp();
     test_published();
     unlink(out_path);
     unlink(err_path);
