@@ -1,8 +1,9 @@
 /*
  * csv.c — run tables read from CSV: a header row, comma-separated fields (double quotes allowed),
- * canonical columns N, D, C and loss found by name or through a mapping, C or D derived under
- * C = 6ND, declared N and C conventions, and recorded exclusion rules. Errors name the file, the
- * line and the column. Not a general CSV library: no embedded newlines in fields.
+ * canonical columns N, D, C and loss found by name or through a mapping (other mapped names are
+ * aliases, e.g. U=U_unique_tokens), C or D derived under C = 6ND, declared N and C conventions,
+ * recorded exclusion rules and row filters (text cells are kept for --where), and a range check
+ * that names file:line. Not a general CSV library: no embedded newlines in fields.
  * Depends on libc only.
  */
 #include "fit/fit_int.h"
@@ -14,7 +15,8 @@
 #include <string.h>
 
 static const char *const canon[] = {"N", "D", "C", "loss"};
-#define N_CANON 4
+#define N_CANON   4
+#define MAX_ALIAS 8
 
 struct fit_table {
     size_t n_rows, n_cols;
@@ -22,6 +24,12 @@ struct fit_table {
     double **cols;          /* n_cols columns of n_rows values; NULL if the column is not numeric */
     int canon_col[N_CANON]; /* column holding N, D, C, loss (-1: absent) */
     double *derived[N_CANON]; /* derived canonical columns */
+    char ***text;             /* n_cols columns of n_rows cell strings (for --where) */
+    size_t *line;             /* n_rows: the file line of each row */
+    char *path;               /* the file, for file:line messages */
+    size_t n_alias;
+    char alias[MAX_ALIAS][64]; /* alias names from the mapping */
+    int alias_col[MAX_ALIAS];  /* their columns */
     fit_n_convention nconv;
     fit_c_convention cconv;
     char excl[1024];
@@ -34,11 +42,19 @@ void fit_table_destroy(fit_table *t)
     for (size_t j = 0; j < t->n_cols; j++) {
         free(t->names[j]);
         free(t->cols[j]);
+        if (t->text && t->text[j]) {
+            for (size_t i = 0; i < t->n_rows; i++)
+                free(t->text[j][i]);
+            free(t->text[j]);
+        }
     }
     for (int k = 0; k < N_CANON; k++)
         free(t->derived[k]);
     free(t->names);
     free(t->cols);
+    free(t->text);
+    free(t->line);
+    free(t->path);
     free(t);
 }
 
@@ -106,8 +122,10 @@ static int parse_num(const char *s, double *v)
     return *end == 0;
 }
 
-/* Parses "N=Model Size,C=Training FLOP" into header names for the canonical columns. */
-static st_status parse_mapping(const char *mapping, char map[N_CANON][256], char *err)
+/* Parses "N=Model Size,C=Training FLOP,U=U_unique_tokens" into header names for the canonical
+ * columns; other names become aliases (t->alias, header name in amap). */
+static st_status parse_mapping(const char *mapping, char map[N_CANON][256], fit_table *t,
+                               char amap[MAX_ALIAS][256], char *err)
 {
     for (int k = 0; k < N_CANON; k++)
         snprintf(map[k], 256, "%s", canon[k]);
@@ -131,181 +149,255 @@ static st_status parse_mapping(const char *mapping, char map[N_CANON][256], char
         for (k = 0; k < N_CANON; k++)
             if (!strcmp(key, canon[k]))
                 break;
-        if (k == N_CANON)
-            return st_errf(err, ST_EINVAL, "column mapping: '%s' is not one of N, D, C, loss", key);
-        snprintf(map[k], 256, "%s", val);
+        if (k < N_CANON) {
+            snprintf(map[k], 256, "%s", val);
+            continue;
+        }
+        if (!*key || t->n_alias == MAX_ALIAS)
+            return st_errf(err, ST_EINVAL, "column mapping '%s': %s", key,
+                           *key ? "too many names (at most 8 besides N, D, C, loss)"
+                                : "empty name");
+        snprintf(t->alias[t->n_alias], sizeof(t->alias[0]), "%s", key);
+        snprintf(amap[t->n_alias++], 256, "%s", val);
     }
     return ST_OK;
+}
+
+/* Is column j one the fit uses (canonical or aliased)? Its values must then be positive. */
+static int is_used(const fit_table *t, size_t j)
+{
+    for (int k = 0; k < N_CANON; k++)
+        if (t->canon_col[k] == (int)j)
+            return 1;
+    for (size_t a = 0; a < t->n_alias; a++)
+        if (t->alias_col[a] == (int)j)
+            return 1;
+    return 0;
+}
+
+/* The header row: names, canonical and alias columns. */
+static st_status read_header(fit_table *t, FILE *fp, char **line, size_t *cap, size_t *lineno,
+                             char map[N_CANON][256], char amap[MAX_ALIAS][256], char *err)
+{
+    ssize_t len;
+    while ((len = getline(line, cap, fp)) >= 0) {
+        (*lineno)++;
+        if (*trim(*line))
+            break;
+    }
+    if (len < 0)
+        return st_errf(err, ST_EFORMAT, "%s: empty file (no header row)", t->path);
+    size_t maxf = strlen(*line) + 2;
+    char **fields = malloc(maxf * sizeof(char *));
+    if (!fields)
+        return st_errf(err, ST_ENOMEM, "%s: out of memory", t->path);
+    long nf = split_fields(trim(*line), fields, maxf);
+    if (nf <= 0) {
+        free(fields);
+        return st_errf(err, ST_EFORMAT, "%s:%zu: unterminated quote in the header", t->path,
+                       *lineno);
+    }
+    t->n_cols = (size_t)nf;
+    t->names = calloc(t->n_cols, sizeof(char *));
+    t->cols = calloc(t->n_cols, sizeof(double *));
+    t->text = calloc(t->n_cols, sizeof(char **));
+    if (!t->names || !t->cols || !t->text) {
+        free(fields);
+        return st_errf(err, ST_ENOMEM, "%s: out of memory", t->path);
+    }
+    for (size_t j = 0; j < t->n_cols; j++) {
+        t->names[j] = strdup(trim(fields[j]));
+        if (!t->names[j]) {
+            free(fields);
+            return st_errf(err, ST_ENOMEM, "%s: out of memory", t->path);
+        }
+        for (int k = 0; k < N_CANON; k++)
+            if (!strcmp(t->names[j], map[k]) && t->canon_col[k] < 0)
+                t->canon_col[k] = (int)j;
+        for (size_t a = 0; a < t->n_alias; a++)
+            if (!strcmp(t->names[j], amap[a]) && t->alias_col[a] < 0)
+                t->alias_col[a] = (int)j;
+    }
+    free(fields);
+    if (t->canon_col[3] < 0)
+        return st_errf(err, ST_ENOTFOUND, "%s:%zu: column '%s' (the loss) not found in the header",
+                       t->path, *lineno, map[3]);
+    for (int k = 0; k < N_CANON; k++)
+        if (strcmp(map[k], canon[k]) && t->canon_col[k] < 0)
+            return st_errf(err, ST_ENOTFOUND, "%s:%zu: mapped column '%s' (for %s) not found",
+                           t->path, *lineno, map[k], canon[k]);
+    for (size_t a = 0; a < t->n_alias; a++)
+        if (t->alias_col[a] < 0)
+            return st_errf(err, ST_ENOTFOUND, "%s:%zu: mapped column '%s' (for %s) not found",
+                           t->path, *lineno, amap[a], t->alias[a]);
+    return ST_OK;
+}
+
+/* Grows every column to hold cap rows. */
+static int grow(fit_table *t, size_t cap)
+{
+    size_t *ln = realloc(t->line, cap * sizeof(size_t));
+    if (!ln)
+        return 0;
+    t->line = ln;
+    for (size_t j = 0; j < t->n_cols; j++) {
+        double *c = realloc(t->cols[j], cap * sizeof(double));
+        if (c)
+            t->cols[j] = c;
+        char **s = realloc(t->text[j], cap * sizeof(char *));
+        if (s)
+            t->text[j] = s;
+        if (!c || !s)
+            return 0;
+    }
+    return 1;
+}
+
+/* One data row (fields already split): numbers, texts, the used-column checks. */
+static st_status read_row(fit_table *t, char **fields, size_t lineno, int *numeric, char *err)
+{
+    for (size_t j = 0; j < t->n_cols; j++) {
+        double v;
+        char *fs = trim(fields[j]);
+        int ok = parse_num(fs, &v);
+        if (is_used(t, j) && (!ok || !isfinite(v) || !(v > 0)))
+            return st_errf(err, ST_EFORMAT, "%s:%zu: column '%s': value '%s' is %s", t->path,
+                           lineno, t->names[j], fs,
+                           !ok            ? "not a number"
+                           : !isfinite(v) ? "not finite"
+                                          : "not positive");
+        if (!ok)
+            numeric[j] = 0;
+        t->cols[j][t->n_rows] = ok ? v : NAN;
+    }
+    for (size_t j = 0; j < t->n_cols; j++) {
+        t->text[j][t->n_rows] = strdup(fields[j]);
+        if (!t->text[j][t->n_rows]) {
+            for (size_t q = 0; q < j; q++)
+                free(t->text[q][t->n_rows]);
+            return st_errf(err, ST_ENOMEM, "%s: out of memory", t->path);
+        }
+    }
+    t->line[t->n_rows++] = lineno;
+    return ST_OK;
+}
+
+/* The data rows after the header. */
+static st_status read_rows(fit_table *t, FILE *fp, char **line, size_t *cap, size_t *lineno,
+                           int *numeric, char *err)
+{
+    char **fields = NULL;
+    size_t row_cap = 0;
+    st_status st = ST_OK;
+    while (st == ST_OK && getline(line, cap, fp) >= 0) {
+        (*lineno)++;
+        char *s = trim(*line);
+        if (!*s)
+            continue;
+        size_t mf = strlen(s) + 2;
+        char **fl = realloc(fields, mf * sizeof(char *));
+        if (!fl) {
+            st = st_errf(err, ST_ENOMEM, "%s: out of memory", t->path);
+            break;
+        }
+        fields = fl;
+        long nf = split_fields(s, fields, mf);
+        if (nf != (long)t->n_cols) {
+            if (nf < 0)
+                st = st_errf(err, ST_EFORMAT, "%s:%zu: unterminated quote", t->path, *lineno);
+            else
+                st = st_errf(err, ST_EFORMAT, "%s:%zu: %ld fields, the header has %zu", t->path,
+                             *lineno, nf, t->n_cols);
+            break;
+        }
+        if (t->n_rows == row_cap) {
+            row_cap = row_cap ? 2 * row_cap : 256;
+            if (!grow(t, row_cap)) {
+                st = st_errf(err, ST_ENOMEM, "%s: out of memory", t->path);
+                break;
+            }
+        }
+        st = read_row(t, fields, *lineno, numeric, err);
+    }
+    free(fields);
+    return st;
+}
+
+/* Derived columns under C = 6 N D. */
+static int derive(fit_table *t)
+{
+    const double *Nc = t->canon_col[0] >= 0 ? t->cols[t->canon_col[0]] : NULL;
+    const double *Dc = t->canon_col[1] >= 0 ? t->cols[t->canon_col[1]] : NULL;
+    const double *Cc = t->canon_col[2] >= 0 ? t->cols[t->canon_col[2]] : NULL;
+    if (Nc && Dc && !Cc) {
+        if (!(t->derived[2] = malloc(t->n_rows * sizeof(double))))
+            return 0;
+        for (size_t i = 0; i < t->n_rows; i++)
+            t->derived[2][i] = 6 * Nc[i] * Dc[i];
+    } else if (Nc && Cc && !Dc) {
+        if (!(t->derived[1] = malloc(t->n_rows * sizeof(double))))
+            return 0;
+        for (size_t i = 0; i < t->n_rows; i++)
+            t->derived[1][i] = Cc[i] / (6 * Nc[i]);
+    }
+    return 1;
 }
 
 st_status fit_table_read_csv(const char *path, const char *mapping, fit_table **out, char *err)
 {
     *out = NULL;
     err[0] = 0;
-    char map[N_CANON][256];
-    st_status st = parse_mapping(mapping, map, err);
-    if (st != ST_OK)
-        return st;
-    FILE *fp = fopen(path, "r");
-    if (!fp)
-        return st_errf(err, ST_EIO, "%s: cannot open: %s", path, strerror(errno));
+    char map[N_CANON][256], amap[MAX_ALIAS][256];
     fit_table *t = calloc(1, sizeof(*t));
-    char *line = NULL, **fields = NULL;
-    size_t cap = 0, row_cap = 0, lineno = 0;
-    if (!t) {
-        fclose(fp);
+    if (!t || !(t->path = strdup(path))) {
+        free(t);
         return st_errf(err, ST_ENOMEM, "out of memory");
     }
     for (int k = 0; k < N_CANON; k++)
         t->canon_col[k] = -1;
-
-    /* Header. */
-    ssize_t len;
-    while ((len = getline(&line, &cap, fp)) >= 0) {
-        lineno++;
-        if (*trim(line))
-            break;
+    for (size_t a = 0; a < MAX_ALIAS; a++)
+        t->alias_col[a] = -1;
+    st_status st = parse_mapping(mapping, map, t, amap, err);
+    if (st != ST_OK) {
+        fit_table_destroy(t);
+        return st;
     }
-    if (len < 0) {
-        st = st_errf(err, ST_EFORMAT, "%s: empty file (no header row)", path);
-        goto fail;
+    FILE *fp = fopen(path, "r");
+    if (!fp) {
+        fit_table_destroy(t);
+        return st_errf(err, ST_EIO, "%s: cannot open: %s", path, strerror(errno));
     }
-    size_t maxf = strlen(line) + 2;
-    fields = malloc(maxf * sizeof(char *));
-    if (!fields)
-        goto oom;
-    long nf = split_fields(trim(line), fields, maxf);
-    if (nf <= 0) {
-        st = st_errf(err, ST_EFORMAT, "%s:%zu: unterminated quote in the header", path, lineno);
-        goto fail;
+    char *line = NULL;
+    size_t cap = 0, lineno = 0;
+    int *numeric = NULL;
+    st = read_header(t, fp, &line, &cap, &lineno, map, amap, err);
+    if (st == ST_OK && !(numeric = malloc(t->n_cols * sizeof(int))))
+        st = st_errf(err, ST_ENOMEM, "%s: out of memory", path);
+    if (st == ST_OK) {
+        for (size_t j = 0; j < t->n_cols; j++)
+            numeric[j] = 1;
+        st = read_rows(t, fp, &line, &cap, &lineno, numeric, err);
     }
-    t->n_cols = (size_t)nf;
-    t->names = calloc(t->n_cols, sizeof(char *));
-    t->cols = calloc(t->n_cols, sizeof(double *));
-    if (!t->names || !t->cols)
-        goto oom;
-    for (size_t j = 0; j < t->n_cols; j++) {
-        t->names[j] = strdup(trim(fields[j]));
-        if (!t->names[j])
-            goto oom;
-        for (int k = 0; k < N_CANON; k++)
-            if (!strcmp(t->names[j], map[k]) && t->canon_col[k] < 0)
-                t->canon_col[k] = (int)j;
-    }
-    free(fields);
-    fields = NULL;
-    if (t->canon_col[3] < 0) {
-        st = st_errf(err, ST_ENOTFOUND, "%s:%zu: column '%s' (the loss) not found in the header",
-                     path, lineno, map[3]);
-        goto fail;
-    }
-    for (int k = 0; k < N_CANON; k++)
-        if (strcmp(map[k], canon[k]) && t->canon_col[k] < 0) {
-            st = st_errf(err, ST_ENOTFOUND, "%s:%zu: mapped column '%s' (for %s) not found", path,
-                         lineno, map[k], canon[k]);
-            goto fail;
-        }
-    int *numeric = malloc(t->n_cols * sizeof(int));
-    if (!numeric)
-        goto oom;
-    for (size_t j = 0; j < t->n_cols; j++)
-        numeric[j] = 1;
-
-    /* Rows. */
-    while ((len = getline(&line, &cap, fp)) >= 0) {
-        lineno++;
-        char *s = trim(line);
-        if (!*s)
-            continue;
-        size_t mf = strlen(s) + 2;
-        char **fl = realloc(fields, mf * sizeof(char *));
-        if (!fl) {
-            free(numeric);
-            goto oom;
-        }
-        fields = fl;
-        nf = split_fields(s, fields, mf);
-        if (nf != (long)t->n_cols) {
-            free(numeric);
-            if (nf < 0)
-                st = st_errf(err, ST_EFORMAT, "%s:%zu: unterminated quote", path, lineno);
-            else
-                st = st_errf(err, ST_EFORMAT, "%s:%zu: %ld fields, the header has %zu", path,
-                             lineno, nf, t->n_cols);
-            goto fail;
-        }
-        if (t->n_rows == row_cap) {
-            row_cap = row_cap ? 2 * row_cap : 256;
-            for (size_t j = 0; j < t->n_cols; j++) {
-                double *c = realloc(t->cols[j], row_cap * sizeof(double));
-                if (!c) {
-                    free(numeric);
-                    goto oom;
-                }
-                t->cols[j] = c;
-            }
-        }
-        for (size_t j = 0; j < t->n_cols; j++) {
-            double v;
-            char *fs = trim(fields[j]);
-            int ok = parse_num(fs, &v);
-            int is_canon = 0;
-            for (int k = 0; k < N_CANON; k++)
-                is_canon |= t->canon_col[k] == (int)j;
-            if (is_canon && (!ok || !isfinite(v) || !(v > 0))) {
-                free(numeric);
-                st = st_errf(err, ST_EFORMAT, "%s:%zu: column '%s': value '%s' is %s", path, lineno,
-                             t->names[j], fs,
-                             !ok            ? "not a number"
-                             : !isfinite(v) ? "not finite"
-                                            : "not positive");
-                goto fail;
-            }
-            if (!ok)
-                numeric[j] = 0;
-            t->cols[j][t->n_rows] = ok ? v : NAN;
-        }
-        t->n_rows++;
-    }
-    for (size_t j = 0; j < t->n_cols; j++)
-        if (!numeric[j]) {
-            free(t->cols[j]);
-            t->cols[j] = NULL;
-        }
-    free(numeric);
-    if (t->n_rows == 0) {
+    if (st == ST_OK && t->n_rows == 0)
         st = st_errf(err, ST_EEMPTY, "%s: no data rows after the header", path);
-        goto fail;
+    if (st == ST_OK) {
+        for (size_t j = 0; j < t->n_cols; j++)
+            if (!numeric[j]) {
+                free(t->cols[j]);
+                t->cols[j] = NULL;
+            }
+        if (!derive(t))
+            st = st_errf(err, ST_ENOMEM, "%s: out of memory", path);
     }
-
-    /* Derived columns under C = 6 N D. */
-    const double *Nc = t->canon_col[0] >= 0 ? t->cols[t->canon_col[0]] : NULL;
-    const double *Dc = t->canon_col[1] >= 0 ? t->cols[t->canon_col[1]] : NULL;
-    const double *Cc = t->canon_col[2] >= 0 ? t->cols[t->canon_col[2]] : NULL;
-    if (Nc && Dc && !Cc) {
-        if (!(t->derived[2] = malloc(t->n_rows * sizeof(double))))
-            goto oom;
-        for (size_t i = 0; i < t->n_rows; i++)
-            t->derived[2][i] = 6 * Nc[i] * Dc[i];
-    } else if (Nc && Cc && !Dc) {
-        if (!(t->derived[1] = malloc(t->n_rows * sizeof(double))))
-            goto oom;
-        for (size_t i = 0; i < t->n_rows; i++)
-            t->derived[1][i] = Cc[i] / (6 * Nc[i]);
-    }
+    free(numeric);
     free(line);
-    free(fields);
     fclose(fp);
+    if (st != ST_OK) {
+        fit_table_destroy(t);
+        return st;
+    }
     *out = t;
     return ST_OK;
-oom:
-    st = st_errf(err, ST_ENOMEM, "%s: out of memory", path);
-fail:
-    free(line);
-    free(fields);
-    fclose(fp);
-    fit_table_destroy(t);
-    return st;
 }
 
 size_t fit_table_n_rows(const fit_table *t)
@@ -321,10 +413,44 @@ const double *fit_table_column(const fit_table *t, const char *name)
                 return t->cols[t->canon_col[k]];
             return t->derived[k];
         }
+    for (size_t a = 0; a < t->n_alias; a++)
+        if (!strcmp(name, t->alias[a]))
+            return t->cols[t->alias_col[a]];
     for (size_t j = 0; j < t->n_cols; j++)
         if (!strcmp(name, t->names[j]))
             return t->cols[j];
     return NULL;
+}
+
+/* Column index by canonical, alias or header name; -1 if absent (or a derived column). */
+static int col_index(const fit_table *t, const char *name)
+{
+    for (int k = 0; k < N_CANON; k++)
+        if (!strcmp(name, canon[k]))
+            return t->canon_col[k];
+    for (size_t a = 0; a < t->n_alias; a++)
+        if (!strcmp(name, t->alias[a]))
+            return t->alias_col[a];
+    for (size_t j = 0; j < t->n_cols; j++)
+        if (!strcmp(name, t->names[j]))
+            return (int)j;
+    return -1;
+}
+
+const char *fit_table_text(const fit_table *t, const char *column, size_t row)
+{
+    int j = col_index(t, column);
+    return j >= 0 && row < t->n_rows ? t->text[j][row] : NULL;
+}
+
+size_t fit_table_line(const fit_table *t, size_t row)
+{
+    return row < t->n_rows ? t->line[row] : 0;
+}
+
+const char *fit_table_path(const fit_table *t)
+{
+    return t->path;
 }
 
 void fit_table_set_conventions(fit_table *t, fit_n_convention n, fit_c_convention c)
@@ -344,11 +470,17 @@ static void compact(fit_table *t, const unsigned char *keep)
 {
     size_t m = 0;
     for (size_t i = 0; i < t->n_rows; i++) {
-        if (!keep[i])
+        if (!keep[i]) {
+            for (size_t j = 0; j < t->n_cols; j++)
+                free(t->text[j][i]);
             continue;
+        }
         for (size_t j = 0; j < t->n_cols; j++)
             if (t->cols[j])
                 t->cols[j][m] = t->cols[j][i];
+        for (size_t j = 0; j < t->n_cols; j++)
+            t->text[j][m] = t->text[j][i];
+        t->line[m] = t->line[i];
         for (int k = 0; k < N_CANON; k++)
             if (t->derived[k])
                 t->derived[k][m] = t->derived[k][i];
@@ -432,4 +564,101 @@ st_status fit_table_matrix(const fit_table *t, size_t k, const char *const *name
             x[i * k + j] = c[i];
     }
     return ST_OK;
+}
+
+/* Does cell (j, i) equal value: numerically when both parse as numbers, else as text. */
+static int cell_equals(const fit_table *t, int j, size_t i, const char *value)
+{
+    double a, b;
+    if (parse_num(t->text[j][i], &a) && parse_num(value, &b))
+        return a == b || fabs(a - b) <= 1e-12 * fabs(b);
+    return !strcmp(t->text[j][i], value);
+}
+
+st_status fit_table_keep_equal(fit_table *t, const char *column, const char *value, char *err)
+{
+    err[0] = 0;
+    int j = col_index(t, column);
+    if (j < 0)
+        return st_errf(err, ST_ENOTFOUND, "%s:1: --where: column '%s' not found", t->path, column);
+    unsigned char *keep = malloc(t->n_rows ? t->n_rows : 1);
+    if (!keep)
+        return st_errf(err, ST_ENOMEM, "out of memory");
+    size_t n0 = t->n_rows, n_keep = 0;
+    for (size_t i = 0; i < t->n_rows; i++)
+        n_keep += keep[i] = (unsigned char)cell_equals(t, j, i, value);
+    if (n_keep == 0) {
+        free(keep);
+        return st_errf(err, ST_EEMPTY, "%s: --where %s=%s: no row has that value", t->path, column,
+                       value);
+    }
+    compact(t, keep);
+    char rule[320];
+    snprintf(rule, sizeof(rule), "where %s = %s", column, value);
+    note_exclusion(t, rule, n0 - t->n_rows);
+    free(keep);
+    return ST_OK;
+}
+
+size_t fit_table_n_distinct(const fit_table *t, const char *column)
+{
+    int j = col_index(t, column);
+    if (j < 0)
+        return 0;
+    size_t n = 0;
+    for (size_t i = 0; i < t->n_rows; i++) {
+        size_t q = 0;
+        while (q < i && strcmp(t->text[j][q], t->text[j][i]))
+            q++;
+        n += q == i;
+    }
+    return n;
+}
+
+/* Median of the logs of c (n > 0) in scratch s. */
+static double log_median(const double *c, size_t n, double *s)
+{
+    for (size_t i = 0; i < n; i++)
+        s[i] = log(c[i]);
+    fit_sort_doubles(s, n);
+    return fit_quantile_sorted(s, n, 0.5);
+}
+
+size_t fit_table_check_range(const fit_table *t, const char *column, double decades, char *err,
+                             size_t err_len)
+{
+    const double *c = fit_table_column(t, column);
+    if (err_len)
+        err[0] = 0;
+    if (!c || t->n_rows == 0)
+        return 0;
+    double *s = malloc(t->n_rows * sizeof(double));
+    if (!s)
+        return 0;
+    double med = log_median(c, t->n_rows, s);
+    free(s);
+    size_t n_bad = 0;
+    for (size_t i = 0; i < t->n_rows; i++) {
+        double dist = fabs(log(c[i]) - med) / log(10);
+        if (!(c[i] > 0) || !isfinite(dist) || dist > decades) {
+            size_t len = strlen(err);
+            if (n_bad < 3 && len + 1 < err_len)
+                snprintf(err + len, err_len - len,
+                         "%s%s:%zu: column '%s': value %g is %.1f orders of magnitude from the "
+                         "median %.4g",
+                         len ? "; " : "", t->path, t->line[i], column, c[i], dist, exp(med));
+            n_bad++;
+        }
+    }
+    return n_bad;
+}
+
+size_t fit_table_n_cols(const fit_table *t)
+{
+    return t->n_cols;
+}
+
+const char *fit_table_col_name(const fit_table *t, size_t j)
+{
+    return j < t->n_cols ? t->names[j] : NULL;
 }

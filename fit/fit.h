@@ -270,6 +270,18 @@ void fit_derived(const fit_law *law, const double *natural, const fit_boot_optio
 st_status fit_profile(fit *f, size_t i, size_t n, const double *values, double *obj, double *lo,
                       double *hi);
 
+/* ---- parameters at their limits ---------------------------------------------------------- */
+
+/*
+ * Checks a fitted f for parameters that ran to a limit of their parametrisation, which means
+ * the data do not determine them: an irreducible loss E below 1e-3 of the smallest target
+ * (E -> 0), an exponent (alpha, beta, eta, alpha_N, alpha_D) below 1e-3 or above 5, a
+ * repetition constant R_D* or R_N* above 1e4 (no repetition penalty left), any other
+ * log-parametrised constant below 1e-10 or above 1e30. Writes "NAME = V runs to ..." clauses,
+ * "; "-separated, into msg (len bytes; "" if none) and returns their count (0 without a fit).
+ */
+size_t fit_limit_check(const fit *f, char *msg, size_t len);
+
 /* ---- validation by compute cut-off ------------------------------------------------------- */
 
 /*
@@ -300,6 +312,72 @@ st_status fit_approach1(size_t n, const double *N, const double *D, const double
                         const double *loss, fit_approach *out, char *err);
 st_status fit_approach2(size_t n, const double *N, const double *C, const double *loss,
                         fit_approach *out, char *err);
+
+/* ---- Approach 2 by Porian et al. 2024 (IsoFLOP profiles with seed-noise bootstrap) -------- */
+
+#define FIT_ISO_MAX_BUDGETS 64
+
+typedef struct fit_isoflop_options {
+    size_t n_boot;         /* seed-noise replicates, default 1000 */
+    uint64_t seed;         /* default 42 */
+    double noise_sd;       /* sd of the Gaussian seed noise added to each loss (loss units),
+                              default 0.002 (Porian's RefinedWeb value; 0.01 for OpenWebText2) */
+    size_t grid_per_gap;   /* interpolation points per gap between model sizes, default 25 */
+    double min_std_factor; /* floor on sd(ln N*) as a fraction of the mean gap in ln N between
+                              model sizes, default 0.33 */
+    double level;          /* level of the interval on a, default 0.95 */
+} fit_isoflop_options;
+fit_isoflop_options fit_isoflop_options_default(void);
+
+typedef enum fit_isoflop_use {
+    FIT_ISO_USED = 0,     /* in the regression */
+    FIT_ISO_FEW = 1,      /* fewer than 5 model sizes (GSL's Akima spline needs 5) */
+    FIT_ISO_EDGE = 2,     /* the minimum of the spline through the data is at an end */
+    FIT_ISO_UNSTABLE = 3, /* fewer than half the replicates have an interior minimum */
+} fit_isoflop_use;
+
+typedef struct fit_isoflop_budget {
+    double C;            /* the budget (mean C of its runs), FLOP */
+    size_t n_sizes;      /* distinct model sizes (the minimum loss over runs of equal N) */
+    double N_min, N_max; /* range of model sizes */
+    double N_point;      /* argmin of the spline through the data (no noise) */
+    double N_star;       /* median over the valid replicates: the observation regressed */
+    double sd_ln_N;      /* bootstrap sd of ln N*, floored and inflated (Porian) */
+    double L_star;       /* spline minimum of the loss at N_point */
+    size_t n_valid;      /* replicates with an interior minimum */
+    fit_isoflop_use use;
+} fit_isoflop_budget;
+
+typedef struct fit_isoflop_result {
+    double a, log_k;   /* N* = exp(log_k) C^a: weighted least squares of ln N* on ln C,
+                          weights 1/sd_ln_N^2 */
+    double a_lo, a_hi; /* percentile interval of a over the replicates (each replicate's
+                          N* per budget, the same weights) */
+    double a_se;       /* sd of a over the replicates */
+    double b;          /* D* ∝ C^b with b = 1 - a (C = 6 N D) */
+    size_t n_budgets, n_used, n_rep;
+    fit_isoflop_budget budget[FIT_ISO_MAX_BUDGETS];
+    unsigned warnings; /* FIT_WARN_EDGE when a budget was dropped */
+    char warning_text[ST_ERRMSG_MAX];
+} fit_isoflop_result;
+
+/*
+ * Approach 2 as Porian et al. 2024 (arXiv:2406.19146, github formll/resolving-scaling-law-
+ * discrepancies, analysis.py interp_flop) do it. Runs (N, C, loss; n each, all > 0) are grouped
+ * into budgets (C within 5% relative). Per budget: the minimum loss over runs of equal N; an
+ * Akima spline of ln loss against ln N (GSL gsl_interp_akima) evaluated on (sizes - 1) *
+ * grid_per_gap points evenly spaced in ln N; its argmin is N*. A budget whose argmin is at an
+ * end of the grid is dropped (FIT_ISO_EDGE). n_boot replicates add Gaussian noise of sd noise_sd
+ * to every loss and redo the argmin; ends are invalid; a budget with fewer than half valid is
+ * dropped. sd(ln N*) over the valid replicates is floored at min_std_factor times the mean gap
+ * in ln N and multiplied by n_boot / n_valid; the median of the valid N* is the observation.
+ * Then weighted least squares of ln N* on ln C. Deterministic given the seed.
+ * Returns ST_OK, ST_EINVAL (bad options or values), ST_EEMPTY (fewer than 2 budgets used; the
+ * result still lists every budget), ST_ERANGE (more than FIT_ISO_MAX_BUDGETS budgets) or
+ * ST_ENOMEM; err (ST_ERRMSG_MAX bytes) says why.
+ */
+st_status fit_isoflop(size_t n, const double *N, const double *C, const double *loss,
+                      const fit_isoflop_options *o, fit_isoflop_result *out, char *err);
 
 /* ---- hyperparameter laws ------------------------------------------------------------------ */
 
@@ -348,11 +426,15 @@ typedef enum fit_c_convention { FIT_C_6ND = 0, FIT_C_COUNTED = 1 } fit_c_convent
 /*
  * Reads a CSV with a header row. Canonical columns N, D, C and loss are found by these names
  * unless `mapping` says otherwise: "N=Model Size,C=Training FLOP" (canonical=header name,
- * comma-separated; NULL for none). Missing C is derived as 6 N D, missing D as C / (6 N) (the
- * C = 6ND convention). Other columns are kept by header name if numeric. Empty lines are
- * skipped. On failure returns ST_EIO (cannot open), ST_EFORMAT (syntax, non-numeric,
- * non-finite or non-positive value in a used column), ST_ENOTFOUND (missing column) and
- * writes "file:line: column 'X': ..." into err (ST_ERRMSG_MAX bytes).
+ * comma-separated; NULL for none). Any other name in the mapping is an alias: "U=U_unique_tokens"
+ * makes that column readable as "U" (at most 8 aliases). Mapped and canonical columns are
+ * "used": each value must be a finite positive number. Missing C is derived as 6 N D, missing D
+ * as C / (6 N) (the C = 6ND convention). Other columns are kept by header name if numeric; every
+ * cell is also kept as text (fit_table_text, fit_table_keep_equal). Empty lines are skipped.
+ * On failure returns ST_EIO (cannot open), ST_EINVAL (bad mapping), ST_EFORMAT (syntax,
+ * non-numeric, non-finite or non-positive value in a used column), ST_ENOTFOUND (missing
+ * column), ST_EEMPTY (no data rows) and writes "file:line: column 'X': ..." into err
+ * (ST_ERRMSG_MAX bytes).
  */
 st_status fit_table_read_csv(const char *path, const char *mapping, fit_table **out, char *err);
 void fit_table_destroy(fit_table *t);
@@ -373,6 +455,31 @@ const char *fit_table_exclusions(const fit_table *t);
  * in err. */
 st_status fit_table_matrix(const fit_table *t, size_t k, const char *const *names, double *x,
                            char *err);
+/* The cell of `column` (canonical, alias or header name) in row `row` as text (trimmed, quotes
+ * removed); NULL for an unknown column, a derived column or a row out of range. Borrowed. */
+const char *fit_table_text(const fit_table *t, const char *column, size_t row);
+/* The file line of data row `row` (1-based line numbers; 0 out of range), and the file name
+ * (borrowed), for file:line messages. Rows keep their line through exclusions and filters. */
+size_t fit_table_line(const fit_table *t, size_t row);
+const char *fit_table_path(const fit_table *t);
+/* Keeps only the rows whose `column` equals `value` (numerically when both are numbers, to
+ * 1e-12 relative, else as text); recorded in fit_table_exclusions() as "where COL = VALUE".
+ * ST_ENOTFOUND for an unknown column, ST_EEMPTY (table unchanged) if no row matches; err
+ * (ST_ERRMSG_MAX bytes) says which. */
+st_status fit_table_keep_equal(fit_table *t, const char *column, const char *value, char *err);
+/* Number of header columns, and the header name of column j (NULL past the end; borrowed). */
+size_t fit_table_n_cols(const fit_table *t);
+const char *fit_table_col_name(const fit_table *t, size_t j);
+/* Number of distinct text values in `column` (0 for an unknown column). */
+size_t fit_table_n_distinct(const fit_table *t, const char *column);
+/*
+ * Range check: counts the rows whose value in `column` lies more than `decades` orders of
+ * magnitude from the column's median (on a log scale), e.g. a loss of 1e308 among losses near
+ * 3. err (err_len bytes) receives "file:line: column 'X': value V is K orders of magnitude from
+ * the median M" for the first three. 0 for an unknown column.
+ */
+size_t fit_table_check_range(const fit_table *t, const char *column, double decades, char *err,
+                             size_t err_len);
 
 #ifdef __cplusplus
 }

@@ -1,12 +1,14 @@
 /*
  * validate.c — profile likelihood of one parameter (the others re-minimised by L-BFGS from the
  * optimum, Wilks 95% interval for the Huber likelihood) and validation by compute cut-off
- * (fit below, relative errors above; Gadre et al. 2024, DeepSeek 2024).
+ * (fit below, relative errors above; Gadre et al. 2024, DeepSeek 2024), and the check for
+ * parameters that ran to a limit of their parametrisation.
  * Not here: the multi-start fit (fit.c). Depends on NLopt.
  */
 #include "fit/fit_int.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,4 +119,57 @@ st_status fit_holdout(fit *f, size_t n, const double *x, const double *y, const 
         }
     }
     return ST_OK;
+}
+
+/* Appends one clause to msg. */
+static void limit_note(char *msg, size_t len, size_t *n, const char *name, double v,
+                       const char *why)
+{
+    size_t used = strlen(msg);
+    if (used + 1 < len)
+        snprintf(msg + used, len - used, "%s%s = %.4g %s", used ? "; " : "", name, v, why);
+    (*n)++;
+}
+
+static int is_exponent(const char *name)
+{
+    static const char *const ex[] = {"alpha", "beta", "eta", "alpha_N", "alpha_D"};
+    for (size_t k = 0; k < sizeof(ex) / sizeof(ex[0]); k++)
+        if (!strcmp(name, ex[k]))
+            return 1;
+    return 0;
+}
+
+size_t fit_limit_check(const fit *f, char *msg, size_t len)
+{
+    if (len)
+        msg[0] = 0;
+    const double *nat = fit_params(f);
+    if (!nat)
+        return 0;
+    const fit_law *law = fit_get_law(f);
+    fit_prob p;
+    fit_int_prob(f, fit_get_options(f)->objective, &p);
+    double ymin = INFINITY;
+    for (size_t i = 0; i < p.n; i++)
+        ymin = fmin(ymin, p.y[i]);
+    size_t n = 0;
+    for (size_t i = 0; i < law->n_par; i++) {
+        const char *name = law->nat_names[i];
+        double v = nat[i];
+        if (!strcmp(name, "E")) {
+            if (v < 1e-3 * ymin)
+                limit_note(msg, len, &n, name, v, "runs to 0 (no irreducible loss found)");
+        } else if (is_exponent(name)) {
+            if (v < 1e-3 || v > 5)
+                limit_note(msg, len, &n, name, v, v < 1e-3 ? "runs to 0" : "runs to infinity");
+        } else if (!strcmp(name, "R_D") || !strcmp(name, "R_N")) {
+            if (v > 1e4)
+                limit_note(msg, len, &n, name, v,
+                           "runs to infinity (no repetition penalty: the data do not fix it)");
+        } else if (law->is_log[i] && (v < 1e-10 || v > 1e30)) {
+            limit_note(msg, len, &n, name, v, v < 1e-10 ? "runs to 0" : "runs to infinity");
+        }
+    }
+    return n;
 }

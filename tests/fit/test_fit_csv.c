@@ -1,7 +1,8 @@
 /*
  * test_fit_csv.c — the CSV loader: mapping, derived C and D, exclusion rules, and the bad-CSV
  * cases (missing column, non-numeric, non-positive and non-finite values, wrong field count,
- * too few points for the law, unknown law), each naming file, line and column.
+ * too few points for the law, unknown law), each naming file, line and column; aliases
+ * (U=...), row filters (--where) with their file lines, and the range check (1e308 rows).
  */
 #include "fit/fit.h"
 #include "tests/check.h"
@@ -79,8 +80,54 @@ int main(void)
     /* Empty file and missing file. */
     CHECK_ST(load("", NULL, &t, err), ST_EFORMAT);
     CHECK_ST(fit_table_read_csv("/nonexistent/x.csv", NULL, &t, err), ST_EIO);
-    /* Bad mapping. */
-    CHECK_ST(load("N,D,loss\n1,2,3\n", "Q=foo", &t, err), ST_EINVAL);
+    /* Bad mapping: no '='; an alias to a column the header lacks. */
+    CHECK_ST(load("N,D,loss\n1,2,3\n", "Qfoo", &t, err), ST_EINVAL);
+    CHECK_ST(load("N,D,loss\n1,2,3\n", "Q=foo", &t, err), ST_ENOTFOUND);
+    CHECK(strstr(err, "'foo' (for Q)") != NULL);
+
+    /* An alias (U for the Muennighoff law) is read by its name and checked like N, D, C. */
+    CHECK_ST(load("N,D,uniq,loss\n1e8,1e10,5e9,3\n", "U=uniq", &t, err), ST_OK);
+    CHECK(fit_table_column(t, "U") == fit_table_column(t, "uniq"));
+    CHECK_REL(fit_table_column(t, "U")[0], 5e9, 0);
+    fit_table_destroy(t);
+    CHECK_ST(load("N,D,uniq,loss\n1e8,1e10,5e9,3\n1e8,1e10,0,3\n", "U=uniq", &t, err), ST_EFORMAT);
+    CHECK(strstr(err, ":3: column 'uniq': value '0' is not positive") != NULL);
+
+    /* The loss may be another column (--target): mapping loss=val_loss. */
+    CHECK_ST(load("N,D,val_loss\n1e8,1e10,3\n", "loss=val_loss", &t, err), ST_OK);
+    CHECK_REL(fit_table_column(t, "loss")[0], 3, 0);
+    fit_table_destroy(t);
+
+    /* Row filters keep text cells and file lines; a blank line shifts the line numbers. */
+    CHECK_ST(load("N,D,loss,dataset\n1e8,1e10,3.1,rw\n\n2e8,1e10,3.0,owt2\n3e8,1e10,2.9,rw\n", NULL,
+                  &t, err),
+             ST_OK);
+    CHECK(fit_table_n_distinct(t, "dataset") == 2);
+    CHECK(fit_table_n_distinct(t, "nope") == 0);
+    CHECK(strcmp(fit_table_text(t, "dataset", 1), "owt2") == 0);
+    CHECK(fit_table_line(t, 1) == 4);
+    CHECK_ST(fit_table_keep_equal(t, "dataset", "c4", err), ST_EEMPTY);
+    CHECK(fit_table_n_rows(t) == 3);
+    CHECK_ST(fit_table_keep_equal(t, "nope", "rw", err), ST_ENOTFOUND);
+    CHECK_ST(fit_table_keep_equal(t, "dataset", "rw", err), ST_OK);
+    CHECK(fit_table_n_rows(t) == 2);
+    CHECK(fit_table_line(t, 1) == 5);
+    CHECK_REL(fit_table_column(t, "N")[1], 3e8, 0);
+    CHECK(strstr(fit_table_exclusions(t), "where dataset = rw (1 rows dropped)") != NULL);
+    CHECK_ST(fit_table_keep_equal(t, "N", "3.0e8", err), ST_OK); /* numeric equality */
+    CHECK(fit_table_n_rows(t) == 1 && fit_table_line(t, 0) == 5);
+    fit_table_destroy(t);
+
+    /* Range check: a loss of 1e308 among losses near 3 is named by file:line. */
+    CHECK_ST(
+        load("N,D,loss\n1e8,1e10,3.1\n2e8,1e10,3.0\n3e8,1e10,1e308\n4e8,1e10,2.9\n", NULL, &t, err),
+        ST_OK);
+    char rng[512];
+    CHECK(fit_table_check_range(t, "loss", 6, rng, sizeof(rng)) == 1);
+    snprintf(want, sizeof(want), "%s:4: column 'loss': value 1e+308", path);
+    CHECK(strstr(rng, want) != NULL);
+    CHECK(fit_table_check_range(t, "N", 6, rng, sizeof(rng)) == 0 && rng[0] == 0);
+    fit_table_destroy(t);
 
     /* Too few points for the law; unknown law. */
     CHECK_ST(load("N,D,loss\n1e8,1e10,3\n2e8,1e10,2.9\n", NULL, &t, err), ST_OK);
