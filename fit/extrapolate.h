@@ -215,6 +215,20 @@ st_status fit_xp_cost_model(const fit_xp *xp, double *k);
 st_status fit_xp_predict(const fit_xp *xp, const double *x, double N, double D, double *objective,
                          double *lo, double *hi, double *p_diverge);
 
+/* Bootstrap replicates of the model (0 without a model): the R of fit_xp_predict_replicates. */
+size_t fit_xp_n_replicates(const fit_xp *xp);
+
+/*
+ * Each replicate's prediction for one setting x (n_params values; N and D as fit_xp_predict):
+ * ln_loss[r] = ln of replicate r's predicted objective, p_diverge[r] its stability boundary's
+ * P(diverge) (0 when no boundary was fitted), r < fit_xp_n_replicates(xp). fit_xp_predict's
+ * objective is exp of their median. *sigma: the model's residual sd of ln loss (run noise).
+ * Any output may be NULL. ST_OK, ST_EINVAL (x NULL, N or D unknown), ST_ENOTFOUND (no model).
+ * For study mode's acquisition (docs/algorithms/study-mode.md): the replicates as an ensemble.
+ */
+st_status fit_xp_predict_replicates(const fit_xp *xp, const double *x, double N, double D,
+                                    double *ln_loss, double *p_diverge, double *sigma);
+
 #ifdef __cplusplus
 }
 #endif

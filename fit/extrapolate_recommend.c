@@ -517,3 +517,38 @@ st_status fit_xp_predict(const fit_xp *xp, const double *x, double N, double D, 
     free(b);
     return ST_OK;
 }
+
+size_t fit_xp_n_replicates(const fit_xp *xp)
+{
+    return xp && xp->has_model ? xp->m.n_rep : 0;
+}
+
+st_status fit_xp_predict_replicates(const fit_xp *xp, const double *x, double N, double D,
+                                    double *ln_loss, double *p_diverge, double *sigma)
+{
+    if (!xp || !x)
+        return ST_EINVAL;
+    if (!xp->has_model)
+        return ST_ENOTFOUND;
+    const xp_model *m = &xp->m;
+    double lN = isfinite(N) && N > 0 ? log(N) : xp_model_lnN(xp, x);
+    double lD = isfinite(D) && D > 0 ? log(D) : lnD_of(xp, x);
+    if (!isfinite(lN) || !isfinite(lD))
+        return ST_EINVAL;
+    double *b = malloc((xp->P + 1) * sizeof(double));
+    if (!b)
+        return ST_ENOMEM;
+    for (size_t j = 0; j < xp->P; j++)
+        b[j] = xp_to_basic(xp->par[j].space, x[j]);
+    for (size_t r = 0; r < m->n_rep; r++) {
+        /* the same per-replicate terms as predict_reps */
+        if (ln_loss)
+            ln_loss[r] = model_lnL(xp, &m->th_rep[r * XP_NTH], lN, lD, b);
+        if (p_diverge)
+            p_diverge[r] = model_pdiv(xp, &m->g_rep[r * XP_NG], lN, b);
+    }
+    if (sigma)
+        *sigma = m->sigma;
+    free(b);
+    return ST_OK;
+}

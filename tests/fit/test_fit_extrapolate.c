@@ -172,6 +172,34 @@ static void test_model_recovery(void)
         i0++;
     CHECK_ST(fit_xp_predict(xp, &x[3 * i0], NAN, NAN, &pr, &lo, &hi, &pd), ST_OK);
     CHECK_REL(pr, obj[i0], 1e-3);
+    /* the replicates one by one: each close to the truth on exact data, exp of their median
+     * is fit_xp_predict's objective, their mean P(diverge) its p_diverge, and its upper end is
+     * exp(median + z sd) with sd^2 = their variance + sigma^2 (the interval rebuilt by hand) */
+    size_t R = fit_xp_n_replicates(xp);
+    CHECK(R == 20);
+    double ll[20], pdr[20], sig = NAN, mean = 0, var = 0, pm = 0;
+    CHECK_ST(fit_xp_predict_replicates(xp, &x[3 * i0], NAN, NAN, ll, pdr, &sig), ST_OK);
+    for (size_t r = 0; r < R; r++) {
+        CHECK_ABS(ll[r], log(obj[i0]), 5e-3);
+        mean += ll[r] / (double)R;
+        pm += pdr[r] / (double)R;
+    }
+    for (size_t r = 0; r < R; r++)
+        var += (ll[r] - mean) * (ll[r] - mean) / (double)(R - 1);
+    double med[20];
+    memcpy(med, ll, sizeof(med));
+    for (size_t a1 = 0; a1 < R; a1++) /* insertion sort: the median by hand */
+        for (size_t b1 = a1; b1 > 0 && med[b1 - 1] > med[b1]; b1--) {
+            double t = med[b1];
+            med[b1] = med[b1 - 1];
+            med[b1 - 1] = t;
+        }
+    double m50 = 0.5 * (med[9] + med[10]);
+    CHECK_REL(exp(m50), pr, 1e-12);
+    CHECK_ABS(pm, pd, 1e-12);
+    CHECK(sig >= 0);
+    CHECK_REL(hi, exp(m50 + 1.6448536269514722 * sqrt(var + sig * sig)), 1e-9);
+    CHECK_ST(fit_xp_predict_replicates(xp, NULL, NAN, NAN, ll, NULL, NULL), ST_EINVAL);
     fit_xp_destroy(xp);
 
     /* the same runs with the default prior on alpha - beta (sd 0.05, residual sd floor 1%): the
