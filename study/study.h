@@ -152,6 +152,77 @@ st_status study_result_json(const study *s, char **out);
 st_status study_extrapolate_json(const char *db_path, const char *sweep, double compute,
                                  double factor, size_t n_boot, char **out, char *errmsg);
 
+/* ---- study mode: sweeps designed for the large run (docs/algorithms/study-mode.md) ---------- */
+
+typedef struct study_mode_options {
+    size_t n_boot;        /* engine replicates in the acquisition (the ensemble), default 32 */
+    size_t n_candidates;  /* candidate runs scored per suggestion, default 384 */
+    double max_p_diverge; /* candidates predicted to diverge more often are skipped, 0.25 */
+    double band;          /* the design spreads log cost over cap / band .. cap, default 100 */
+    double ratio_lo;      /* ... and tokens per parameter over ratio_lo .. ratio_hi, */
+    double ratio_hi;      /*     default 5 .. 80 (Chinchilla's optimum is about 20) */
+    double noise_floor;   /* a small run's result is taken as observed with at least this sd
+                             of ln loss (seed noise) in the acquisition, default 0.005 */
+} study_mode_options;
+
+study_mode_options study_mode_options_default(void);
+
+/*
+ * Study mode's proposer, a runner_propose_fn (runner/runner.h): user is a study_mode_options *
+ * (NULL: defaults), borrowed. Reads the sweep at req->db_path (read-only) and uses its first
+ * req->n_released runs only. Suggestions with index < the initial design's size (the sweep
+ * file's optimizer.initial_design, else max(8, budget_runs / 4), 16 without a run budget) are a
+ * scrambled Sobol design over the compute-optimal band under the cost cap; later ones the
+ * acquisition: the candidate with the largest expected reduction of the variance of the large
+ * run's predicted loss per unit cost, the pending suggestions conditioned on as fantasies; the
+ * design again while the engine cannot fit the runs. The large run's compute: target_compute,
+ * else target_factor x max_cost_per_run, else 100 x the largest successful run. Deterministic:
+ * draws only from req->seed and the sweep's seed. Fills x (cfg->n_params, file order, natural
+ * units). ST_OK, ST_EINVAL (a searched parameter without usable bounds), ST_EDB, ST_ENOTFOUND,
+ * ST_ENOMEM; errmsg says why.
+ */
+st_status study_proposer(void *user, const runner_propose_request *req, double *x, char *errmsg);
+
+/* One run of a plan: its setting and what it would buy. */
+typedef struct study_pick {
+    double *x;        /* cfg->n_params values, file order (owned by the plan) */
+    double cost;      /* its cost (cost expr, else exp(k) N D with the engine's k) */
+    double p_diverge; /* the engine's mean P(diverge) for it */
+    double vr;        /* expected reduction of var(ln loss at the target) when it runs */
+    double halfwidth; /* the large run's predicted relative half-width after this pick and
+                         the ones before it (the engine's level, run noise included) */
+} study_pick;
+
+/* The runs that would shrink the large run's interval most per cost (study_plan_make). */
+typedef struct study_plan {
+    size_t n_params;        /* values per pick */
+    size_t n_picks;         /* <= k: fewer when no candidate adds information */
+    study_pick *picks;      /* in order of choice */
+    double compute;         /* the large run's compute */
+    double objective;       /* its predicted objective (the engine's recommendation) */
+    double halfwidth;       /* its relative half-width now: z sqrt(var + sigma^2) */
+    double halfwidth_model; /* the part the small runs can shrink: z sqrt(var) */
+    double sigma;           /* run noise, sd of ln loss */
+    size_t n_candidates;    /* candidates scored (under the cap, P(diverge) small) */
+    double fit_seconds;     /* the engine's fit */
+    double acq_seconds;     /* predictions and the greedy batch */
+    double *x_all;          /* the picks' values (private) */
+} study_plan;
+
+/*
+ * Fits the engine (o->n_boot replicates, no backtest) on the first n_use runs of sweep w at
+ * compute C (NAN: factor x the largest successful run), and chooses up to k runs greedily,
+ * conditioning on the n_pending settings in pending (cfg->n_params each) first. seed draws the
+ * candidates. *out: free with study_plan_free. ST_OK; ST_EEMPTY or ST_ENOTFOUND when the engine
+ * cannot fit a model of every run yet (too few runs, no N, D or learning rate); ST_EINVAL,
+ * ST_ENUMERIC, ST_ENOMEM; errmsg says why.
+ */
+st_status study_plan_make(const runner_sweep *w, size_t n_use, const double *pending,
+                          size_t n_pending, double compute, double factor, size_t k, uint64_t seed,
+                          const study_mode_options *o, study_plan **out, char *errmsg);
+/* NULL is a no-op. */
+void study_plan_free(study_plan *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,6 +4,9 @@
  *   study_safety.c  whether the recommendation is safe; which runs would resolve it if not
  *   study_backtest.c  the leave-largest-group-out backtest
  *   study_json.c  the result as JSON (written here only)
+ *   study_acq.c   study mode's acquisition on the replicates as an ensemble (pure arithmetic)
+ *   study_design.c  study mode's search cube, cost, and space-filling design
+ *   study_mode.c  study mode: the proposer and the batch of suggest-next
  */
 #ifndef STUDY_INT_H
 #define STUDY_INT_H
@@ -57,5 +60,68 @@ void study_backtest(study *s);
  * when the sweep has one, else its final record's N; NAN when unknown). */
 int study_cmp_double(const void *a, const void *b);
 double study_model_size(const study *s, size_t k);
+
+/* ---- study mode (docs/algorithms/study-mode.md) ------------------------------------------ */
+
+#define STUDY_NONE ((size_t)-1)
+
+/* study_acq.c. ens: m x R ensemble (row i: variable i's ln loss under each replicate); cov: the
+ * m x m sample covariance (filled). */
+void study_ens_cov(size_t m, size_t R, const double *ens, double *cov);
+/* Expected reduction of var(t) from a noisy (variance s2) observation of variable i:
+ * cov(i, t)^2 / (var(i) + s2). */
+double study_acq_vr(size_t m, const double *cov, size_t i, size_t t, double s2);
+/* The rank-1 update after observing variable p with noise s2 (col: m doubles of scratch). */
+void study_acq_condition(size_t m, double *cov, size_t p, double *col, double s2);
+/* The variable (not t, not taken, cost finite > 0, weight > 0; weight may be NULL: 1) with the
+ * largest weight x VR / cost; STUDY_NONE when none scores above 0. *score may be NULL. */
+size_t study_acq_pick(size_t m, const double *cov, size_t t, double s2, const double *cost,
+                      const double *weight, const unsigned char *taken, double *score);
+/* Greedy batch of up to k picks: each conditions cov (updated in place) and is marked taken.
+ * chosen: the picks; vr[n] (may be NULL): pick n's VR when chosen; var_t[n] (may be NULL):
+ * var(t) after pick n. Returns the number of picks. */
+size_t study_acq_batch(size_t m, double *cov, size_t t, double s2, const double *cost,
+                       const double *weight, unsigned char *taken, size_t k, size_t *chosen,
+                       double *vr, double *var_t, double *col);
+
+/* study_design.c: the searched parameters as a unit cube, the cost of a setting, the design. */
+typedef struct study_space {
+    const runner_config *cfg;
+    study_mode_options o;
+    size_t P;           /* searched parameters */
+    size_t *pidx;       /* searched j is cfg->params[pidx[j]] */
+    fit_xp_role *role;  /* from the name (fit_xp_role_guess) */
+    int *logs;          /* 1: the design's coordinate is ln v, 2: logit v, 0: v */
+    double *lo, *hi;    /* the coordinate's bounds */
+    size_t jN, jD;      /* searched indices of the parameters with roles N and D, or NONE */
+    const char **names; /* every parameter's name (the cost expr's placeholders) */
+    double cost_k;      /* without a cost expr: cost = exp(cost_k) N D (ln 6: FLOPs) */
+    double cap;         /* the design's cost cap (+inf: none known) */
+} study_space;
+
+/* ST_OK, ST_EINVAL (no searched parameter, a bound the design cannot use), ST_ENOMEM. */
+st_status study_space_init(study_space *sp, const runner_config *cfg, const study_mode_options *o,
+                           char *errmsg);
+void study_space_clear(study_space *sp);
+/* The cost of setting x (cfg->n_params, file order); NAN when unknown. */
+double study_space_cost(const study_space *sp, const double *x);
+/* u (P coordinates in [0, 1]) to a setting x (cfg->n_params): fixed values, rounding, bounds. */
+void study_space_from_unit(const study_space *sp, const double *u, double *x);
+/* The setting x's coordinates in the cube (P, may lie outside [0, 1] beyond the bounds). */
+void study_space_to_unit(const study_space *sp, const double *x, double *u);
+/* Brings x under the cap: N and D (or, without them, every size-like parameter) scaled down
+ * together in the cube; x unchanged when already under it or when the cost is unknown. */
+void study_space_under_cap(const study_space *sp, double *x);
+/* The design's point for cube point u: the compute-optimal band (log cost uniform in cap/band
+ * .. cap, tokens per parameter in ratio_lo .. ratio_hi) when N and D are parameters, the cube
+ * otherwise, under the cap. */
+void study_design_point(const study_space *sp, const double *u, double *x);
+/* Points first .. first + n - 1 (0-based) of the Sobol sequence (Halton above 40 dimensions)
+ * in P dimensions, rotated by a shift drawn from `seed` (Cranley-Patterson), into U (n x P).
+ * ST_OK or ST_ENOMEM. */
+st_status study_design_units(size_t P, uint64_t seed, size_t first, size_t n, double *U);
+/* The default initial design's size for a sweep: design_initial, else max(8, budget_runs / 4),
+ * 16 without a run budget. */
+size_t study_design_size(const runner_config *cfg);
 
 #endif

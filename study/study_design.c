@@ -1,0 +1,283 @@
+/*
+ * study_design.c — study mode's search cube and its space-filling design
+ * (docs/algorithms/study-mode.md, "Phase 1"): each searched parameter as a coordinate in [0, 1]
+ * (log for log spaces and for positive linear ranges over a decade, logit for logit spaces),
+ * the cost of a setting (the sweep's cost expr, else exp(k) N D), a scrambled Sobol sequence
+ * (GSL's gsl_qrng) and its map onto the compute-optimal band under the cost cap. Not here: the
+ * engine (study_mode.c), the acquisition's arithmetic (study_acq.c).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_qrng.h>
+#include <gsl/gsl_rng.h>
+
+#include "study/study_int.h"
+
+/* A logit coordinate's bounds stay this far inside (0, 1); a log space without a lower (upper)
+ * bound spans its centre / LOG_WIDE (x LOG_WIDE); a positive linear range wider than LOG_SPAN
+ * is designed on a log scale (study.c's LOG_SPAN). */
+#define LOGIT_EDGE   1e-3
+#define LOG_WIDE     100.0
+#define LOG_SPAN     10.0
+/* bisection steps when shrinking a setting under the cap */
+#define SHRINK_STEPS 40
+
+study_mode_options study_mode_options_default(void)
+{
+    study_mode_options o;
+    o.n_boot = 32;
+    o.n_candidates = 384;
+    o.max_p_diverge = 0.25;
+    o.band = 100;
+    o.ratio_lo = 5;
+    o.ratio_hi = 80;
+    o.noise_floor = 0.005;
+    return o;
+}
+
+size_t study_design_size(const runner_config *cfg)
+{
+    if (cfg->design_initial)
+        return cfg->design_initial;
+    if (!cfg->budget_runs)
+        return 16;
+    size_t n = cfg->budget_runs / 4;
+    return n < 8 ? 8 : n;
+}
+
+/* The design coordinate of parameter spec ps: kind (0 linear, 1 log, 2 logit) and bounds. */
+static int coord_bounds(const carbs_param *p, int *kind, double *lo, double *hi)
+{
+    double mn = p->min, mx = p->max, c = p->center;
+    if (p->space == CARBS_SPACE_LOGIT) {
+        *kind = 2;
+        mn = fmax(isfinite(mn) ? mn : 0, LOGIT_EDGE);
+        mx = fmin(isfinite(mx) ? mx : 1, 1 - LOGIT_EDGE);
+        *lo = log(mn / (1 - mn));
+        *hi = log(mx / (1 - mx));
+    } else if (p->space == CARBS_SPACE_LOG ||
+               (isfinite(mn) && mn > 0 && isfinite(mx) && mx > LOG_SPAN * mn)) {
+        *kind = 1;
+        *lo = mn > 0 && isfinite(mn) ? log(mn) : log(c / LOG_WIDE);
+        *hi = isfinite(mx) ? log(mx) : log(c * LOG_WIDE);
+    } else {
+        *kind = 0;
+        *lo = mn;
+        *hi = mx;
+    }
+    return isfinite(*lo) && isfinite(*hi) && *hi > *lo;
+}
+
+st_status study_space_init(study_space *sp, const runner_config *cfg, const study_mode_options *o,
+                           char *errmsg)
+{
+    memset(sp, 0, sizeof(*sp));
+    sp->cfg = cfg;
+    sp->o = o ? *o : study_mode_options_default();
+    sp->jN = sp->jD = STUDY_NONE;
+    sp->cost_k = log(6.0);
+    size_t n = cfg->n_params + 1;
+    sp->pidx = calloc(n, sizeof(size_t));
+    sp->role = calloc(n, sizeof(fit_xp_role));
+    sp->logs = calloc(n, sizeof(int));
+    sp->lo = calloc(n, sizeof(double));
+    sp->hi = calloc(n, sizeof(double));
+    sp->names = calloc(n, sizeof(char *));
+    if (!sp->pidx || !sp->role || !sp->logs || !sp->lo || !sp->hi || !sp->names)
+        return st_errf(errmsg, ST_ENOMEM, "out of memory");
+    for (size_t i = 0; i < cfg->n_params; i++) {
+        const runner_param_spec *ps = &cfg->params[i];
+        sp->names[i] = ps->p.name;
+        if (ps->is_fixed)
+            continue;
+        size_t j = sp->P++;
+        sp->pidx[j] = i;
+        sp->role[j] = fit_xp_role_guess(ps->p.name);
+        if (!coord_bounds(&ps->p, &sp->logs[j], &sp->lo[j], &sp->hi[j]))
+            return st_errf(errmsg, ST_EINVAL,
+                           "study mode: parameter '%s' needs finite min and max (its design "
+                           "spreads runs between them)",
+                           ps->p.name);
+        if (sp->role[j] == FIT_XP_N && sp->jN == STUDY_NONE)
+            sp->jN = j;
+        if (sp->role[j] == FIT_XP_D && sp->jD == STUDY_NONE)
+            sp->jD = j;
+    }
+    if (!sp->P)
+        return st_errf(errmsg, ST_EINVAL, "study mode: no searched parameter");
+    /* the cap: the sweep's, else the cost of the box's largest setting */
+    sp->cap = cfg->max_cost_per_run;
+    if (!isfinite(sp->cap)) {
+        double *u = malloc(sp->P * sizeof(double)), *x = malloc(n * sizeof(double));
+        if (!u || !x) {
+            free(u);
+            free(x);
+            return st_errf(errmsg, ST_ENOMEM, "out of memory");
+        }
+        for (size_t j = 0; j < sp->P; j++)
+            u[j] = 1;
+        study_space_from_unit(sp, u, x);
+        double c = study_space_cost(sp, x);
+        sp->cap = c > 0 ? c : INFINITY;
+        free(u);
+        free(x);
+    }
+    return ST_OK;
+}
+
+void study_space_clear(study_space *sp)
+{
+    free(sp->pidx);
+    free(sp->role);
+    free(sp->logs);
+    free(sp->lo);
+    free(sp->hi);
+    free(sp->names);
+    memset(sp, 0, sizeof(*sp));
+}
+
+double study_space_cost(const study_space *sp, const double *x)
+{
+    const runner_config *cfg = sp->cfg;
+    if (cfg->cost_expr) {
+        double c;
+        if (runner_expr_eval(cfg->cost_expr, cfg->n_params, sp->names, x, &c, NULL) != ST_OK)
+            return NAN;
+        return c;
+    }
+    if (sp->jN == STUDY_NONE || sp->jD == STUDY_NONE)
+        return NAN;
+    return exp(sp->cost_k) * x[sp->pidx[sp->jN]] * x[sp->pidx[sp->jD]];
+}
+
+/* Rounds to the parameter's multiple and keeps it inside its searched bounds. */
+static double finish(const carbs_param *p, double v)
+{
+    if (p->is_integer) {
+        double r = p->rounding > 0 ? p->rounding : 1;
+        v = r * round(v / r);
+        if (isfinite(p->max) && v > p->max)
+            v = r * floor(p->max / r);
+        if (isfinite(p->min) && v < p->min)
+            v = r * ceil(p->min / r);
+    }
+    if (isfinite(p->max) && v > p->max)
+        v = p->max;
+    if (isfinite(p->min) && v < p->min)
+        v = p->min;
+    return v;
+}
+
+static double coord_value(int kind, double c)
+{
+    return kind == 1 ? exp(c) : kind == 2 ? 1 / (1 + exp(-c)) : c;
+}
+
+void study_space_from_unit(const study_space *sp, const double *u, double *x)
+{
+    const runner_config *cfg = sp->cfg;
+    for (size_t i = 0; i < cfg->n_params; i++)
+        x[i] = cfg->params[i].is_fixed ? cfg->params[i].fixed_value : NAN;
+    for (size_t j = 0; j < sp->P; j++) {
+        double c = sp->lo[j] + u[j] * (sp->hi[j] - sp->lo[j]);
+        x[sp->pidx[j]] = finish(&cfg->params[sp->pidx[j]].p, coord_value(sp->logs[j], c));
+    }
+}
+
+void study_space_to_unit(const study_space *sp, const double *x, double *u)
+{
+    for (size_t j = 0; j < sp->P; j++) {
+        double v = x[sp->pidx[j]];
+        double c = sp->logs[j] == 1 ? log(v) : sp->logs[j] == 2 ? log(v / (1 - v)) : v;
+        u[j] = (c - sp->lo[j]) / (sp->hi[j] - sp->lo[j]);
+    }
+}
+
+/* 1 for the parameters the cap scales down: N and D, or every size-like one without them. */
+static int scaled(const study_space *sp, size_t j)
+{
+    if (sp->jN != STUDY_NONE && sp->jD != STUDY_NONE)
+        return j == sp->jN || j == sp->jD;
+    fit_xp_role r = sp->role[j];
+    return r == FIT_XP_N || r == FIT_XP_D || r == FIT_XP_SIZE;
+}
+
+void study_space_under_cap(const study_space *sp, double *x)
+{
+    double c = study_space_cost(sp, x);
+    if (!(c > sp->cap) || !isfinite(sp->cap))
+        return;
+    double *u = malloc(2 * sp->P * sizeof(double));
+    if (!u)
+        return;
+    double *w = u + sp->P;
+    study_space_to_unit(sp, x, u);
+    /* the scaled coordinates times s in [0, 1]: bisection on the largest s under the cap */
+    double s_lo = 0, s_hi = 1;
+    for (int it = 0; it < SHRINK_STEPS; it++) {
+        double s = 0.5 * (s_lo + s_hi);
+        for (size_t j = 0; j < sp->P; j++)
+            w[j] = scaled(sp, j) ? s * u[j] : u[j];
+        study_space_from_unit(sp, w, x);
+        if (study_space_cost(sp, x) > sp->cap)
+            s_hi = s;
+        else
+            s_lo = s;
+    }
+    for (size_t j = 0; j < sp->P; j++)
+        w[j] = scaled(sp, j) ? s_lo * u[j] : u[j];
+    study_space_from_unit(sp, w, x);
+    free(u);
+}
+
+void study_design_point(const study_space *sp, const double *u, double *x)
+{
+    study_space_from_unit(sp, u, x);
+    if (sp->jN != STUDY_NONE && sp->jD != STUDY_NONE && isfinite(sp->cap)) {
+        /* u[jN]: log cost in cap / band .. cap; u[jD]: ln(D / N) in ln ratio_lo .. ln ratio_hi;
+         * with cost = exp(k) N D: ln N = (ln C - k - ln rho) / 2, ln D = ln N + ln rho */
+        double lc = log(sp->cap) - (1 - u[sp->jN]) * log(sp->o.band);
+        double lr = log(sp->o.ratio_lo) + u[sp->jD] * log(sp->o.ratio_hi / sp->o.ratio_lo);
+        double lN = 0.5 * (lc - sp->cost_k - lr);
+        const runner_config *cfg = sp->cfg;
+        size_t iN = sp->pidx[sp->jN], iD = sp->pidx[sp->jD];
+        x[iN] = finish(&cfg->params[iN].p, exp(lN));
+        x[iD] = finish(&cfg->params[iD].p, exp(lN + lr));
+    }
+    study_space_under_cap(sp, x);
+}
+
+st_status study_design_units(size_t P, uint64_t seed, size_t first, size_t n, double *U)
+{
+    const gsl_qrng_type *T = P <= 40 ? gsl_qrng_sobol : gsl_qrng_halton;
+    gsl_qrng *q = gsl_qrng_alloc(T, (unsigned)P);
+    gsl_rng *g = gsl_rng_alloc(gsl_rng_mt19937);
+    double *shift = malloc(P * sizeof(double));
+    if (!q || !g || !shift) {
+        gsl_qrng_free(q);
+        gsl_rng_free(g);
+        free(shift);
+        return ST_ENOMEM;
+    }
+    gsl_rng_set(g, (unsigned long)(seed ^ (seed >> 32)));
+    for (size_t j = 0; j < P; j++)
+        shift[j] = gsl_rng_uniform(g);
+    /* point i is the sequence's (i + 1)th: its first point is the cube's corner */
+    for (size_t i = 0; i <= first; i++)
+        gsl_qrng_get(q, U);
+    for (size_t i = 0; i < n; i++) {
+        double *u = &U[i * P];
+        gsl_qrng_get(q, u);
+        for (size_t j = 0; j < P; j++) {
+            double v = u[j] + shift[j];
+            u[j] = v - floor(v);
+        }
+    }
+    gsl_qrng_free(q);
+    gsl_rng_free(g);
+    free(shift);
+    return ST_OK;
+}

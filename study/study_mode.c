@@ -1,0 +1,411 @@
+/*
+ * study_mode.c — study mode (docs/algorithms/study-mode.md): the proposer the runner calls for
+ * each suggestion of a sweep whose goal is the large run, and the plan behind it and behind
+ * `scaletune suggest-next`: fit the engine on the released runs, score a few hundred candidate
+ * runs by the expected reduction of the variance of the large run's predicted loss per unit
+ * cost over the bootstrap replicates, condition on the pending runs, pick greedily. Depends on
+ * study.c (the input policy and the engine call), study_design.c and study_acq.c.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <gsl/gsl_cdf.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+
+#include "study/study_int.h"
+
+/* Perturbations of the recommendation scaled down to small costs: ln N and ln D jittered by
+ * JITTER_ND (sd), each hyperparameter's basic coordinate around its law by JITTER_HP. */
+#define JITTER_ND 0.35
+#define JITTER_HP 0.3
+
+static double now_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static double to_basic(fit_xp_space s, double v)
+{
+    return s == FIT_XP_LOG ? log(v) : s == FIT_XP_LOGIT ? log(v / (1 - v)) : v;
+}
+
+static double from_basic(fit_xp_space s, double b)
+{
+    return s == FIT_XP_LOG ? exp(b) : s == FIT_XP_LOGIT ? 1 / (1 + exp(-b)) : b;
+}
+
+/* ---- the plan's work ------------------------------------------------------------------ */
+
+typedef struct plan_work {
+    study_space sp;
+    study *st;
+    const fit_xp *xp;
+    fit_xp_result res;
+    size_t R, np, m, n_cand; /* replicates; values per setting; variables; candidates */
+    double sigma;
+    double *set;    /* m x np settings (candidates, then pending; the target's row unused) */
+    double *ens;    /* m x R ln loss */
+    double *cost;   /* m */
+    double *weight; /* m: 1 - P(diverge) */
+    double *xe;     /* P: a setting in the engine's order */
+    gsl_rng *g;
+} plan_work;
+
+static void work_clear(plan_work *k)
+{
+    study_space_clear(&k->sp);
+    study_destroy(k->st);
+    free(k->set);
+    free(k->ens);
+    free(k->cost);
+    free(k->weight);
+    free(k->xe);
+    gsl_rng_free(k->g);
+}
+
+/* Fits the engine on the first n_use runs (a view of w; the study borrows it). */
+static st_status work_fit(plan_work *k, const runner_sweep *view, double compute, double factor,
+                          char *errmsg)
+{
+    study_options so = study_options_default();
+    so.engine.n_boot = k->sp.o.n_boot;
+    so.backtest = 0;
+    so.compute = compute;
+    so.factor = factor;
+    st_status rc = study_create(view, &so, &k->st, errmsg);
+    if (rc)
+        return rc;
+    rc = study_run(k->st);
+    if (rc)
+        return st_errf(errmsg, rc, "%s", study_errmsg(k->st));
+    k->xp = study_engine(k->st);
+    k->R = fit_xp_n_replicates(k->xp);
+    if (k->R < 2)
+        return st_errf(errmsg, ST_ENOTFOUND,
+                       "the engine fitted no model of every run (it needs N, D and a learning "
+                       "rate): nothing to score candidates with");
+    fit_xp_get_result(k->xp, &k->res);
+    double ck;
+    if (!k->sp.cfg->cost_expr && fit_xp_cost_model(k->xp, &ck) == ST_OK)
+        k->sp.cost_k = ck;
+    return ST_OK;
+}
+
+/* Row i's ensemble, mean P(diverge) and cost from setting x (np values, file order). */
+static int work_predict(plan_work *k, size_t i, const double *x)
+{
+    for (size_t j = 0; j < k->sp.P; j++)
+        k->xe[j] = x[k->sp.pidx[j]];
+    double *pd = malloc(k->R * sizeof(double));
+    if (!pd)
+        return 0;
+    st_status rc =
+        fit_xp_predict_replicates(k->xp, k->xe, NAN, NAN, &k->ens[i * k->R], pd, &k->sigma);
+    double pm = 0;
+    for (size_t r = 0; rc == ST_OK && r < k->R; r++)
+        pm += pd[r] / (double)k->R;
+    free(pd);
+    for (size_t r = 0; rc == ST_OK && r < k->R; r++)
+        if (!isfinite(k->ens[i * k->R + r]))
+            rc = ST_ENUMERIC;
+    k->weight[i] = rc == ST_OK ? 1 - pm : 0;
+    k->cost[i] = study_space_cost(&k->sp, x);
+    return rc == ST_OK;
+}
+
+/* A perturbation of the recommendation scaled down to a small cost along the fitted laws:
+ * N and D along the compute-optimal allocation (N ~ C^a, a = beta / (alpha + beta)), each
+ * hyperparameter along its law in N and D, then jittered. x: np values, file order. */
+static void rec_scaled(plan_work *k, double a, double *x)
+{
+    const study_space *sp = &k->sp;
+    const runner_config *cfg = sp->cfg;
+    double lc = log(sp->cap) - gsl_rng_uniform(k->g) * log(sp->o.band);
+    double dl = lc - log(k->res.compute);
+    double dN = a * dl + gsl_ran_gaussian(k->g, JITTER_ND);
+    double dD = (1 - a) * dl + gsl_ran_gaussian(k->g, JITTER_ND);
+    for (size_t i = 0; i < cfg->n_params; i++)
+        x[i] = cfg->params[i].is_fixed ? cfg->params[i].fixed_value : NAN;
+    for (size_t j = 0; j < sp->P; j++) {
+        fit_xp_space s = k->st->par[j].space;
+        double b = to_basic(s, k->res.value[j]), coef[3];
+        if (j == sp->jN)
+            b = log(k->res.N) + dN;
+        else if (j == sp->jD)
+            b = log(k->res.D) + dD;
+        else if (fit_xp_hp_law(k->xp, j, coef, NULL, NULL) == ST_OK)
+            b += coef[1] * dN + coef[2] * dD + gsl_ran_gaussian(k->g, JITTER_HP);
+        x[sp->pidx[j]] = from_basic(s, b);
+    }
+    /* back inside the searched box, rounded, under the cap (through the cube) */
+    double *u = malloc(sp->P * sizeof(double));
+    if (!u)
+        return;
+    study_space_to_unit(sp, x, u);
+    for (size_t j = 0; j < sp->P; j++)
+        u[j] = isfinite(u[j]) ? fmin(1, fmax(0, u[j])) : 0.5;
+    study_space_from_unit(sp, u, x);
+    study_space_under_cap(sp, x);
+    free(u);
+}
+
+/* The candidates: half a scrambled Sobol design over the band, half perturbations of the
+ * recommendation (when N and D are parameters); those over the cap or likely to diverge get
+ * weight 0. Fills rows 0 .. n_cand - 1. */
+static st_status work_candidates(plan_work *k, uint64_t seed)
+{
+    study_space *sp = &k->sp;
+    size_t nc = k->n_cand, n_pert = 0;
+    double nat[5], a = 0.5;
+    if (sp->jN != STUDY_NONE && sp->jD != STUDY_NONE && isfinite(sp->cap) &&
+        fit_xp_chinchilla(k->xp, nat, NULL) == ST_OK && nat[3] + nat[4] > 0) {
+        n_pert = nc / 2;
+        a = nat[4] / (nat[3] + nat[4]);
+    }
+    size_t n_sob = nc - n_pert;
+    double *U = malloc((n_sob + 1) * sp->P * sizeof(double));
+    if (!U)
+        return ST_ENOMEM;
+    st_status rc = study_design_units(sp->P, seed, 0, n_sob, U);
+    for (size_t i = 0; rc == ST_OK && i < nc; i++) {
+        double *x = &k->set[i * k->np];
+        if (i < n_sob)
+            study_design_point(sp, &U[i * sp->P], x);
+        else
+            rec_scaled(k, a, x);
+        if (!work_predict(k, i, x) || !(k->cost[i] <= sp->cap * (1 + 1e-9)) ||
+            1 - k->weight[i] > sp->o.max_p_diverge)
+            k->weight[i] = 0;
+    }
+    free(U);
+    return rc;
+}
+
+static st_status work_alloc(plan_work *k, size_t n_pending)
+{
+    k->m = k->n_cand + n_pending + 1;
+    k->set = calloc(k->m * k->np + 1, sizeof(double));
+    k->ens = calloc(k->m * k->R + 1, sizeof(double));
+    k->cost = calloc(k->m, sizeof(double));
+    k->weight = calloc(k->m, sizeof(double));
+    k->xe = calloc(k->sp.P + 1, sizeof(double));
+    return k->set && k->ens && k->cost && k->weight && k->xe ? ST_OK : ST_ENOMEM;
+}
+
+/* The greedy batch on the covariance; fills the plan's picks. */
+static st_status work_choose(plan_work *k, size_t n_pending, size_t kk, study_plan *pl)
+{
+    size_t m = k->m, t = m - 1;
+    double *cov = malloc(m * m * sizeof(double));
+    double *col = malloc(m * sizeof(double)), *vr = malloc((kk + 1) * sizeof(double));
+    double *vt = malloc((kk + 1) * sizeof(double));
+    size_t *ch = malloc((kk + 1) * sizeof(size_t));
+    unsigned char *taken = calloc(m, 1);
+    pl->picks = calloc(kk + 1, sizeof(study_pick));
+    pl->x_all = malloc((kk + 1) * k->np * sizeof(double));
+    if (!cov || !col || !vr || !vt || !ch || !taken || !pl->picks || !pl->x_all) {
+        free(cov), free(col), free(vr), free(vt), free(ch), free(taken);
+        return ST_ENOMEM;
+    }
+    /* s2: a small run's observation noise (at least the floor: a fit to few runs can report
+     * a residual sd near 0, and a noise-free observation would explain the whole ensemble
+     * direction); sg2: the large run's own noise in its interval, the engine's */
+    double sn = fmax(k->sigma, k->sp.o.noise_floor), s2 = sn * sn, sg2 = k->sigma * k->sigma;
+    double z = gsl_cdf_ugaussian_Pinv(0.5 + 0.9 / 2);
+    study_ens_cov(m, k->R, k->ens, cov);
+    pl->halfwidth_model = z * sqrt(cov[t * m + t]);
+    pl->halfwidth = z * sqrt(cov[t * m + t] + sg2);
+    /* the pending runs first: fantasies, as if already observed */
+    for (size_t q = 0; q < n_pending; q++) {
+        size_t p = k->n_cand + q;
+        taken[p] = 1;
+        if (k->weight[p] > 0)
+            study_acq_condition(m, cov, p, col, s2);
+    }
+    for (size_t i = k->n_cand; i < m; i++)
+        taken[i] = 1;
+    size_t n = study_acq_batch(m, cov, t, s2, k->cost, k->weight, taken, kk, ch, vr, vt, col);
+    for (size_t i = 0; i < n; i++) {
+        study_pick *pk = &pl->picks[i];
+        pk->x = &pl->x_all[i * k->np];
+        memcpy(pk->x, &k->set[ch[i] * k->np], k->np * sizeof(double));
+        pk->cost = k->cost[ch[i]];
+        pk->p_diverge = 1 - k->weight[ch[i]];
+        pk->vr = vr[i];
+        pk->halfwidth = z * sqrt(fmax(vt[i], 0) + sg2);
+    }
+    pl->n_picks = n;
+    free(cov), free(col), free(vr), free(vt), free(ch), free(taken);
+    return ST_OK;
+}
+
+st_status study_plan_make(const runner_sweep *w, size_t n_use, const double *pending,
+                          size_t n_pending, double compute, double factor, size_t kk, uint64_t seed,
+                          const study_mode_options *o, study_plan **out, char *errmsg)
+{
+    char local[ST_ERRMSG_MAX];
+    if (!errmsg)
+        errmsg = local;
+    errmsg[0] = '\0';
+    *out = NULL;
+    plan_work k;
+    memset(&k, 0, sizeof(k));
+    st_status rc = study_space_init(&k.sp, w->cfg, o, errmsg);
+    if (rc) {
+        study_space_clear(&k.sp);
+        return rc;
+    }
+    runner_sweep view = *w;
+    view.n_runs = n_use < w->n_runs ? n_use : w->n_runs;
+    double t0 = now_seconds();
+    rc = work_fit(&k, &view, compute, factor, errmsg);
+    double t1 = now_seconds();
+    study_plan *pl = calloc(1, sizeof(*pl));
+    k.np = w->cfg->n_params;
+    k.n_cand = k.sp.o.n_candidates;
+    k.g = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!rc && (!pl || !k.g || work_alloc(&k, n_pending)))
+        rc = st_errf(errmsg, ST_ENOMEM, "out of memory");
+    if (!rc) {
+        gsl_rng_set(k.g, (unsigned long)(seed ^ (seed >> 32)));
+        rc = work_candidates(&k, seed);
+        for (size_t q = 0; !rc && q < n_pending; q++) {
+            memcpy(&k.set[(k.n_cand + q) * k.np], &pending[q * k.np], k.np * sizeof(double));
+            work_predict(&k, k.n_cand + q, &pending[q * k.np]);
+        }
+        for (size_t j = 0; !rc && j < k.sp.P; j++)
+            k.xe[j] = k.res.value[j];
+        if (!rc)
+            rc = fit_xp_predict_replicates(k.xp, k.xe, k.res.N, k.res.D, &k.ens[(k.m - 1) * k.R],
+                                           NULL, &k.sigma);
+        if (rc && errmsg && !errmsg[0])
+            st_errf(errmsg, rc, "the engine could not predict the large run");
+    }
+    if (!rc) {
+        pl->n_params = k.np;
+        pl->compute = k.res.compute;
+        pl->objective = k.res.objective;
+        pl->sigma = k.sigma;
+        for (size_t i = 0; i < k.n_cand; i++)
+            pl->n_candidates += k.weight[i] > 0;
+        rc = work_choose(&k, n_pending, kk, pl);
+        pl->fit_seconds = t1 - t0;
+        pl->acq_seconds = now_seconds() - t1;
+    }
+    work_clear(&k);
+    if (rc) {
+        study_plan_free(pl);
+        return rc;
+    }
+    *out = pl;
+    return ST_OK;
+}
+
+void study_plan_free(study_plan *p)
+{
+    if (!p)
+        return;
+    free(p->picks);
+    free(p->x_all);
+    free(p);
+}
+
+/* ---- the proposer ----------------------------------------------------------------------- */
+
+/* Without a cost expr, exp(k) N D in the cost metric's unit: k from the released successful
+ * runs (their median ln(cost / (N D))), ln 6 (FLOPs) before any. */
+static void cost_k_from_runs(study_space *sp, const runner_sweep *w, size_t n_use)
+{
+    if (sp->cfg->cost_expr || sp->jN == STUDY_NONE || sp->jD == STUDY_NONE)
+        return;
+    double *v = malloc((n_use + 1) * sizeof(double));
+    size_t n = 0;
+    for (size_t i = 0; v && i < n_use; i++) {
+        const runner_sweep_run *u = &w->runs[i];
+        double N = u->x[sp->pidx[sp->jN]], D = u->x[sp->pidx[sp->jD]];
+        if (u->status == RUNNER_RUN_SUCCEEDED && u->cost > 0 && N > 0 && D > 0)
+            v[n++] = log(u->cost / (N * D));
+    }
+    if (n) {
+        qsort(v, n, sizeof(double), study_cmp_double);
+        sp->cost_k = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    }
+    free(v);
+}
+
+static st_status design_x(const runner_config *cfg, const runner_sweep *w, size_t n_use,
+                          const study_mode_options *o, size_t index, double *x, char *errmsg)
+{
+    study_space sp;
+    st_status rc = study_space_init(&sp, cfg, o, errmsg);
+    double *u = rc ? NULL : malloc(sp.P * sizeof(double));
+    if (!rc && !u)
+        rc = st_errf(errmsg, ST_ENOMEM, "out of memory");
+    if (!rc) {
+        cost_k_from_runs(&sp, w, n_use);
+        if (!cfg->cost_expr && !isfinite(cfg->max_cost_per_run)) {
+            /* the box's largest setting under the cost just learned */
+            for (size_t j = 0; j < sp.P; j++)
+                u[j] = 1;
+            study_space_from_unit(&sp, u, x);
+            double c = study_space_cost(&sp, x);
+            sp.cap = c > 0 ? c : INFINITY;
+        }
+        rc = study_design_units(sp.P, cfg->seed, index, 1, u);
+    }
+    if (!rc)
+        study_design_point(&sp, u, x);
+    free(u);
+    study_space_clear(&sp);
+    return rc;
+}
+
+st_status study_proposer(void *user, const runner_propose_request *req, double *x, char *errmsg)
+{
+    char local[ST_ERRMSG_MAX];
+    if (!errmsg)
+        errmsg = local;
+    study_mode_options o = user ? *(const study_mode_options *)user : study_mode_options_default();
+    const runner_config *cfg = req->cfg;
+    runner_store *store = NULL;
+    runner_sweep *w = NULL;
+    st_status rc = runner_store_open(req->db_path, &store, errmsg);
+    if (rc)
+        return rc;
+    rc = runner_store_read_sweep(store, req->sweep, &w);
+    if (rc)
+        st_errf(errmsg, rc, "%s", runner_store_errmsg(store));
+    runner_store_close(store);
+    if (rc)
+        return rc;
+    size_t n_use = req->n_released < w->n_runs ? req->n_released : w->n_runs;
+    int planned = 0;
+    if (req->index >= study_design_size(cfg)) {
+        double C = cfg->target_compute, factor = 100;
+        if (!isfinite(C) && isfinite(cfg->target_factor) && isfinite(cfg->max_cost_per_run))
+            C = cfg->target_factor * cfg->max_cost_per_run;
+        else if (!isfinite(C) && isfinite(cfg->target_factor))
+            factor = cfg->target_factor;
+        study_plan *pl = NULL;
+        char em[ST_ERRMSG_MAX] = "";
+        rc = study_plan_make(w, n_use, req->pending, req->n_pending, C, factor, 1, req->seed, &o,
+                             &pl, em);
+        if (!rc && pl->n_picks) {
+            memcpy(x, pl->picks[0].x, cfg->n_params * sizeof(double));
+            planned = 1;
+        }
+        study_plan_free(pl);
+        /* the engine cannot fit yet, or nothing adds information: the design goes on */
+        rc = rc == ST_ENOMEM ? st_errf(errmsg, rc, "%s", em) : ST_OK;
+    }
+    if (!rc && !planned)
+        rc = design_x(cfg, w, n_use, &o, req->index, x, errmsg);
+    runner_sweep_free(w);
+    return rc;
+}

@@ -1,0 +1,383 @@
+/*
+ * test_study_mode.c — study mode (study/study_mode.c, study_acq.c, study_design.c) against
+ * constructed cases with known answers:
+ *  - the acquisition prefers the run that separates two candidate laws over one where both
+ *    laws predict the same loss, and its score is the closed form cov^2 / (var + s2) / cost
+ *    computed here from the two laws;
+ *  - the fantasy update is the Gaussian conditioning formula on a 3-variable case (numbers by
+ *    hand), and a greedy batch never picks the same point twice: with a duplicate of the best
+ *    candidate, the second pick is the other candidate the closed form prefers;
+ *  - the phase-1 design: every point under the cost cap, most in the compute-optimal band (cost
+ *    cap/100 .. cap, tokens per parameter 5 .. 80), spread (min pairwise distance in the cube
+ *    above a bound that iid uniform points miss), the same per seed, different across seeds;
+ *  - the proposer on a stored sweep (ask/tell runs of a known world): a valid setting inside
+ *    the searched bounds and under the cap, the same twice; suggest-next's plan: distinct picks,
+ *    a half-width that never grows; `scaletune suggest-next --json` prints K runs inside the
+ *    bounds, and exits 2 on bad usage.
+ */
+#include <jansson.h>
+#include <libgen.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "study/study.h"
+#include "study/study_int.h"
+#include "tests/check.h"
+
+/* ---- the acquisition on two candidate laws ---------------------------------------------- */
+
+/* ln L of law (A, alpha) at N, E = 1.7: L = E + A N^-alpha. */
+static double law(double A, double alpha, double N)
+{
+    return log(1.7 + A * pow(N, -alpha));
+}
+
+static void test_separates_laws(void)
+{
+    /* two laws that agree at N = 1e6 and part beyond: law B's A chosen so that A_B 1e6^-0.30
+     * = A_A 1e6^-0.34 */
+    double AA = 400, aA = 0.34, aB = 0.30, AB = AA * pow(1e6, aB - aA);
+    CHECK_REL(law(AA, aA, 1e6), law(AB, aB, 1e6), 1e-12);
+    /* ensemble: R = 10 replicates, five of each law; variables: 0 a run at N = 1e6 (both laws
+     * alike), 1 a run at N = 3e7 (they differ), 2 the large run at N = 1e10 */
+    enum { R = 10, M = 3 };
+    double Ns[M] = {1e6, 3e7, 1e10}, ens[M * R], cov[M * M], cost[M] = {1, 1, 1};
+    for (size_t i = 0; i < M; i++)
+        for (size_t r = 0; r < R; r++)
+            ens[i * R + r] = r < R / 2 ? law(AA, aA, Ns[i]) : law(AB, aB, Ns[i]);
+    study_ens_cov(M, R, ens, cov);
+    double s2 = 1e-4, score;
+    size_t p = study_acq_pick(M, cov, 2, s2, cost, NULL, NULL, &score);
+    printf("two laws: pick %zu (want 1), score %.3g\n", p, score);
+    CHECK(p == 1);
+    /* closed form for a 50/50 two-point ensemble: var = d^2 R / (4 (R - 1)) with d the laws'
+     * difference, cov = d_f d_g R / (4 (R - 1)) */
+    double c = (double)R / (4.0 * (R - 1));
+    double df = law(AA, aA, 3e7) - law(AB, aB, 3e7), dg = law(AA, aA, 1e10) - law(AB, aB, 1e10);
+    double want = (c * df * dg) * (c * df * dg) / (c * df * df + s2);
+    CHECK_REL(study_acq_vr(M, cov, 1, 2, s2), want, 1e-9);
+    CHECK_REL(score, want, 1e-9);
+    CHECK_ABS(study_acq_vr(M, cov, 0, 2, s2), 0, 1e-20);
+    /* per unit cost: the separating run at 1000x the cost of a run that separates 10x less in
+     * VR loses to it only when the closed form says so */
+    double ens2[4 * R], cov2[16], cost2[4] = {1, 1000, 0, 0};
+    for (size_t r = 0; r < R; r++) {
+        ens2[0 * R + r] = ens[1 * R + r] * 0.1 + 0.9 * law(AA, aA, 3e7); /* damped copy */
+        ens2[1 * R + r] = ens[1 * R + r];
+        ens2[2 * R + r] = ens[2 * R + r];
+        ens2[3 * R + r] = 0;
+    }
+    study_ens_cov(4, R, ens2, cov2);
+    double v0 = study_acq_vr(4, cov2, 0, 2, s2), v1 = study_acq_vr(4, cov2, 1, 2, s2);
+    size_t want_p = v0 / cost2[0] > v1 / cost2[1] ? 0 : 1;
+    CHECK(study_acq_pick(4, cov2, 2, s2, cost2, NULL, NULL, NULL) == want_p);
+    CHECK(want_p == 0);
+}
+
+/* ---- the fantasy update -------------------------------------------------------------------- */
+
+static void test_fantasy(void)
+{
+    /* Sigma on (a, b, t), s2 = 0.25; after observing a:
+     * var(b) = 1 - 0.5^2 / 1.25 = 0.8, cov(b, t) = 0.4 - 0.5 * 0.8 / 1.25 = 0.08,
+     * var(t) = 1 - 0.8^2 / 1.25 = 0.488 */
+    double cov[9] = {1, 0.5, 0.8, 0.5, 1, 0.4, 0.8, 0.4, 1}, col[3];
+    study_acq_condition(3, cov, 0, col, 0.25);
+    CHECK_ABS(cov[1 * 3 + 1], 0.8, 1e-15);
+    CHECK_ABS(cov[1 * 3 + 2], 0.08, 1e-15);
+    CHECK_ABS(cov[2 * 3 + 1], 0.08, 1e-15);
+    CHECK_ABS(cov[2 * 3 + 2], 0.488, 1e-15);
+    CHECK_ABS(cov[0 * 3 + 0], 1 - 1 / 1.25, 1e-15);
+
+    /* A (cov with t 0.8), its duplicate A', B (0.5, independent of A); var 1 each, s2 0.25.
+     * VR: A 0.512, A' 0.512, B 0.2. After A: A' has cov 0.16, var 0.2: VR 0.0569 < B's 0.2 */
+    double S[16] = {1, 1, 0, 0.8, 1, 1, 0, 0.8, 0, 0, 1, 0.5, 0.8, 0.8, 0.5, 1};
+    double cost[4] = {1, 1, 1, 0}, vr[3], vt[3], c4[4];
+    size_t ch[3];
+    unsigned char taken[4] = {0};
+    size_t n = study_acq_batch(4, S, 3, 0.25, cost, NULL, taken, 3, ch, vr, vt, c4);
+    printf("batch on A, A', B: picks %zu %zu %zu\n", ch[0], n > 1 ? ch[1] : 9, n > 2 ? ch[2] : 9);
+    CHECK(n == 3);
+    CHECK(ch[0] == 0 || ch[0] == 1);
+    CHECK(ch[1] == 2);
+    CHECK(ch[0] != ch[2] && ch[1] != ch[2] && ch[0] != ch[1]);
+    CHECK_ABS(vr[0], 0.512, 1e-12);
+    CHECK_ABS(vr[1], 0.2, 1e-12);
+    CHECK_ABS(vt[0], 1 - 0.512, 1e-12);
+    CHECK(vt[2] <= vt[1] && vt[1] <= vt[0]);
+}
+
+/* ---- the design ------------------------------------------------------------------------------ */
+
+static const char *const yaml_fmt =
+    "name: world\n"
+    "command: [\"true\"]\n"
+    "objective: {metric: val_loss}\n"
+    "cost: {metric: flops%s}\n"
+    "budget: {runs: 60, max_cost_per_run: 1.0e16}\n"
+    "seed: %d\n"
+    "parameters:\n"
+    "  N:       {space: log, min: 2.0e6, max: 6.0e7, center: 1.0e7}\n"
+    "  tokens:  {space: log, min: 4.0e7, max: 2.0e9, center: 2.0e8}\n"
+    "  lr:      {space: log, min: 1.0e-4, max: 0.3, center: 3.0e-3}\n"
+    "  batch:   {space: log, min: 16, max: 1024, center: 64, integer: true, rounding: 8}\n"
+    "  warmup:  {space: logit, min: 0.0, max: 0.5, center: 0.02}\n"
+    "  seq_len: {value: 256}\n";
+
+static runner_config *load(int expr, int seed)
+{
+    char y[2048], em[ST_ERRMSG_MAX];
+    snprintf(y, sizeof(y), yaml_fmt, expr ? ", expr: \"6 * {N} * {tokens}\"" : "", seed);
+    runner_config *cfg = NULL;
+    if (runner_config_load_string(y, strlen(y), "world", &cfg, em))
+        fprintf(stderr, "%s\n", em);
+    return cfg;
+}
+
+/* The design's first n points for a sweep with seed `seed`: x (n x 6), u (n x 5). */
+static void design(int expr, int seed, size_t n, double *x, double *u)
+{
+    runner_config *cfg = load(expr, seed);
+    study_space sp;
+    char em[ST_ERRMSG_MAX];
+    CHECK_ST(study_space_init(&sp, cfg, NULL, em), ST_OK);
+    CHECK_ST(study_design_units(sp.P, cfg->seed, 0, n, u), ST_OK);
+    for (size_t i = 0; i < n; i++)
+        study_design_point(&sp, &u[i * sp.P], &x[i * 6]);
+    study_space_clear(&sp);
+    runner_config_destroy(cfg);
+}
+
+static double min_dist(size_t n, size_t P, const double *u)
+{
+    double best = INFINITY;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < i; j++) {
+            double d = 0;
+            for (size_t k = 0; k < P; k++)
+                d += (u[i * P + k] - u[j * P + k]) * (u[i * P + k] - u[j * P + k]);
+            best = fmin(best, sqrt(d));
+        }
+    return best;
+}
+
+static void test_design(void)
+{
+    enum { n = 16 };
+    for (int expr = 0; expr < 2; expr++) {
+        double x[n * 6], u[n * 5], x2[n * 6], u2[n * 5], x3[n * 6], u3[n * 5];
+        design(expr, 7, n, x, u);
+        design(expr, 7, n, x2, u2);
+        design(expr, 8, n, x3, u3);
+        size_t in_band = 0;
+        for (size_t i = 0; i < n; i++) {
+            const double *v = &x[i * 6];
+            double cost = 6 * v[0] * v[1], ratio = v[1] / v[0];
+            CHECK(cost <= 1e16 * (1 + 1e-12));
+            CHECK(v[0] >= 2e6 && v[0] <= 6e7 && v[1] >= 4e7 && v[1] <= 2e9);
+            CHECK(v[2] >= 1e-4 && v[2] <= 0.3);
+            CHECK(v[3] >= 16 && v[3] <= 1024 && fmod(v[3], 8) == 0);
+            CHECK(v[4] > 0 && v[4] <= 0.5);
+            CHECK(v[5] == 256);
+            in_band +=
+                cost >= 1e14 * (1 - 1e-9) && ratio >= 5 * (1 - 1e-9) && ratio <= 80 * (1 + 1e-9);
+        }
+        printf("design (cost %s): %zu of %d points in the band, min distance %.3f\n",
+               expr ? "expr" : "6ND", in_band, n, min_dist(n, 5, u));
+        CHECK(in_band >= 12);
+        CHECK(!memcmp(x, x2, sizeof(x)));
+        CHECK(memcmp(x, x3, sizeof(x)) != 0);
+        /* 16 iid uniform points in [0, 1]^5 have a median min distance near 0.25 (simulated
+         * offline: 0.26); the scrambled Sobol points keep at least 0.3 */
+        CHECK(min_dist(n, 5, u) > 0.3);
+        CHECK(min_dist(n, 5, u3) > 0.3);
+    }
+}
+
+/* ---- the proposer on a stored sweep ------------------------------------------------------- */
+
+static double world_loss(double N, double D, double lr, double batch)
+{
+    double lopt = 2e-3 * pow(N / 1e7, -0.5), bopt = 64 * pow(D / 1e8, 0.5);
+    if (lr > 4 * lopt)
+        return INFINITY;
+    double u = log(lr / lopt), v = log(batch / bopt);
+    return (1.7 + 400 * pow(N, -0.34) + 1200 * pow(D, -0.30)) * (1 + 0.03 * u * u + 0.01 * v * v);
+}
+
+static void check_inside(const runner_config *cfg, const double *x)
+{
+    for (size_t i = 0; i < cfg->n_params; i++) {
+        const runner_param_spec *ps = &cfg->params[i];
+        if (ps->is_fixed)
+            continue;
+        CHECK(isfinite(x[i]) && x[i] >= ps->p.min && x[i] <= ps->p.max);
+    }
+    CHECK(6 * x[0] * x[1] <= cfg->max_cost_per_run * (1 + 1e-9));
+}
+
+static char dir[256], cli_path[4200];
+
+/* `scaletune suggest-next ARGS` with stdout in dir/out.json; its exit status. */
+static int cli(const char *args)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof(cmd), "'%s' suggest-next %s > '%s/out.json' 2> '%s/err.log'", cli_path,
+             args, dir, dir);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_cli(const char *db, const runner_config *cfg)
+{
+    if (access(cli_path, X_OK) != 0) {
+        printf("SKIP the CLI part: scaletune not built (run make)\n");
+        return;
+    }
+    char args[1024], path[512];
+    snprintf(args, sizeof(args), "--db '%s' --factor 100 -n 2 --json", db);
+    CHECK(cli(args) == 0);
+    snprintf(path, sizeof(path), "%s/out.json", dir);
+    json_t *j = json_load_file(path, 0, NULL);
+    json_t *runs = json_object_get(j, "runs");
+    CHECK(json_array_size(runs) == 2);
+    for (size_t k = 0; k < json_array_size(runs); k++) {
+        json_t *p = json_object_get(json_array_get(runs, k), "params");
+        double x[6];
+        for (size_t i = 0; i < 6; i++)
+            x[i] = json_number_value(json_object_get(p, cfg->params[i].p.name));
+        check_inside(cfg, x);
+    }
+    CHECK(json_number_value(json_object_get(j, "halfwidth")) > 0);
+    json_decref(j);
+    snprintf(args, sizeof(args), "--db '%s' -n 2", db); /* no target */
+    CHECK(cli(args) == 2);
+    snprintf(args, sizeof(args), "--db '%s' --factor 100 -n 0", db);
+    CHECK(cli(args) == 2);
+}
+
+static int write_store(const char *db)
+{
+    char path[512], em[ST_ERRMSG_MAX], y[2048];
+    snprintf(path, sizeof(path), "%s/world.yaml", dir);
+    snprintf(y, sizeof(y), yaml_fmt, ", expr: \"6 * {N} * {tokens}\"", 3);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return 1;
+    fputs(y, f);
+    fclose(f);
+    runner_config *cfg = NULL;
+    runner *r = NULL;
+    runner_options ro = runner_options_default();
+    ro.db_path = db;
+    if (runner_config_load_file(path, &cfg, em) || runner_launch(cfg, &ro, &r, em))
+        return fprintf(stderr, "%s\n", em), 1;
+    runner_destroy(r);
+    runner_config_destroy(cfg);
+    runner_store *s = NULL;
+    if (runner_store_open(db, &s, em))
+        return 1;
+    for (int i = 0; i < 40; i++) {
+        uint64_t id;
+        double x[6];
+        if (runner_store_ask(s, "world", &id, x, 6))
+            break;
+        double y2 = world_loss(x[0], x[1], x[2], x[3]);
+        runner_store_tell(s, "world", id, isfinite(y2) ? y2 : NAN, 6 * x[0] * x[1], !isfinite(y2));
+    }
+    runner_store_close(s);
+    return 0;
+}
+
+static void test_proposer(void)
+{
+    snprintf(dir, sizeof(dir), "/tmp/st_studymode_XXXXXX");
+    if (!mkdtemp(dir))
+        return;
+    char db[512];
+    snprintf(db, sizeof(db), "%s/s.db", dir);
+    CHECK(write_store(db) == 0);
+    runner_config *cfg = load(1, 3);
+    cfg->design_initial = 10;
+    cfg->target_factor = 100;
+    double pend[6] = {1e7, 2e8, 2e-3, 64, 0.02, 256};
+    runner_propose_request rq = {cfg, db, "world", 40, 40, pend, 1, 12345};
+    double x[6], x2[6], xd[6];
+    char em[ST_ERRMSG_MAX] = "";
+    st_status rc = study_proposer(NULL, &rq, x, em);
+    if (rc)
+        fprintf(stderr, "study_proposer: %s\n", em);
+    CHECK_ST(rc, ST_OK);
+    check_inside(cfg, x);
+    CHECK_ST(study_proposer(NULL, &rq, x2, em), ST_OK);
+    CHECK(!memcmp(x, x2, sizeof(x)));
+    printf("proposer (acquisition): N %.3g tokens %.3g lr %.3g batch %g warmup %.3g\n", x[0], x[1],
+           x[2], x[3], x[4]);
+    rq.index = 3; /* the design: the same point as the design's 4th */
+    CHECK_ST(study_proposer(NULL, &rq, xd, em), ST_OK);
+    check_inside(cfg, xd);
+    double xs[4 * 6], us[4 * 5];
+    design(1, 3, 4, xs, us);
+    CHECK(!memcmp(xd, &xs[3 * 6], sizeof(xd)));
+
+    /* suggest-next's plan: 3 distinct picks, the half-width never grows */
+    runner_store *s = NULL;
+    runner_sweep *w = NULL;
+    CHECK_ST(runner_store_open(db, &s, em), ST_OK);
+    CHECK_ST(runner_store_read_sweep(s, "world", &w), ST_OK);
+    runner_store_close(s);
+    study_plan *pl = NULL;
+    rc = study_plan_make(w, w->n_runs, NULL, 0, NAN, 100, 3, 7, NULL, &pl, em);
+    if (rc)
+        fprintf(stderr, "study_plan_make: %s\n", em);
+    CHECK_ST(rc, ST_OK);
+    if (pl) {
+        printf("plan: %zu picks of %zu candidates, half-width %.4f -> %.4f, fit %.2f s\n",
+               pl->n_picks, pl->n_candidates, pl->halfwidth,
+               pl->n_picks ? pl->picks[pl->n_picks - 1].halfwidth : NAN, pl->fit_seconds);
+        CHECK(pl->n_picks == 3);
+        double prev = pl->halfwidth;
+        for (size_t i = 0; i < pl->n_picks; i++) {
+            check_inside(cfg, pl->picks[i].x);
+            CHECK(pl->picks[i].halfwidth <= prev + 1e-15);
+            prev = pl->picks[i].halfwidth;
+            for (size_t j = 0; j < i; j++)
+                CHECK(memcmp(pl->picks[i].x, pl->picks[j].x, 6 * sizeof(double)) != 0);
+        }
+    }
+    study_plan_free(pl);
+    /* too few runs to fit: the plan says so, the proposer falls back to the design */
+    CHECK(study_plan_make(w, 2, NULL, 0, NAN, 100, 1, 7, NULL, &pl, em) != ST_OK);
+    CHECK(pl == NULL);
+    rq.index = 40;
+    rq.n_released = 2;
+    CHECK_ST(study_proposer(NULL, &rq, x, em), ST_OK);
+    double xs40[41 * 6], us40[41 * 5];
+    design(1, 3, 41, xs40, us40);
+    CHECK(!memcmp(x, &xs40[40 * 6], sizeof(x)));
+    test_cli(db, cfg);
+    runner_sweep_free(w);
+    runner_config_destroy(cfg);
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    if (!getenv("KEEP_TMP"))
+        CHECK(system(cmd) == 0);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s", argv[0]);
+    char *abs = realpath(dirname(tmp), NULL);
+    snprintf(cli_path, sizeof(cli_path), "%s/../../scaletune", abs ? abs : ".");
+    free(abs);
+    st_global_init();
+    test_separates_laws();
+    test_fantasy();
+    test_design();
+    test_proposer();
+    return check_summary("study.mode");
+}
