@@ -47,4 +47,8 @@ int cmd_report(int argc, char **argv);
 /* cli/cmd_extrapolate.c: `scaletune extrapolate` (settings of a large run from a sweep). */
 int cmd_extrapolate(int argc, char **argv);
 
+/* cli/cmd_suggest_next.c: `scaletune suggest-next` (the runs that would shrink the large run's
+ * interval most per cost). */
+int cmd_suggest_next(int argc, char **argv);
+
 #endif

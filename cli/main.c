@@ -22,6 +22,7 @@ static const struct {
     {"fit", cmd_fit, "fit a scaling law to runs (CSV); 'fit allocate' for N_opt, D_opt"},
     {"sweep", cmd_sweep, "run a sweep: launch, resume, status, list, stop, export, ask, tell, ..."},
     {"extrapolate", cmd_extrapolate, "settings of a large run from a sweep, with intervals"},
+    {"suggest-next", cmd_suggest_next, "the small runs that would shrink the large run's interval"},
     {"report", cmd_report, "write a sweep's HTML report (and JSON, CSV, Markdown)"},
 };
 
