@@ -183,6 +183,11 @@ study_mode_options study_mode_options_default(void);
  */
 st_status study_proposer(void *user, const runner_propose_request *req, double *x, char *errmsg);
 
+/* The same on a sweep already read (w: its runs in suggestion order; req->db_path unused),
+ * for in-process drivers and benchmarks. opts NULL: defaults. */
+st_status study_propose(const runner_sweep *w, const runner_propose_request *req,
+                        const study_mode_options *opts, double *x, char *errmsg);
+
 /* One run of a plan: its setting and what it would buy. */
 typedef struct study_pick {
     double *x;        /* cfg->n_params values, file order (owned by the plan) */

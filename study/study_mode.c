@@ -366,13 +366,45 @@ static st_status design_x(const runner_config *cfg, const runner_sweep *w, size_
     return rc;
 }
 
+st_status study_propose(const runner_sweep *w, const runner_propose_request *req,
+                        const study_mode_options *opts, double *x, char *errmsg)
+{
+    char local[ST_ERRMSG_MAX];
+    if (!errmsg)
+        errmsg = local;
+    study_mode_options o = opts ? *opts : study_mode_options_default();
+    const runner_config *cfg = req->cfg;
+    size_t n_use = req->n_released < w->n_runs ? req->n_released : w->n_runs;
+    if (req->index >= study_design_size(cfg)) {
+        /* not given: NAN (or 0 from a parser that leaves it unset) */
+        double C =
+            cfg->target_compute > 0 && isfinite(cfg->target_compute) ? cfg->target_compute : NAN;
+        double f =
+            cfg->target_factor > 0 && isfinite(cfg->target_factor) ? cfg->target_factor : 100;
+        if (isnan(C) && isfinite(cfg->max_cost_per_run))
+            C = f * cfg->max_cost_per_run;
+        study_plan *pl = NULL;
+        char em[ST_ERRMSG_MAX] = "";
+        st_status rc = study_plan_make(w, n_use, req->pending, req->n_pending, C, f, 1, req->seed,
+                                       &o, &pl, em);
+        int planned = !rc && pl->n_picks;
+        if (planned)
+            memcpy(x, pl->picks[0].x, cfg->n_params * sizeof(double));
+        study_plan_free(pl);
+        if (rc == ST_ENOMEM)
+            return st_errf(errmsg, rc, "%s", em);
+        if (planned)
+            return ST_OK;
+        /* the engine cannot fit yet, or nothing adds information: the design goes on */
+    }
+    return design_x(cfg, w, n_use, &o, req->index, x, errmsg);
+}
+
 st_status study_proposer(void *user, const runner_propose_request *req, double *x, char *errmsg)
 {
     char local[ST_ERRMSG_MAX];
     if (!errmsg)
         errmsg = local;
-    study_mode_options o = user ? *(const study_mode_options *)user : study_mode_options_default();
-    const runner_config *cfg = req->cfg;
     runner_store *store = NULL;
     runner_sweep *w = NULL;
     st_status rc = runner_store_open(req->db_path, &store, errmsg);
@@ -384,28 +416,7 @@ st_status study_proposer(void *user, const runner_propose_request *req, double *
     runner_store_close(store);
     if (rc)
         return rc;
-    size_t n_use = req->n_released < w->n_runs ? req->n_released : w->n_runs;
-    int planned = 0;
-    if (req->index >= study_design_size(cfg)) {
-        double C = cfg->target_compute, factor = 100;
-        if (!isfinite(C) && isfinite(cfg->target_factor) && isfinite(cfg->max_cost_per_run))
-            C = cfg->target_factor * cfg->max_cost_per_run;
-        else if (!isfinite(C) && isfinite(cfg->target_factor))
-            factor = cfg->target_factor;
-        study_plan *pl = NULL;
-        char em[ST_ERRMSG_MAX] = "";
-        rc = study_plan_make(w, n_use, req->pending, req->n_pending, C, factor, 1, req->seed, &o,
-                             &pl, em);
-        if (!rc && pl->n_picks) {
-            memcpy(x, pl->picks[0].x, cfg->n_params * sizeof(double));
-            planned = 1;
-        }
-        study_plan_free(pl);
-        /* the engine cannot fit yet, or nothing adds information: the design goes on */
-        rc = rc == ST_ENOMEM ? st_errf(errmsg, rc, "%s", em) : ST_OK;
-    }
-    if (!rc && !planned)
-        rc = design_x(cfg, w, n_use, &o, req->index, x, errmsg);
+    rc = study_propose(w, req, (const study_mode_options *)user, x, errmsg);
     runner_sweep_free(w);
     return rc;
 }

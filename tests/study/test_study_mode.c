@@ -315,6 +315,25 @@ static void test_proposer(void)
     CHECK(!memcmp(x, x2, sizeof(x)));
     printf("proposer (acquisition): N %.3g tokens %.3g lr %.3g batch %g warmup %.3g\n", x[0], x[1],
            x[2], x[3], x[4]);
+    /* the acquisition's pick: the plan's first on the same 40 runs, pending run, target
+     * (100 x the cap) and seed, and not the design's point 40 */
+    {
+        runner_store *s0 = NULL;
+        runner_sweep *w0 = NULL;
+        study_plan *p0 = NULL;
+        CHECK_ST(runner_store_open(db, &s0, em), ST_OK);
+        CHECK_ST(runner_store_read_sweep(s0, "world", &w0), ST_OK);
+        runner_store_close(s0);
+        CHECK_ST(study_plan_make(w0, 40, pend, 1, 100 * cfg->max_cost_per_run, 100, 1, 12345, NULL,
+                                 &p0, em),
+                 ST_OK);
+        CHECK(p0 && p0->n_picks == 1 && !memcmp(x, p0->picks[0].x, sizeof(x)));
+        study_plan_free(p0);
+        runner_sweep_free(w0);
+        double xs41[41 * 6], us41[41 * 5];
+        design(1, 3, 41, xs41, us41);
+        CHECK(memcmp(x, &xs41[40 * 6], sizeof(x)) != 0);
+    }
     rq.index = 3; /* the design: the same point as the design's 4th */
     CHECK_ST(study_proposer(NULL, &rq, xd, em), ST_OK);
     check_inside(cfg, xd);
