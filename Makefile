@@ -292,6 +292,16 @@ $(BUILD)/bench/compare: $(BUILD)/bench/compare.o $(BUILD)/bench/sim.o $(BUILD)/m
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BUILD)/bench/compare_report: $(BUILD)/bench/compare_report.o $(BUILD)/mod/libcommon.a
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+# study mode offline (docs/algorithms/study-mode.md, "Measured"): study_propose in-process on
+# bench/sim.h's worlds against random search of the same size; WORLDS=1-3 RUNS=50 by default
+$(BUILD)/bench/bench_study_sim: $(BUILD)/bench/bench_study_sim.o $(BUILD)/bench/sim.o \
+                                $(BUILD)/mod/libstudy.a $(BUILD)/mod/librunner.a \
+                                $(BUILD)/mod/libcarbs.a $(BUILD)/mod/libfit.a $(BUILD)/mod/libcommon.a
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+bench-study-sim: $(BUILD)/bench/bench_study_sim
+	OPENBLAS_NUM_THREADS=1 $(BUILD)/bench/bench_study_sim --worlds $(or $(WORLDS),1-3) \
+	  --runs $(or $(RUNS),50)
+.PHONY: bench-study-sim
 # how often a suggestion is over budget.max_cost_per_run, on llmsim (docs/config.md)
 bench-costcap: all $(BUILD)/bench/llmsim/llmsim
 	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} sh bench/costcap.sh

@@ -1,0 +1,184 @@
+/*
+ * bench_study_sim.c — study mode offline, in-process (docs/algorithms/study-mode.md, "Measured"):
+ * on bench/sim.h's worlds, a sweep whose every suggestion comes from study_propose (the
+ * proposer study mode gives the runner, on the runs so far, one at a time) against a random
+ * search of the same size under the same cap, each judged as `scaletune extrapolate` judges:
+ * the engine's recommendation at 100x the cap, its regret against the oracle at its compute,
+ * its predicted interval and error. No runner, no store, no processes: the runs are sim_run's
+ * (the simulator llmsim speaks). Not a test; prints a table.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <gsl/gsl_rng.h>
+
+#include "bench/sim.h"
+#include "study/study.h"
+#include "study/study_int.h" /* the random baseline uses the study's cube (study_space) */
+
+static const char *const yaml =
+    "name: sim\n"
+    "command: [\"true\"]\n"
+    "objective: {metric: val_loss}\n"
+    "cost: {metric: flops, expr: \"6 * {N} * {tokens}\"}\n"
+    "parameters:\n"
+    "  N:            {space: log, min: 2.0e6, max: 6.0e7, center: 1.0e7}\n"
+    "  tokens:       {space: log, min: 4.0e7, max: 2.0e9, center: 2.0e8}\n"
+    "  lr:           {space: log, min: 1.0e-4, max: 0.5, center: 3.0e-3}\n"
+    "  batch:        {space: log, min: 2.0e3, max: 1.0e6, center: 3.0e4}\n"
+    "  warmup:       {space: logit, min: 0.0, max: 0.5, center: 0.02}\n"
+    "  weight_decay: {space: log, min: 1.0e-3, max: 1.0, center: 0.1}\n"
+    "budget: {runs: 1000, max_cost_per_run: 1.0e16}\n";
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Runs setting x in world `law` and appends it to w. */
+static void run_and_add(const sim_law *law, runner_sweep *w, const double *x, uint64_t seed)
+{
+    runner_sweep_run *u = &w->runs[w->n_runs];
+    memset(u, 0, sizeof(*u));
+    u->id = ++w->n_runs;
+    u->x = malloc(6 * sizeof(double));
+    memcpy(u->x, x, 6 * sizeof(double));
+    sim_setting s = {x[0], x[1], x[2], x[3], x[4], x[5]};
+    double obs = NAN, step;
+    int div = 0;
+    u->predicted_cost = u->final_N = u->final_D = NAN;
+    if (sim_run(law, &s, seed, &obs, &div, &step, NULL) != ST_OK || div || !isfinite(obs)) {
+        u->status = RUNNER_RUN_FAILED;
+        u->failure = RUNNER_FAIL_DIVERGED;
+        u->objective = u->cost = NAN;
+        return;
+    }
+    u->status = RUNNER_RUN_SUCCEEDED;
+    u->objective = obs;
+    u->cost = 6 * x[0] * x[1];
+}
+
+typedef struct outcome {
+    double regret, halfwidth, error, sweep_cost, seconds;
+    size_t n_div;
+} outcome;
+
+/* The engine at 100x the cap, judged against the truth. */
+static void judge(const sim_law *law, const runner_sweep *w, outcome *o)
+{
+    o->regret = o->halfwidth = o->error = INFINITY;
+    study_options so = study_options_default();
+    so.compute = 100 * w->cfg->max_cost_per_run;
+    so.backtest = 0;
+    study *st = NULL;
+    char em[ST_ERRMSG_MAX];
+    if (study_create(w, &so, &st, em) || study_run(st)) {
+        fprintf(stderr, "judge: %s\n", st ? study_errmsg(st) : em);
+        study_destroy(st);
+        return;
+    }
+    fit_xp_result r;
+    fit_xp_get_result(study_engine(st), &r);
+    sim_setting s = {r.value[0], r.value[1], r.value[2], r.value[3], r.value[4], r.value[5]};
+    sim_terms t;
+    sim_setting best;
+    double oracle;
+    if (sim_eval(law, &s, &t, NULL) == ST_OK &&
+        sim_oracle(law, 6 * s.N * s.D, &best, &oracle) == ST_OK) {
+        o->regret = t.loss / oracle - 1;
+        o->error = r.objective / t.loss - 1;
+    }
+    o->halfwidth = 0.5 * (r.objective_hi - r.objective_lo) / r.objective;
+    study_destroy(st);
+}
+
+static void sweep(const sim_law *law, runner_config *cfg, int world, int study_mode, size_t n,
+                  outcome *o)
+{
+    runner_sweep w = {cfg, calloc(n, sizeof(runner_sweep_run)), 0};
+    study_space sp;
+    char em[ST_ERRMSG_MAX];
+    study_space_init(&sp, cfg, NULL, em);
+    gsl_rng *g = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(g, (unsigned long)world);
+    double t0 = now_s(), x[6], u[6];
+    for (size_t i = 0; i < n; i++) {
+        if (study_mode) {
+            runner_propose_request rq = {cfg, NULL, "sim", i,
+                                         i,   NULL, 0,     st_mix64(cfg->seed ^ (i + 1))};
+            if (study_propose(&w, &rq, NULL, x, em)) {
+                fprintf(stderr, "study_propose: %s\n", em);
+                break;
+            }
+        } else { /* random in the cube, redrawn until under the cap (the runner refuses) */
+            do {
+                for (size_t j = 0; j < 6; j++)
+                    u[j] = gsl_rng_uniform(g);
+                study_space_from_unit(&sp, u, x);
+            } while (6 * x[0] * x[1] > cfg->max_cost_per_run);
+        }
+        run_and_add(law, &w, x, 1000003ull * (uint64_t)world + i);
+    }
+    o->seconds = now_s() - t0;
+    o->sweep_cost = 0;
+    o->n_div = 0;
+    for (size_t i = 0; i < w.n_runs; i++) {
+        o->sweep_cost += 6 * w.runs[i].x[0] * w.runs[i].x[1];
+        o->n_div += w.runs[i].status == RUNNER_RUN_FAILED;
+    }
+    judge(law, &w, o);
+    if (getenv("BENCH_DEBUG")) {
+        study_plan *pl = NULL;
+        st_status rc = study_plan_make(&w, w.n_runs, NULL, 0, 1e18, 100, 1, 1, NULL, &pl, em);
+        fprintf(stderr, "plan on the final sweep: %s %s\n", st_strerror(rc), em);
+        study_plan_free(pl);
+    }
+    for (size_t i = 0; i < w.n_runs; i++)
+        free(w.runs[i].x);
+    free(w.runs);
+    study_space_clear(&sp);
+    gsl_rng_free(g);
+}
+
+int main(int argc, char **argv)
+{
+    int first = 1, last = 3;
+    size_t n = 50;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--worlds"))
+            sscanf(argv[i + 1], "%d-%d", &first, &last);
+        else if (!strcmp(argv[i], "--runs"))
+            n = (size_t)atoi(argv[i + 1]);
+    }
+    st_global_init();
+    printf("| world | mode | runs | diverged | sweep cost | 100x regret | +/- | error | seconds |\n"
+           "|---|---|---|---|---|---|---|---|---|\n");
+    for (int world = first; world <= last; world++) {
+        sim_law law;
+        sim_law_draw((uint64_t)world, &law);
+        char em[ST_ERRMSG_MAX];
+        runner_config *cfg = NULL;
+        if (runner_config_load_string(yaml, strlen(yaml), "sim", &cfg, em)) {
+            fprintf(stderr, "%s\n", em);
+            return 1;
+        }
+        cfg->seed = (uint64_t)world;
+        cfg->target_factor = 100;
+        cfg->budget_runs = n; /* the initial design: max(8, n / 4) */
+        for (int mode = 1; mode >= 0; mode--) {
+            outcome o;
+            sweep(&law, cfg, world, mode, n, &o);
+            printf("| %d | %s | %zu | %zu | %.3g | %.2f%% | %.2f%% | %+.2f%% | %.0f |\n", world,
+                   mode ? "study" : "random", n, o.n_div, o.sweep_cost, 100 * o.regret,
+                   100 * o.halfwidth, 100 * o.error, o.seconds);
+            fflush(stdout);
+        }
+        runner_config_destroy(cfg);
+    }
+    return 0;
+}
