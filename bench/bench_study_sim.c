@@ -111,7 +111,12 @@ static void sweep(const sim_law *law, runner_config *cfg, int world, int study_m
         if (study_mode) {
             runner_propose_request rq = {cfg, NULL, "sim", i,
                                          i,   NULL, 0,     st_mix64(cfg->seed ^ (i + 1))};
-            if (study_propose(&w, &rq, NULL, x, em)) {
+            study_mode_options mo = study_mode_options_default();
+            if (getenv("STUDY_COST_POWER"))
+                mo.cost_power = atof(getenv("STUDY_COST_POWER"));
+            if (getenv("STUDY_PRIORS"))
+                mo.priors = atoi(getenv("STUDY_PRIORS"));
+            if (study_propose(&w, &rq, &mo, x, em)) {
                 fprintf(stderr, "study_propose: %s\n", em);
                 break;
             }
@@ -132,6 +137,16 @@ static void sweep(const sim_law *law, runner_config *cfg, int world, int study_m
         o->n_div += w.runs[i].status == RUNNER_RUN_FAILED;
     }
     judge(law, &w, o);
+    for (size_t i = 0; getenv("BENCH_DUMP") && i < w.n_runs; i++) {
+        const runner_sweep_run *r = &w.runs[i];
+        double lopt = sim_lr_opt(law, r->x[0], r->x[1]);
+        fprintf(stderr,
+                "%s run %2zu: cost %.2e N %.2e D/N %5.1f lr/lr_opt %6.2f batch %.2e warmup %.3f "
+                "wd %.3f %s %.4f\n",
+                study_mode ? "study" : "random", i, 6 * r->x[0] * r->x[1], r->x[0],
+                r->x[1] / r->x[0], r->x[2] / lopt, r->x[3], r->x[4], r->x[5],
+                r->status == RUNNER_RUN_SUCCEEDED ? "ok " : "div", r->objective);
+    }
     if (getenv("BENCH_DEBUG")) {
         study_plan *pl = NULL;
         st_status rc = study_plan_make(&w, w.n_runs, NULL, 0, 1e18, 100, 1, 1, NULL, &pl, em);
@@ -158,6 +173,7 @@ int main(int argc, char **argv)
     st_global_init();
     printf("| world | mode | runs | diverged | sweep cost | 100x regret | +/- | error | seconds |\n"
            "|---|---|---|---|---|---|---|---|---|\n");
+    int only_study = getenv("STUDY_ONLY") != NULL;
     for (int world = first; world <= last; world++) {
         sim_law law;
         sim_law_draw((uint64_t)world, &law);
@@ -170,7 +186,7 @@ int main(int argc, char **argv)
         cfg->seed = (uint64_t)world;
         cfg->target_factor = 100;
         cfg->budget_runs = n; /* the initial design: max(8, n / 4) */
-        for (int mode = 1; mode >= 0; mode--) {
+        for (int mode = 1; mode >= (only_study ? 1 : 0); mode--) {
             outcome o;
             sweep(&law, cfg, world, mode, n, &o);
             printf("| %d | %s | %zu | %zu | %.3g | %.2f%% | %.2f%% | %+.2f%% | %.0f |\n", world,

@@ -163,6 +163,10 @@ typedef struct study_mode_options {
     double ratio_hi;      /*     default 5 .. 80 (Chinchilla's optimum is about 20) */
     double noise_floor;   /* a small run's result is taken as observed with at least this sd
                              of ln loss (seed noise) in the acquisition, default 0.005 */
+    double cost_power;    /* score = weight VR / cost^cost_power, default 1 (per unit cost) */
+    int priors;           /* 1 (default): the acquisition's engine keeps its priors (alpha -
+                             beta, the hyperparameter laws, weight decay); 0: off, so that the
+                             replicates' spread is the data's alone */
 } study_mode_options;
 
 study_mode_options study_mode_options_default(void);

@@ -35,6 +35,8 @@ study_mode_options study_mode_options_default(void)
     o.ratio_lo = 5;
     o.ratio_hi = 80;
     o.noise_floor = 0.005;
+    o.cost_power = 1;
+    o.priors = 1;
     return o;
 }
 

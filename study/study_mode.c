@@ -78,6 +78,8 @@ static st_status work_fit(plan_work *k, const runner_sweep *view, double compute
     so.backtest = 0;
     so.compute = compute;
     so.factor = factor;
+    if (!k->sp.o.priors)
+        so.engine.prior_ab_sd = so.engine.prior_law_sd = so.engine.prior_wd_sd = 0;
     st_status rc = study_create(view, &so, &k->st, errmsg);
     if (rc)
         return rc;
@@ -230,7 +232,16 @@ static st_status work_choose(plan_work *k, size_t n_pending, size_t kk, study_pl
     }
     for (size_t i = k->n_cand; i < m; i++)
         taken[i] = 1;
-    size_t n = study_acq_batch(m, cov, t, s2, k->cost, k->weight, taken, kk, ch, vr, vt, col);
+    /* the score's denominator: cost^cost_power (the costs themselves are reported) */
+    double *cp = malloc(m * sizeof(double));
+    if (!cp) {
+        free(cov), free(col), free(vr), free(vt), free(ch), free(taken);
+        return ST_ENOMEM;
+    }
+    for (size_t i = 0; i < m; i++)
+        cp[i] = k->cost[i] > 0 ? pow(k->cost[i], k->sp.o.cost_power) : k->cost[i];
+    size_t n = study_acq_batch(m, cov, t, s2, cp, k->weight, taken, kk, ch, vr, vt, col);
+    free(cp);
     for (size_t i = 0; i < n; i++) {
         study_pick *pk = &pl->picks[i];
         pk->x = &pl->x_all[i * k->np];
