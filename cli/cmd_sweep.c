@@ -1,7 +1,8 @@
 /*
  * cmd_sweep.c — `scaletune sweep`: launch, resume, status, stop, export, ask, tell, over the
- * public runner.h API only. SIGINT/SIGTERM ask the controller to stop gracefully (a second one
- * is left to the default action); a live progress line on a terminal, plain lines when piped.
+ * public runner.h (and study.h) API only. SIGINT/SIGTERM ask the controller to stop gracefully (a
+ * second one is left to the default action); a live progress line on a terminal, plain lines when
+ * piped. A sweep whose optimizer.goal is extrapolate gets study/'s proposer (study mode).
  */
 #include <errno.h>
 #include <math.h>
@@ -14,6 +15,7 @@
 #include "cli/cli.h"
 #include "cli/sweep_int.h"
 #include "runner/runner.h"
+#include "study/study.h"
 
 static volatile sig_atomic_t stop_flag;
 
@@ -219,6 +221,29 @@ static int check_successes(const char *db, const char *sweep)
     return 1;
 }
 
+/* Study mode (`optimizer.goal: extrapolate`): study/'s proposer makes the suggestions
+ * (docs/algorithms/study-mode.md); CARBS mode keeps carbs/'s. */
+static void set_goal(runner *r, runner_goal goal)
+{
+    if (goal == RUNNER_GOAL_EXTRAPOLATE)
+        runner_set_proposer(r, study_proposer, NULL);
+}
+
+/* The goal of the stored sweep (resume reads its sweep file from the store). */
+static runner_goal stored_goal(const args *a)
+{
+    char em[ST_ERRMSG_MAX];
+    runner_store *s = NULL;
+    runner_sweep *w = NULL;
+    runner_goal g = RUNNER_GOAL_BEST;
+    if (runner_store_open(a->db, &s, em) == ST_OK &&
+        runner_store_read_sweep(s, a->sweep, &w) == ST_OK)
+        g = w->cfg->goal;
+    runner_sweep_free(w);
+    runner_store_close(s);
+    return g;
+}
+
 static int run_controller(runner *r, progress_state *ps, const args *a, const char *name)
 {
     st_status rc = runner_run(r);
@@ -279,6 +304,7 @@ static int do_launch(const args *a, int run)
     char name[256];
     snprintf(name, sizeof(name), "%s", cfg->name);
     rc = runner_launch(cfg, &o, &r, em);
+    runner_goal goal = cfg->goal;
     runner_config_destroy(cfg);
     if (rc) {
         cli_error(rc == ST_ESTATE ? "use 'scaletune sweep resume', or change 'name'" : NULL, "%s",
@@ -289,6 +315,7 @@ static int do_launch(const args *a, int run)
         runner_destroy(r);
         return 0;
     }
+    set_goal(r, goal);
     return run_controller(r, &ps, a, name);
 }
 
@@ -314,6 +341,7 @@ static int do_resume(const args *a)
         cli_error(rc == ST_EBUSY ? "'scaletune sweep stop' asks it to stop" : NULL, "%s", em);
         return 1;
     }
+    set_goal(r, stored_goal(a));
     return run_controller(r, &ps, a, a->sweep);
 }
 
