@@ -13,7 +13,9 @@
  *  - the proposer on a stored sweep (ask/tell runs of a known world): a valid setting inside
  *    the searched bounds and under the cap, the same twice; suggest-next's plan: distinct picks,
  *    a half-width that never grows; `scaletune suggest-next --json` prints K runs inside the
- *    bounds, and exits 2 on bad usage.
+ *    bounds, and exits 2 on bad usage;
+ *  - `scaletune sweep launch` of a sweep file with `optimizer: {goal: extrapolate}` on llmsim
+ *    runs study mode: its first runs are the design's points for the sweep's seed, in order.
  */
 #include <jansson.h>
 #include <libgen.h>
@@ -218,7 +220,7 @@ static void check_inside(const runner_config *cfg, const double *x)
     CHECK(6 * x[0] * x[1] <= cfg->max_cost_per_run * (1 + 1e-9));
 }
 
-static char dir[256], cli_path[4200];
+static char dir[256], cli_path[4200], sim_path[4200];
 
 /* `scaletune suggest-next ARGS` with stdout in dir/out.json; its exit status. */
 static int cli(const char *args)
@@ -385,6 +387,72 @@ static void test_proposer(void)
         CHECK(system(cmd) == 0);
 }
 
+/* ---- the wiring: scaletune sweep launch in study mode ------------------------------------ */
+
+static void test_sweep_launch(void)
+{
+    if (access(cli_path, X_OK) != 0 || access(sim_path, X_OK) != 0) {
+        printf("SKIP the sweep: scaletune or llmsim not built (run make)\n");
+        return;
+    }
+    snprintf(dir, sizeof(dir), "/tmp/st_studysweep_XXXXXX");
+    if (!mkdtemp(dir))
+        return;
+    char y[8192], path[512], db[512], cmd[8192];
+    snprintf(
+        y, sizeof(y),
+        "name: world\n"
+        "command: [\"%s\", \"--N\", \"{N}\", \"--tokens\", \"{tokens}\", \"--lr\", \"{lr}\",\n"
+        "          \"--batch\", \"{batch}\", \"--warmup\", \"{warmup}\", \"--seed\", \"{_run}\"]\n"
+        "objective: {metric: val_loss}\n"
+        "cost: {metric: flops, expr: \"6 * {N} * {tokens}\"}\n"
+        "budget: {runs: 6, max_cost_per_run: 1.0e16}\n"
+        "parallel: 2\n"
+        "seed: 3\n"
+        "optimizer: {goal: extrapolate, target_factor: 100, initial_design: 6}\n"
+        "parameters:\n"
+        "  N:       {space: log, min: 2.0e6, max: 6.0e7, center: 1.0e7}\n"
+        "  tokens:  {space: log, min: 4.0e7, max: 2.0e9, center: 2.0e8}\n"
+        "  lr:      {space: log, min: 1.0e-4, max: 0.3, center: 3.0e-3}\n"
+        "  batch:   {space: log, min: 2000, max: 1.0e6, center: 3.0e4}\n"
+        "  warmup:  {space: logit, min: 0.0, max: 0.5, center: 0.02}\n",
+        sim_path);
+    snprintf(path, sizeof(path), "%s/world.yaml", dir);
+    snprintf(db, sizeof(db), "%s/s.db", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return;
+    fputs(y, f);
+    fclose(f);
+    snprintf(cmd, sizeof(cmd), "'%s' sweep launch '%s' --db '%s' > '%s/sweep.log' 2>&1", cli_path,
+             path, db, dir);
+    CHECK(system(cmd) == 0);
+    runner_config *cfg = NULL;
+    char em[ST_ERRMSG_MAX];
+    CHECK_ST(runner_config_load_file(path, &cfg, em), ST_OK);
+    runner_store *s = NULL;
+    runner_sweep *w = NULL;
+    CHECK_ST(runner_store_open(db, &s, em), ST_OK);
+    CHECK_ST(runner_store_read_sweep(s, "world", &w), ST_OK);
+    runner_store_close(s);
+    study_space sp;
+    CHECK_ST(study_space_init(&sp, cfg, NULL, em), ST_OK);
+    double U[6 * 5], x[5];
+    CHECK_ST(study_design_units(sp.P, cfg->seed, 0, 6, U), ST_OK);
+    CHECK(w && w->n_runs == 6);
+    for (size_t i = 0; w && i < w->n_runs; i++) {
+        study_design_point(&sp, &U[i * sp.P], x);
+        for (size_t j = 0; j < 5; j++)
+            CHECK_REL(w->runs[i].x[j], x[j], 1e-12);
+    }
+    study_space_clear(&sp);
+    runner_sweep_free(w);
+    runner_config_destroy(cfg);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    if (!getenv("KEEP_TMP"))
+        CHECK(system(cmd) == 0);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -392,11 +460,13 @@ int main(int argc, char **argv)
     snprintf(tmp, sizeof(tmp), "%s", argv[0]);
     char *abs = realpath(dirname(tmp), NULL);
     snprintf(cli_path, sizeof(cli_path), "%s/../../scaletune", abs ? abs : ".");
+    snprintf(sim_path, sizeof(sim_path), "%s/../../bench/llmsim/llmsim", abs ? abs : ".");
     free(abs);
     st_global_init();
     test_separates_laws();
     test_fantasy();
     test_design();
     test_proposer();
+    test_sweep_launch();
     return check_summary("study.mode");
 }
