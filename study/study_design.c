@@ -79,7 +79,7 @@ st_status study_space_init(study_space *sp, const runner_config *cfg, const stud
     memset(sp, 0, sizeof(*sp));
     sp->cfg = cfg;
     sp->o = o ? *o : study_mode_options_default();
-    sp->jN = sp->jD = STUDY_NONE;
+    sp->jN = sp->jD = sp->jLR = STUDY_NONE;
     sp->cost_k = log(6.0);
     size_t n = cfg->n_params + 1;
     sp->pidx = calloc(n, sizeof(size_t));
@@ -107,6 +107,8 @@ st_status study_space_init(study_space *sp, const runner_config *cfg, const stud
             sp->jN = j;
         if (sp->role[j] == FIT_XP_D && sp->jD == STUDY_NONE)
             sp->jD = j;
+        if (sp->role[j] == FIT_XP_LR && sp->jLR == STUDY_NONE)
+            sp->jLR = j;
     }
     if (!sp->P)
         return st_errf(errmsg, ST_EINVAL, "study mode: no searched parameter");
@@ -235,6 +237,26 @@ void study_space_under_cap(const study_space *sp, double *x)
     free(u);
 }
 
+/* The learning rate's coordinate squeezed below the lowest learning rate that diverged at a
+ * model size no larger (the boundary falls as N grows), by a factor DIV_MARGIN: the point keeps
+ * its place in the design, rescaled into [lo, ln(cap / DIV_MARGIN)]. Log spaces only. */
+#define DIV_MARGIN 1.5
+static void below_divergence(const study_space *sp, const double *u, double *x)
+{
+    size_t j = sp->jLR;
+    if (j == STUDY_NONE || !sp->n_div || sp->logs[j] != 1)
+        return;
+    double N = sp->jN != STUDY_NONE ? x[sp->pidx[sp->jN]] : NAN, cap = INFINITY;
+    for (size_t i = 0; i < sp->n_div; i++)
+        if (!(sp->div_N[i] > N)) /* no larger, or either unknown */
+            cap = fmin(cap, sp->div_lr[i]);
+    double top = log(cap / DIV_MARGIN);
+    if (!(top < sp->hi[j]))
+        return;
+    double c = top <= sp->lo[j] ? sp->lo[j] : sp->lo[j] + u[j] * (top - sp->lo[j]);
+    x[sp->pidx[j]] = finish(&sp->cfg->params[sp->pidx[j]].p, exp(c));
+}
+
 void study_design_point(const study_space *sp, const double *u, double *x)
 {
     study_space_from_unit(sp, u, x);
@@ -250,6 +272,7 @@ void study_design_point(const study_space *sp, const double *u, double *x)
         x[iD] = finish(&cfg->params[iD].p, exp(lN + lr));
     }
     study_space_under_cap(sp, x);
+    below_divergence(sp, u, x);
 }
 
 st_status study_design_units(size_t P, uint64_t seed, size_t first, size_t n, double *U)

@@ -97,6 +97,11 @@ typedef struct study_space {
     const char **names; /* every parameter's name (the cost expr's placeholders) */
     double cost_k;      /* without a cost expr: cost = exp(cost_k) N D (ln 6: FLOPs) */
     double cap;         /* the design's cost cap (+inf: none known) */
+    size_t jLR;         /* searched index of the learning rate (role lr), or NONE */
+    /* released runs that diverged (set by the proposer; none: 0 and NULL): the design keeps a
+     * point's learning rate below the lowest that diverged at a model size no larger */
+    size_t n_div;
+    const double *div_N, *div_lr; /* n_div each: their N (NAN when unknown) and learning rate */
 } study_space;
 
 /* ST_OK, ST_EINVAL (no searched parameter, a bound the design cannot use), ST_ENOMEM. */

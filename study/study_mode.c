@@ -88,11 +88,12 @@ static st_status work_fit(plan_work *k, const runner_sweep *view, double compute
         return st_errf(errmsg, rc, "%s", study_errmsg(k->st));
     k->xp = study_engine(k->st);
     k->R = fit_xp_n_replicates(k->xp);
+    fit_xp_get_result(k->xp, &k->res);
     if (k->R < 2)
         return st_errf(errmsg, ST_ENOTFOUND,
                        "the engine fitted no model of every run (it needs N, D and a learning "
-                       "rate): nothing to score candidates with");
-    fit_xp_get_result(k->xp, &k->res);
+                       "rate): nothing to score candidates with (engine: %.300s)",
+                       k->res.warning_text);
     double ck;
     if (!k->sp.cfg->cost_expr && fit_xp_cost_model(k->xp, &ck) == ST_OK)
         k->sp.cost_k = ck;
@@ -157,12 +158,31 @@ static void rec_scaled(plan_work *k, double a, double *x)
     free(u);
 }
 
+/* The largest learning rate (role lr, parameter units) of a successful run the engine saw;
+ * +inf when the sweep has none. */
+static double lr_tried(const plan_work *k, size_t *jlr)
+{
+    const study *st = k->st;
+    double hi = -INFINITY;
+    *jlr = STUDY_NONE;
+    for (size_t j = 0; j < k->sp.P && *jlr == STUDY_NONE; j++)
+        if (k->sp.role[j] == FIT_XP_LR)
+            *jlr = j;
+    for (size_t i = 0; *jlr != STUDY_NONE && i < st->n; i++)
+        if (!st->failed[i])
+            hi = fmax(hi, st->x[i * st->P + *jlr]);
+    return *jlr == STUDY_NONE || !isfinite(hi) ? INFINITY : hi;
+}
+
 /* The candidates: half a scrambled Sobol design over the band, half perturbations of the
- * recommendation (when N and D are parameters); those over the cap or likely to diverge get
- * weight 0. Fills rows 0 .. n_cand - 1. */
+ * recommendation (when N and D are parameters); those over the cap, likely to diverge, or
+ * with a learning rate above every successful run's (the stability boundary is unknown there,
+ * as for the recommendation: study.h) get weight 0. Fills rows 0 .. n_cand - 1. */
 static st_status work_candidates(plan_work *k, uint64_t seed)
 {
     study_space *sp = &k->sp;
+    size_t jlr;
+    double lr_hi = lr_tried(k, &jlr);
     size_t nc = k->n_cand, n_pert = 0;
     double nat[5], a = 0.5;
     if (sp->jN != STUDY_NONE && sp->jD != STUDY_NONE && isfinite(sp->cap) &&
@@ -182,7 +202,8 @@ static st_status work_candidates(plan_work *k, uint64_t seed)
         else
             rec_scaled(k, a, x);
         if (!work_predict(k, i, x) || !(k->cost[i] <= sp->cap * (1 + 1e-9)) ||
-            1 - k->weight[i] > sp->o.max_p_diverge)
+            1 - k->weight[i] > sp->o.max_p_diverge ||
+            (jlr != STUDY_NONE && x[sp->pidx[jlr]] > lr_hi))
             k->weight[i] = 0;
     }
     free(U);
@@ -358,6 +379,20 @@ static st_status design_x(const runner_config *cfg, const runner_sweep *w, size_
     double *u = rc ? NULL : malloc(sp.P * sizeof(double));
     if (!rc && !u)
         rc = st_errf(errmsg, ST_ENOMEM, "out of memory");
+    double *dN = rc ? NULL : malloc(2 * (n_use + 1) * sizeof(double));
+    if (!rc && !dN)
+        rc = st_errf(errmsg, ST_ENOMEM, "out of memory");
+    if (!rc && sp.jLR != STUDY_NONE) { /* the released runs that diverged */
+        sp.div_N = dN;
+        sp.div_lr = dN + n_use + 1;
+        for (size_t i = 0; i < n_use; i++) {
+            const runner_sweep_run *r = &w->runs[i];
+            if (r->status != RUNNER_RUN_FAILED || r->failure != RUNNER_FAIL_DIVERGED)
+                continue;
+            dN[sp.n_div] = sp.jN != STUDY_NONE ? r->x[sp.pidx[sp.jN]] : r->final_N;
+            dN[n_use + 1 + sp.n_div++] = r->x[sp.pidx[sp.jLR]];
+        }
+    }
     if (!rc) {
         cost_k_from_runs(&sp, w, n_use);
         if (!cfg->cost_expr && !isfinite(cfg->max_cost_per_run)) {
@@ -373,6 +408,7 @@ static st_status design_x(const runner_config *cfg, const runner_sweep *w, size_
     if (!rc)
         study_design_point(&sp, u, x);
     free(u);
+    free(dN);
     study_space_clear(&sp);
     return rc;
 }

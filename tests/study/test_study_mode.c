@@ -15,7 +15,8 @@
  *    a half-width that never grows; `scaletune suggest-next --json` prints K runs inside the
  *    bounds, and exits 2 on bad usage;
  *  - `scaletune sweep launch` of a sweep file with `optimizer: {goal: extrapolate}` on llmsim
- *    runs study mode: its first runs are the design's points for the sweep's seed, in order.
+ *    runs study mode: its first runs are the design's points for the sweep's seed, in order,
+ *    each learning rate kept below those of the runs released to it that diverged.
  */
 #include <jansson.h>
 #include <libgen.h>
@@ -163,6 +164,40 @@ static double min_dist(size_t n, size_t P, const double *u)
             best = fmin(best, sqrt(d));
         }
     return best;
+}
+
+/* A run that diverged at N = 3e6 with lr 0.01: every design point with N >= 3e6 keeps its
+ * learning rate below 0.01 / 1.5; smaller ones are untouched; the points otherwise the same. */
+static void test_design_below_divergence(void)
+{
+    enum { n = 16 };
+    runner_config *cfg = load(1, 7);
+    study_space sp;
+    char em[ST_ERRMSG_MAX];
+    CHECK_ST(study_space_init(&sp, cfg, NULL, em), ST_OK);
+    double U[n * 5], x0[6], x1[6], dN = 3e6, dlr = 0.01;
+    CHECK_ST(study_design_units(sp.P, cfg->seed, 0, n, U), ST_OK);
+    size_t n_moved = 0;
+    for (size_t i = 0; i < n; i++) {
+        sp.n_div = 0;
+        study_design_point(&sp, &U[i * sp.P], x0);
+        sp.n_div = 1;
+        sp.div_N = &dN;
+        sp.div_lr = &dlr;
+        study_design_point(&sp, &U[i * sp.P], x1);
+        if (x1[0] >= 3e6)
+            CHECK(x1[2] <= 0.01 / 1.5 * (1 + 1e-12));
+        else
+            CHECK(x1[2] == x0[2]);
+        n_moved += x1[2] != x0[2];
+        for (size_t j = 0; j < 6; j++)
+            if (j != 2)
+                CHECK(x1[j] == x0[j]);
+    }
+    printf("design below a divergence: %zu of %d learning rates moved\n", n_moved, n);
+    CHECK(n_moved > 0);
+    study_space_clear(&sp);
+    runner_config_destroy(cfg);
 }
 
 static void test_design(void)
@@ -440,7 +475,18 @@ static void test_sweep_launch(void)
     double U[6 * 5], x[5];
     CHECK_ST(study_design_units(sp.P, cfg->seed, 0, 6, U), ST_OK);
     CHECK(w && w->n_runs == 6);
+    double dN[6], dlr[6];
+    sp.div_N = dN;
+    sp.div_lr = dlr;
     for (size_t i = 0; w && i < w->n_runs; i++) {
+        /* parallel 2, deterministic: suggestion i sees runs 0 .. i - 2 (docs/config.md); its
+         * learning rate stays below those that diverged at a model size no larger */
+        sp.n_div = 0;
+        for (size_t q = 0; q + 1 < i; q++)
+            if (w->runs[q].failure == RUNNER_FAIL_DIVERGED) {
+                dN[sp.n_div] = w->runs[q].x[0];
+                dlr[sp.n_div++] = w->runs[q].x[2];
+            }
         study_design_point(&sp, &U[i * sp.P], x);
         for (size_t j = 0; j < 5; j++)
             CHECK_REL(w->runs[i].x[j], x[j], 1e-12);
@@ -466,6 +512,7 @@ int main(int argc, char **argv)
     test_separates_laws();
     test_fantasy();
     test_design();
+    test_design_below_divergence();
     test_proposer();
     test_sweep_launch();
     return check_summary("study.mode");
