@@ -105,6 +105,7 @@ fit_xp_options fit_xp_options_default(void);
 #define FIT_XP_WARN_P_DIVERGE  64u  /* p_diverge above max_p_diverge even at the lowest lr */
 #define FIT_XP_WARN_FEW_FAILED 128u /* no diverged run: the stability boundary is unknown */
 #define FIT_XP_WARN_NARROW_ND  256u /* N or D spans less than a factor 4: Chinchilla weak */
+#define FIT_XP_WARN_RATIO      512u /* the law's optimal D/N lies outside the runs' D/N range */
 
 typedef struct fit_xp fit_xp;
 

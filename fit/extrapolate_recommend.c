@@ -7,6 +7,7 @@
  * docs/algorithms/extrapolation.md.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,11 @@
 #define REFINE_WIDEN   0.25
 /* Rounding the size moved ln N by more than this: the tokens take up the difference. */
 #define ROUND_TOL      1e-12
+/* The recommendation's tokens per parameter stays within the successful runs' range, widened by
+ * this factor on each side: a law fitted on D/N in [a, b] says little about the loss far outside
+ * it (tiny models saturate; the fitted exponents trade against each other), so the compute is
+ * extrapolated along ratios the sweep tried (docs/algorithms/extrapolation.md). */
+#define RATIO_WIDEN    1.25
 
 /* ---- the model at a setting ------------------------------------------------------------- */
 
@@ -289,17 +295,52 @@ static void rec_base(fit_xp *xp, double C, rec_work *w)
     }
 }
 
+/* The range of ln N at ln(N D) = lND whose tokens per parameter lie within the successful runs'
+ * (widened by RATIO_WIDEN): [*lo, *hi]; the whole line when no run gives both N and D. */
+static void ratio_range(const fit_xp *xp, double lND, double *lo, double *hi)
+{
+    double rmin = INFINITY, rmax = -INFINITY;
+    for (size_t i = 0; i < xp->n; i++) {
+        if (!isfinite(xp->obj[i]) || !(xp->N[i] > 0) || !(xp->D[i] > 0))
+            continue;
+        double r = log(xp->D[i] / xp->N[i]);
+        rmin = fmin(rmin, r);
+        rmax = fmax(rmax, r);
+    }
+    *lo = -INFINITY;
+    *hi = INFINITY;
+    if (!(rmax >= rmin))
+        return;
+    double wden = log(RATIO_WIDEN);
+    /* ln D - ln N = lND - 2 ln N in [rmin - w, rmax + w] */
+    *lo = 0.5 * (lND - (rmax + wden));
+    *hi = 0.5 * (lND - (rmin - wden));
+}
+
 /* (ln N, lr shift) minimising the expected loss over the replicates with P(fail) <=
- * max_p_diverge, around the point fit's compute-optimal ln N; the safest candidate (with a
- * warning) if none qualifies. */
+ * max_p_diverge, around the point fit's compute-optimal ln N (kept within the sweep's tokens
+ * per parameter, ratio_range); the safest candidate (with a warning) if none qualifies. */
 static void rec_search(fit_xp *xp, double lND, rec_work *w, double *lN_out, double *s_out)
 {
     const xp_model *m = &xp->m;
-    double lN_pt = best_lN(m->th, lND);
+    double lN_lo, lN_hi, lN_pt = best_lN(m->th, lND);
+    ratio_range(xp, lND, &lN_lo, &lN_hi);
+    if (lN_pt < lN_lo || lN_pt > lN_hi) {
+        char msg[200];
+        snprintf(msg, sizeof(msg),
+                 "the fitted law's compute-optimal split (%.3g tokens per parameter) lies outside "
+                 "the sweep's range [%.3g, %.3g]: the recommendation stays inside it",
+                 exp(lND - 2 * lN_pt), exp(lND - 2 * lN_hi) * RATIO_WIDEN,
+                 exp(lND - 2 * lN_lo) / RATIO_WIDEN);
+        xp_add_warning(xp, FIT_XP_WARN_RATIO, msg);
+        lN_pt = fmin(fmax(lN_pt, lN_lo), lN_hi);
+    }
     double best_E = INFINITY, best_lN_v = lN_pt, best_s = 0, minp = INFINITY;
     double minp_lN = lN_pt, minp_s = 0;
     for (int it = -SEARCH_N_STEPS; it <= SEARCH_N_STEPS; it++) {
         double lN = lN_pt + SEARCH_STEP * it, lD = lND - lN;
+        if (lN < lN_lo || lN > lN_hi)
+            continue;
         for (int is = SHIFT_LO_STEPS; is <= SHIFT_HI_STEPS; is++) {
             double s = SEARCH_STEP * is;
             setting_basic(xp, m->th, lN, lD, s, w->base, w->b);

@@ -162,7 +162,10 @@ static void test_model_recovery(void)
     /* allocation: the recommended N matches Chinchilla's closed form (eq. 4) on the truth */
     double a = be / (al + be), G = pow(al * A / (be * B), 1 / (al + be));
     double Nopt = G * pow(100 * Cmax / 6, a);
-    CHECK_REL(r.N, Nopt, 0.1);
+    /* the law's optimum (1.3e4 tokens per parameter) lies just beyond the runs' largest D/N
+     * times 1.25, where the ratio guard holds the recommendation (test_ratio_guard) */
+    CHECK(r.warnings & FIT_XP_WARN_RATIO);
+    CHECK_REL(r.N, Nopt, 0.15);
     CHECK(r.p_diverge < 0.05);
     CHECK(r.objective_lo <= r.objective && r.objective <= r.objective_hi);
     /* predict at a training run: close to its observed objective */
@@ -228,6 +231,64 @@ static void test_model_recovery(void)
     o.prior_ab_sd = INFINITY;
     CHECK_ST(fit_xp_set_options(xp, &o), ST_EINVAL);
     fit_xp_destroy(xp);
+}
+
+/* Runs of the law (400 N^-0.34 + 2000 D^-0.28 + 1.8) x an lr penalty with D/N log-uniform in
+ * [rlo, rhi]; the recommendation at 100x the largest run into *r (its warnings included). */
+static void ratio_sweep(double rlo, double rhi, fit_xp_result *r, double *Nopt)
+{
+    const double A = 400, B = 2000, E = 1.8, al = 0.34, be = 0.28;
+    fit_xp_param p[3];
+    fit_xp_param_init(&p[0], "N", FIT_XP_LOG);
+    fit_xp_param_init(&p[1], "D", FIT_XP_LOG);
+    fit_xp_param_init(&p[2], "lr", FIT_XP_LOG);
+    enum { n = 150 };
+    double x[n * 3], cost[n], obj[n], Cmax = 0;
+    int failed[n] = {0};
+    st_rng *rng = NULL;
+    st_rng_create(11, &rng);
+    for (size_t i = 0; i < n; i++) {
+        double N = exp(log(1e6) + st_rng_uniform(rng) * log(100.0));
+        double D = N * exp(log(rlo) + st_rng_uniform(rng) * log(rhi / rlo));
+        double u = (st_rng_uniform(rng) - 0.5) * 4;
+        x[3 * i] = N;
+        x[3 * i + 1] = D;
+        x[3 * i + 2] = exp(log(0.01) + u);
+        cost[i] = 6 * N * D;
+        Cmax = fmax(Cmax, cost[i]);
+        obj[i] = (E + A * pow(N, -al) + B * pow(D, -be)) * (1 + 0.5 * (1 - exp(-0.04 * u * u)));
+    }
+    st_rng_destroy(rng);
+    fit_xp *xp = NULL;
+    fit_xp_create(&xp);
+    fit_xp_options o = fit_xp_options_default();
+    o.n_boot = 5;
+    o.prior_ab_sd = 0;
+    o.prior_law_sd = 0;
+    fit_xp_set_options(xp, &o);
+    CHECK_ST(fit_xp_set_runs(xp, 3, p, n, x, cost, obj, failed, NULL, NULL), ST_OK);
+    CHECK_ST(fit_xp_run(xp, 100 * Cmax), ST_OK);
+    fit_xp_get_result(xp, r);
+    fit_xp_destroy(xp);
+    /* Chinchilla's closed form (eq. 4) on the truth */
+    double a = be / (al + be), G = pow(al * A / (be * B), 1 / (al + be));
+    *Nopt = G * pow(100 * Cmax / 6, a);
+}
+
+/* The recommendation's tokens per parameter stays within the runs' range (widened 1.25x) with a
+ * warning when the law's optimum lies outside it, and is the law's optimum when inside. */
+static void test_ratio_guard(void)
+{
+    fit_xp_result r;
+    double Nopt;
+    ratio_sweep(100, 1e5, &r, &Nopt); /* the optimum (~1.4e4 tokens per parameter) inside */
+    CHECK(!(r.warnings & FIT_XP_WARN_RATIO));
+    CHECK_REL(r.N, Nopt, 0.1);
+    ratio_sweep(1, 8, &r, &Nopt); /* every run at <= 8 tokens per parameter */
+    CHECK(r.warnings & FIT_XP_WARN_RATIO);
+    CHECK(r.D / r.N <= 8 * 1.25 * 1.001);
+    CHECK(r.D / r.N >= 8 * 1.25 / 1.25); /* at the edge nearest the optimum */
+    CHECK(r.N > 2 * Nopt); /* fewer tokens per parameter than the law's optimum: a larger N */
 }
 
 /* ---- the model's objectives: analytic gradients against finite differences --------------- */
@@ -693,6 +754,7 @@ int main(void)
     test_lg_gradient();
     test_front();
     test_model_recovery();
+    test_ratio_guard();
     test_boundary_prior();
     test_boundary_prior_moves_with_n();
     test_wd_prior();
