@@ -250,7 +250,8 @@ $(BUILD)/bench/bench_slurm: $(BUILD)/bench/bench_slurm.o $(call mod_libs,runner)
 # minutes on 2 cores; `demo-quick` (what CI runs) is a smaller study in under 3 minutes.
 # Results: docs/results.md.
 DEMO_QUICK_ENV := E2E_DIR=build/tiny-gpt-scaling-quick E2E_RUNS=24 E2E_DMODEL_MIN=16 \
-                  E2E_DMODEL_MAX=48 E2E_TOKENS_MIN=2e4 E2E_TOKENS_MAX=1.5e5 E2E_BOOT=100
+                  E2E_DMODEL_MAX=48 E2E_TOKENS_MIN=2e4 E2E_TOKENS_MAX=1.5e5 E2E_BOOT=100 \
+                  E2E_CAP=3e10
 .PHONY: demo demo-quick demo-deps
 demo-deps:
 	@if [ "$$(id -u)" = 0 ]; then scripts/install-deps --all; \

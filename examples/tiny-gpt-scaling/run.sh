@@ -1,30 +1,51 @@
 #!/usr/bin/env bash
-# examples/tiny-gpt-scaling/run.sh — the end-to-end study on the reference CPU trainer: a CARBS
-# sweep of tiny byte-level GPTs (width, depth, tokens, learning rate, warmup, weight decay) ->
-# scaletune fit -> scaletune extrapolate to E2E_FACTOR x the largest run -> that run trained with
-# the recommended settings (as a one-run sweep in the same store) -> scaletune report with
-# predicted against actual. `make demo` / `make demo-quick` run it.
-# The prediction is written (extrapolate.json) before the large run starts and is not changed.
-# Idempotent: a finished sweep or large run is not run again (delete $E2E_DIR to start over).
-# Sizes come from environment variables (defaults: `make demo`, see docs/results.md):
-#   E2E_DIR (build/tiny-gpt-scaling)  E2E_RUNS (80)  E2E_PARALLEL (2)  E2E_FACTOR (11: the run's
-#   cost per N D differs from the sweep's mean by a few %, and the study wants >= 10x)
+# examples/tiny-gpt-scaling/run.sh — the end-to-end study on the reference CPU trainer: a sweep of
+# tiny byte-level GPTs (width, depth, tokens, learning rate, weight decay; warmup fixed) designed
+# for the large run (study mode: `optimizer: {goal: extrapolate, target_factor: F}`) -> scaletune
+# fit -> scaletune extrapolate to F x the per-run cap -> that run trained with the recommended
+# settings (as a one-run sweep in the same store) -> scaletune report with predicted against
+# actual. `make demo` / `make demo-quick` run it.
+# The prediction is written (extrapolate.json) and printed before the large run starts and is not
+# changed. Idempotent: a finished sweep or large run is not run again (delete $E2E_DIR to start
+# over). Sizes come from environment variables (defaults: `make demo`, see docs/results.md):
+#   E2E_DIR (build/tiny-gpt-scaling)  E2E_MODE (study; carbs: the CARBS sweep of earlier versions,
+#   extrapolated to E2E_FACTOR x its largest run)  E2E_RUNS (60)  E2E_PARALLEL (2)
+#   E2E_FACTOR (10)  E2E_CAP (8e11 FLOP per sweep run; study mode's target is E2E_FACTOR x it)
 #   E2E_SEQ (64)  E2E_DMODEL_MIN (32)  E2E_DMODEL_MAX (128)  E2E_LAYER_MAX (2)
-#   E2E_TOKENS_MIN (1e5)  E2E_TOKENS_MAX (6e5)  E2E_THREADS_LARGE (2)  E2E_BOOT (200)
+#   E2E_TOKENS_MIN (1e5)  E2E_TOKENS_MAX (2e6)  E2E_WARMUP (0.05; empty: searched)
+#   E2E_THREADS_LARGE (2)  E2E_BOOT (200)  E2E_OPTIMIZER (an optimizer block replacing the mode's)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DIR=${E2E_DIR:-build/tiny-gpt-scaling}
-RUNS=${E2E_RUNS:-80}
+RUNS=${E2E_RUNS:-60}
+MODE=${E2E_MODE:-study}
 PAR=${E2E_PARALLEL:-2}
-FACTOR=${E2E_FACTOR:-11}
+FACTOR=${E2E_FACTOR:-10}
 SEQ=${E2E_SEQ:-64}
 DMIN=${E2E_DMODEL_MIN:-32}
 DMAX=${E2E_DMODEL_MAX:-128}
 LMAX=${E2E_LAYER_MAX:-2}
 TMIN=${E2E_TOKENS_MIN:-1e5}
-TMAX=${E2E_TOKENS_MAX:-6e5}
+TMAX=${E2E_TOKENS_MAX:-2e6}
 THREADS=${E2E_THREADS_LARGE:-2}
 BOOT=${E2E_BOOT:-200}
+# warmup: a fixed fraction (default 0.05; it matters little here and each searched
+# hyperparameter costs the engine's model five more parameters), or searched when empty
+WARMUP=${E2E_WARMUP-0.05}
+if [ -n "$WARMUP" ]; then WARMUP_LINE="warmup:  {value: $WARMUP}"
+else WARMUP_LINE="warmup:  {space: logit, min: 0.0, max: 0.5, center: 0.05}"; fi
+if [ "$MODE" = study ]; then
+  CAP=${E2E_CAP:-8e11}
+  TARGET=$(awk -v c="$CAP" -v f="$FACTOR" 'BEGIN { printf "%.6g", c * f }')
+  OPTIMIZER=${E2E_OPTIMIZER:-"optimizer: {goal: extrapolate, target_factor: $FACTOR}"}
+  XP_TARGET=(--compute "$TARGET"); XP_WHAT="${FACTOR}x the per-run cap ($TARGET FLOP)"
+elif [ "$MODE" = carbs ]; then
+  CAP=${E2E_CAP:-1.0e16}
+  OPTIMIZER=${E2E_OPTIMIZER:-"optimizer: {num_random_samples: 16, search_radius: 0.6}"}
+  XP_TARGET=(--factor "$FACTOR"); XP_WHAT="${FACTOR}x the largest run"
+else
+  echo "tiny-gpt-scaling: E2E_MODE is study or carbs, not '$MODE'" >&2; exit 2
+fi
 ST=build/scaletune
 TRAIN=$PWD/build/scaletune-train
 DB=$DIR/study.db
@@ -55,14 +76,14 @@ parameters:
   n_layer: {space: linear, min: 1, max: $LMAX, center: 1, integer: true}
   tokens:  {space: log, min: $TMIN, max: $TMAX, center: $TC}
   lr:      {space: log, min: 1.0e-4, max: 0.3, center: 3.0e-3}
-  warmup:  {space: logit, min: 0.0, max: 0.5, center: 0.05}
+  $WARMUP_LINE
   weight_decay: {space: log, min: 1.0e-3, max: 0.5, center: 0.05}
-budget: {runs: $RUNS, max_cost_per_run: 1.0e16}
+budget: {runs: $RUNS, max_cost_per_run: $CAP}
 parallel: $PAR
 retries: {infrastructure: 2, backoff_seconds: 1}
 timeouts: {no_metrics_seconds: 600}
 seed: 3
-optimizer: {num_random_samples: 16, search_radius: 0.6}
+$OPTIMIZER
 EOF
 if [ -f "$DB" ] && $ST sweep status --db "$DB" --sweep $SW >/dev/null 2>&1; then
   echo "store $DB has the sweep: resuming (finished runs are kept)"
@@ -88,8 +109,8 @@ EOF
 $ST fit --data "$DIR/runs.csv" --law chinchilla --threads 2 || echo "(the naive fit failed; the extrapolation below does not need it)"
 
 # ---- 3. scaletune extrapolate -------------------------------------------------------------
-step "3/5 scaletune extrapolate: settings at ${FACTOR}x the largest run"
-$ST extrapolate --db "$DB" --sweep $SW --config "$DIR/sweep.yaml" --factor "$FACTOR" \
+step "3/5 scaletune extrapolate: settings at $XP_WHAT"
+$ST extrapolate --db "$DB" --sweep $SW --config "$DIR/sweep.yaml" "${XP_TARGET[@]}" \
   --bootstrap "$BOOT" --out "$DIR/extrapolate.json"
 
 # ---- 4. the large run, as a one-run sweep of the same store --------------------------------
@@ -97,13 +118,14 @@ step "4/5 the large run with the recommended settings ($THREADS threads)"
 read -r RD RL RT RLR RW RWD PRED PLO PHI < <($PY - "$DIR/extrapolate.json" <<'EOF'
 import json, sys
 x = json.load(open(sys.argv[1]))
-r, p = x["recommended"], x["predicted"]
+r, p = dict(x.get("fixed") or {}), x["predicted"]
+r.update(x["recommended"])
 print(int(round(r["d_model"])), int(round(r["n_layer"])), "%.6g" % r["tokens"], "%.6g" % r["lr"],
       "%.6g" % r["warmup"], "%.6g" % r["weight_decay"], p["objective"], p["lo"], p["hi"])
 EOF
 )
-echo "d_model $RD, n_layer $RL, tokens $RT, lr $RLR, warmup $RW, weight decay $RWD;" \
-  "predicted val_loss $PRED [$PLO, $PHI]"
+echo "d_model $RD, n_layer $RL, tokens $RT, lr $RLR, warmup $RW, weight decay $RWD"
+awk -v p="$PRED" -v lo="$PLO" -v hi="$PHI" 'BEGIN { printf "prediction, written before the run: val_loss %.4f, 90%% interval [%.4f, %.4f] (%+.1f%% / %+.1f%%)\n", p, lo, hi, 100 * (lo / p - 1), 100 * (hi / p - 1) }'
 cat > "$DIR/large.yaml" <<EOF
 # generated by examples/tiny-gpt-scaling/run.sh: the recommended run, beyond the fit
 name: $SWL
