@@ -427,6 +427,42 @@ st_status carbs_add_outstanding(carbs *c, uint64_t id, const double *x)
     return ST_OK;
 }
 
+void carbs_get_progress(const carbs *c, carbs_progress *p)
+{
+    p->n_suggest = c->n_suggest;
+    p->n_design = c->n_design;
+    p->n_resample = c->resample_count;
+}
+
+void carbs_set_progress(carbs *c, const carbs_progress *p)
+{
+    c->n_suggest = p->n_suggest;
+    c->n_design = (size_t)p->n_design;
+    c->resample_count = (size_t)p->n_resample;
+}
+
+st_status carbs_add_outstanding_born(carbs *c, uint64_t id, const double *x, size_t born,
+                                     int *registered)
+{
+    c->errmsg[0] = 0;
+    *registered = 0;
+    if (born > c->n_obs)
+        return st_errf(c->errmsg, ST_EINVAL,
+                       "suggestion %llu: made after %zu observations, but there are %zu",
+                       (unsigned long long)id, born, c->n_obs);
+    if (c->o.max_outstanding_age > 0 && c->n_obs - born >= c->o.max_outstanding_age)
+        return ST_OK; /* the live handle expired it already */
+    carbs_progress keep;
+    carbs_get_progress(c, &keep);
+    st_status s = carbs_add_outstanding(c, id, x);
+    carbs_set_progress(c, &keep);
+    if (s != ST_OK)
+        return s;
+    c->out_born[c->n_out - 1] = born;
+    *registered = 1;
+    return ST_OK;
+}
+
 st_status carbs_observe_many(carbs *c, size_t n, const double *X, const double *output,
                              const double *cost, const int *failed)
 {

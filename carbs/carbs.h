@@ -303,6 +303,35 @@ st_status carbs_forget(carbs *c, uint64_t id);
 st_status carbs_add_outstanding(carbs *c, uint64_t id, const double *x);
 
 /*
+ * The counters that, besides the observations and the outstanding suggestions, decide the
+ * next suggestion. Suggestion k (0-based, counted over the handle's life) draws all its random
+ * numbers from (seed, k); the initial design is walked by its own index, and CARBS' resample
+ * rule by the number of resamples made. A store that keeps these after each suggestion rebuilds
+ * an optimizer that suggests what the live one would have (runner/store.c does).
+ */
+typedef struct carbs_progress {
+    uint64_t n_suggest;  /* suggestions made, including carbs_add_outstanding's */
+    uint64_t n_design;   /* initial-design points drawn (the next one's index) */
+    uint64_t n_resample; /* resamples made */
+} carbs_progress;
+
+void carbs_get_progress(const carbs *c, carbs_progress *p);
+/* Sets the counters (a rebuild, after its observations and outstanding runs). */
+void carbs_set_progress(carbs *c, const carbs_progress *p);
+
+/*
+ * carbs_add_outstanding for a rebuild that knows when the suggestion was made: `born` is the
+ * number of observations the handle had then (carbs_n_observations), which the expiry of
+ * option max_outstanding_age counts from, and nothing is counted (carbs_set_progress follows).
+ * A suggestion already expired at the current number of observations is not registered
+ * (*registered 0; it is observed later with id 0, as the live handle would). born must not
+ * exceed the current number of observations.
+ * Returns ST_OK, ST_EINVAL (as carbs_add_outstanding, or born too large), ST_ENOMEM.
+ */
+st_status carbs_add_outstanding_born(carbs *c, uint64_t id, const double *x, size_t born,
+                                     int *registered);
+
+/*
  * Adds many observations (rows of X, n*D) and then moves the search centre to the best
  * successful one (CARBS' initialize_from_observations). `failed` may be NULL (all successes).
  * Returns as carbs_observe; on error, observations before the bad row are kept and the message

@@ -396,7 +396,8 @@ st_status runner_store_rename(runner_store *s, const char *sweep, const char *ne
 st_status runner_store_request_stop(runner_store *s, const char *sweep);
 
 /*
- * Ask/tell for shell scripts: asks the optimizer (rebuilt from the store) for one run, records
+ * Ask/tell for shell scripts: asks the optimizer (rebuilt from the store with the counters of
+ * the last suggestion: the same suggestions as one optimizer kept alive) for one run, records
  * it as running with no backend, and returns its suggestion id and all parameter values
  * (n_params of the config, fixed ones included, in file order) in x (cap values).
  * ST_EBUSY if a controller holds the sweep, ST_ERANGE if the budget is spent.
@@ -449,8 +450,8 @@ st_status runner_launch(const runner_config *cfg, const runner_options *opts, ru
  * outstanding under their run id (carbs_add_outstanding; observed later with that id), and
  * with cfg->deterministic also the ended runs not released yet (held again, released in
  * order), settles or re-attaches the attempts that were running, and requeues `stopped` runs.
- * The rebuilt optimizer's random stream starts from seed + the number of runs: a resumed
- * sweep is not identical to an uninterrupted one (docs/config.md).
+ * The counters of the last suggestion are restored (schema 3), so a resumed sweep suggests
+ * what an uninterrupted one would (docs/config.md, "Deterministic parallel sweeps").
  */
 st_status runner_resume(const char *sweep, const runner_options *opts, runner **out, char *errmsg);
 

@@ -6,6 +6,7 @@
  *   template.c       argv/env template substitution
  *   store.c          the SQLite store: schema, migrations, transactions, lease
  *   store_query.c    status, Pareto front, export, ask/tell
+ *   store_rebuild.c  an optimizer from the store: observations, open runs, counters
  *   store_manage.c   lease liveness, deleting and renaming a sweep
  *   backend_local.c  the local backend: supervisor per attempt, process groups
  *   backend_slurm.c  the Slurm backend: job scripts, state mapping, batched polling, adoption;
@@ -26,7 +27,7 @@
 
 /* ---- store.c ----------------------------------------------------------------------------- */
 
-#define RUNNER_SCHEMA_VERSION 2
+#define RUNNER_SCHEMA_VERSION 3
 #define STORE_STMT_CACHE      64
 /* PRAGMA application_id of a store ("STUN"): how a store is told from other SQLite files */
 #define RUNNER_STORE_APP_ID   1398035790
@@ -88,9 +89,16 @@ void runner_owner_id(char *buf, size_t cap);
  * sweep's open runs (pending or running) as outstanding under their run ids
  * (carbs_add_outstanding), so later observations of them use that id; with
  * cfg->deterministic, also the ended runs after the last observed one (not released yet).
- * `seed_offset` is added to the config's seed. */
+ * When the sweep's last suggestion recorded the optimizer's counters (store_record_progress)
+ * they are restored, with each open run's birth, so the rebuilt optimizer is the live one;
+ * otherwise (stores written before schema 3, proposer runs only) `seed_offset` is added to
+ * the config's seed. */
 st_status store_rebuild_carbs(runner_store *s, int64_t sweep, const runner_config *cfg,
                               uint64_t seed_offset, carbs **out);
+/* Records, on run `run`, the optimizer's counters after the suggestion that made it and the
+ * number of observations it had then (carbs_progress, carbs_n_observations before the
+ * suggestion): what store_rebuild_carbs needs to suggest as the live optimizer would next. */
+st_status store_record_progress(runner_store *s, int64_t run, const carbs_progress *p, size_t born);
 /* The optimizer's x (D values) from all parameters (n_params values) and back. */
 void runner_x_to_carbs(const runner_config *cfg, const double *all, double *x);
 void runner_x_from_carbs(const runner_config *cfg, const double *x, double *all);

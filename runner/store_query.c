@@ -555,9 +555,9 @@ st_status runner_store_ask(runner_store *s, const char *sweep, uint64_t *out_id,
         goto txn;
     }
     /* the runs already handed out and still open are outstanding in the rebuilt optimizer
-     * (its model fantasises at them); the seed offset is the number of runs recorded, as a
-     * resumed controller uses, because carbs' random phase walks its design by its own
-     * counters and ignores outstanding points */
+     * (its model fantasises at them), and the counters of the last suggestion are restored:
+     * it suggests what one optimizer kept alive across the asks would (the seed offset only
+     * serves stores written before the counters were kept) */
     if ((rc = store_rebuild_carbs(s, id, cfg, n_runs, &cb)))
         goto txn;
     x = malloc(carbs_dim(cb) * sizeof(double));
@@ -566,6 +566,7 @@ st_status runner_store_ask(runner_store *s, const char *sweep, uint64_t *out_id,
         rc = ST_ENOMEM;
         goto txn;
     }
+    size_t born = carbs_n_observations(cb);
     if ((rc = carbs_suggest(cb, x, NULL))) {
         st_errf(s->errmsg, rc, "optimizer: %s", carbs_errmsg(cb));
         goto txn;
@@ -582,6 +583,10 @@ st_status runner_store_ask(runner_store *s, const char *sweep, uint64_t *out_id,
     if ((rc = store_exec_stmt(s, st, "recording an ask")))
         goto txn;
     *out_id = (uint64_t)sqlite3_last_insert_rowid(s->db);
+    carbs_progress prog;
+    carbs_get_progress(cb, &prog);
+    if ((rc = store_record_progress(s, (int64_t)*out_id, &prog, born)))
+        goto txn;
     st = store_stmt(s, "UPDATE sweeps SET n_asks = n_asks + 1 WHERE id = ?1");
     if (!st) {
         rc = ST_EDB;

@@ -178,6 +178,11 @@ static st_status record(runner *r, const double *x_all, uint64_t cid, double pre
         sqlite3_bind_double(st, 9, now);
     rc = store_exec_stmt(r->st, st, "recording a suggestion");
     *run_id = sqlite3_last_insert_rowid(r->st->db);
+    if (!rc && !r->propose) { /* what a rebuilt optimizer needs to go on as this one does */
+        carbs_progress p;
+        carbs_get_progress(r->cb, &p);
+        rc = store_record_progress(r->st, *run_id, &p, carbs_n_observations(r->cb));
+    }
     if (!rc && r->propose && !refused)
         rc = store_exec_ids(r->st, "UPDATE runs SET carbs_id = id WHERE id = ?1",
                             "recording a suggestion id", 1, run_id);

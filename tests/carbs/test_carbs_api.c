@@ -479,6 +479,98 @@ static void test_empty_space(void)
     carbs_destroy(c);
 }
 
+/* A handle rebuilt from the live one's observations (in order), its outstanding suggestions at
+ * their birth and its counters (carbs_get_progress / carbs_set_progress) suggests what the
+ * live one suggests next, at every step of 30, through resamples and with two in flight; an
+ * outstanding suggestion born too long ago is expired as the live handle expired it. */
+static void test_rebuild_progress(void)
+{
+    carbs_options o = carbs_options_default();
+    o.seed = 21;
+    o.num_random_samples = 4;
+    o.resample_frequency = 3;
+    o.max_outstanding_age = 3;
+    carbs *live = make(&o);
+    size_t born[64] = {0}, same = 0, resamples = 0, stale = 0;
+    uint64_t open_ids[2] = {0, 0};
+    for (int k = 0; live && k < 30; k++) {
+        carbs *r = make(&o);
+        double x[D], xl[D], y, cost;
+        int failed;
+        for (size_t i = 0; r && i < carbs_n_observations(live); i++) {
+            CHECK_ST(carbs_get_observation(live, i, x, &y, &cost, &failed), ST_OK);
+            CHECK_ST(carbs_observe(r, 0, x, y, cost, failed), ST_OK);
+        }
+        for (size_t i = 0; r && i < carbs_n_outstanding(live); i++) {
+            uint64_t id;
+            int reg = 0;
+            CHECK_ST(carbs_get_outstanding(live, i, &id, x), ST_OK);
+            CHECK_ST(carbs_add_outstanding_born(r, id, x, born[id], &reg), ST_OK);
+            CHECK(reg == 1);
+        }
+        carbs_progress p;
+        carbs_get_progress(live, &p);
+        if (r)
+            carbs_set_progress(r, &p);
+        born[k + 1] = carbs_n_observations(live); /* ids are 1, 2, ... */
+        uint64_t id;
+        CHECK_ST(carbs_suggest(live, xl, &id), ST_OK);
+        CHECK(id == (uint64_t)k + 1);
+        carbs_suggestion_info info;
+        carbs_last_info(live, &info);
+        resamples += info.phase == CARBS_PHASE_RESAMPLE;
+        if (r && carbs_suggest(r, x, NULL) == ST_OK)
+            same += !memcmp(x, xl, sizeof(x));
+        carbs_destroy(r);
+        /* two in flight: the older one is told; every fifth run is lost and never told */
+        if (open_ids[0]) {
+            double ox[D];
+            uint64_t oid = open_ids[0];
+            size_t n_out = carbs_n_outstanding(live);
+            int found = 0;
+            for (size_t i = 0; i < n_out; i++) {
+                uint64_t j;
+                carbs_get_outstanding(live, i, &j, ox);
+                if (j == oid) {
+                    found = 1;
+                    break;
+                }
+            }
+            if (found && oid % 5 != 0) {
+                y = toy(ox, &cost);
+                CHECK_ST(carbs_observe(live, oid, NULL, y, cost, 0), ST_OK);
+            }
+        }
+        open_ids[0] = open_ids[1];
+        open_ids[1] = id;
+    }
+    CHECK(same == 30);
+    CHECK(resamples >= 3);
+    for (size_t i = 0; live && i < carbs_n_outstanding(live); i++) {
+        uint64_t j;
+        double ox[D];
+        carbs_get_outstanding(live, i, &j, ox);
+        stale += j < 26; /* a lost run older than 3 observations is still outstanding */
+    }
+    CHECK(stale == 0);
+    /* born after the observations there are: refused; born long ago: expired, not registered */
+    carbs *r = make(&o);
+    double z[D] = {1e-3, 128, 0.05};
+    int reg = 1;
+    CHECK_ST(carbs_add_outstanding_born(r, 7, z, 1, &reg), ST_EINVAL);
+    for (int i = 0; i < 3; i++)
+        CHECK_ST(carbs_observe(r, 0, z, 2.0, 1.0, 0), ST_OK);
+    CHECK_ST(carbs_add_outstanding_born(r, 7, z, 0, &reg), ST_OK);
+    CHECK(reg == 0 && carbs_n_outstanding(r) == 0);
+    CHECK_ST(carbs_add_outstanding_born(r, 8, z, 1, &reg), ST_OK);
+    CHECK(reg == 1 && carbs_n_outstanding(r) == 1);
+    carbs_progress p0;
+    carbs_get_progress(r, &p0);
+    CHECK(p0.n_suggest == 0); /* nothing counted */
+    carbs_destroy(r);
+    carbs_destroy(live);
+}
+
 int main(void)
 {
     st_global_init();
@@ -489,5 +581,6 @@ int main(void)
     test_determinism_and_state();
     test_warm_start_and_batch();
     test_import_corruption();
+    test_rebuild_progress();
     return check_summary("carbs.api");
 }

@@ -20,7 +20,7 @@ static void test_schema(void)
     CHECK(s == NULL && strstr(em, "no such store") && access(db, F_OK) != 0);
     CHECK_ST(runner_store_create(db, &s, em), ST_OK);
     runner_store_close(s);
-    CHECK(tu_query(db, "PRAGMA user_version") == 2);
+    CHECK(tu_query(db, "PRAGMA user_version") == 3);
     sqlite3 *h;
     sqlite3_open(db, &h);
     sqlite3_stmt *st;
@@ -33,16 +33,23 @@ static void test_schema(void)
     CHECK_ST(runner_store_open(db, &s, em), ST_EDB);
     CHECK(s == NULL && strstr(em, "newer"));
 
-    /* a v1 store (as the first release wrote it) is migrated to v2 on open */
+    /* a v1 store (as the first release wrote it) is migrated to v3 on open */
     const char *db1 = tu_path("v1.db");
     CHECK_ST(runner_store_create(db1, &s, em), ST_OK);
     runner_store_close(s);
     sqlite3_open(db1, &h);
-    sqlite3_exec(h, "DROP INDEX runs_by_status_cost; PRAGMA user_version = 1", NULL, NULL, NULL);
+    sqlite3_exec(h,
+                 "DROP INDEX runs_by_status_cost; ALTER TABLE runs DROP COLUMN sg_suggest; "
+                 "ALTER TABLE runs DROP COLUMN sg_design; ALTER TABLE runs DROP COLUMN "
+                 "sg_resample; ALTER TABLE runs DROP COLUMN sg_born; ALTER TABLE runs DROP "
+                 "COLUMN expires; PRAGMA user_version = 1",
+                 NULL, NULL, NULL);
     sqlite3_close(h);
     CHECK_ST(runner_store_open(db1, &s, em), ST_OK);
     runner_store_close(s);
-    CHECK(tu_query(db1, "PRAGMA user_version") == 2);
+    CHECK(tu_query(db1, "PRAGMA user_version") == 3);
+    CHECK(tu_query(db1, "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN "
+                        "('sg_suggest', 'sg_design', 'sg_resample', 'sg_born', 'expires')") == 5);
     CHECK(tu_query(db1, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_by_status_cost'") ==
           1);
 
