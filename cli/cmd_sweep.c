@@ -64,8 +64,9 @@ static const sweep_cmd sweep_cmds[] = {
      "ask the controller that owns the sweep to stop gracefully"},
     {"export", do_export, "export --csv|--json [--out FILE] [--db FILE] [--sweep NAME]",
      "every run with parameters, objective, cost, N and D, the final record and attempts"},
-    {"ask", do_ask, "ask [--db FILE] [--sweep NAME]",
-     "print a suggestion for a script: SUGGESTION_ID and NAME=VALUE lines"},
+    {"ask", do_ask, "ask [--db FILE] [--sweep NAME] [--ttl SECONDS]",
+     "print a suggestion for a script: SUGGESTION_ID and NAME=VALUE lines; with --ttl the run\n"
+     "expires if no tell comes in time, and the next ask hands it out again"},
     {"tell", do_tell, "tell ID --objective V --cost C | tell ID --failed",
      "record the outcome of an asked run"},
 };
@@ -78,6 +79,8 @@ static const char options_text[] =
     "  --sweep NAME       which sweep, when the store holds several\n"
     "  --log-dir DIR      launch: where attempt logs go (default: FILE.runs next to the db)\n"
     "  --out FILE         export: write to FILE instead of stdout\n"
+    "  --ttl SECONDS      ask: the run expires after SECONDS without a tell (a dead worker):\n"
+    "                     the next ask hands it out again, and it does not count on the budget\n"
     "  --json             status, list: JSON for scripts\n"
     "  -h, --help         this text; docs/cli/sweep.md has more\n";
 
@@ -110,7 +113,8 @@ static int parse_args(int argc, char **argv, args *a)
         const char *s = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int takes = !strcmp(s, "--db") || !strcmp(s, "--sweep") || !strcmp(s, "--log-dir") ||
-                    !strcmp(s, "--out") || !strcmp(s, "--objective") || !strcmp(s, "--cost");
+                    !strcmp(s, "--out") || !strcmp(s, "--objective") || !strcmp(s, "--cost") ||
+                    !strcmp(s, "--ttl");
         if (takes && !v) {
             cli_error("see 'scaletune sweep --help'", "%s needs a value", s);
             return 2;
@@ -141,6 +145,11 @@ static int parse_args(int argc, char **argv, args *a)
                 return 2;
             }
             a->has_cost = 1;
+        } else if (!strcmp(s, "--ttl")) {
+            if (!parse_double(v, &a->ttl) || !(a->ttl > 0) || !isfinite(a->ttl)) {
+                cli_error(NULL, "--ttl: '%s' is not a positive number of seconds", v);
+                return 2;
+            }
         } else if (s[0] == '-' && s[1]) {
             cli_error("see 'scaletune sweep --help'", "unknown option '%s'", s);
             return 2;
@@ -398,7 +407,8 @@ static int do_ask(const args *a)
     uint64_t id = 0;
     size_t n = 0;
     const char *const *names = NULL;
-    if (runner_store_ask(s, a->sweep, &id, x, 256) || runner_store_params(s, a->sweep, &n, &names))
+    if (runner_store_ask_ttl(s, a->sweep, a->ttl, &id, x, 256) ||
+        runner_store_params(s, a->sweep, &n, &names))
         return sweep_store_error(s);
     printf("SUGGESTION_ID=%llu\n", (unsigned long long)id);
     for (size_t i = 0; i < n && i < 256; i++)

@@ -228,6 +228,20 @@ static void print_pareto(runner_store *s, const sweep_args *a)
     free(o);
 }
 
+/* Asked runs whose --ttl passed without a tell: the next ask hands them out again. */
+static void print_expired(runner_store *s, const runner_status *st)
+{
+    uint64_t ids[16];
+    size_t n = 0;
+    if (runner_store_expired(s, st->name, 16, &n, ids) || n == 0)
+        return;
+    printf("expired: %zu asked run%s without a tell in time (the next ask hands %s out again):", n,
+           n == 1 ? "" : "s", n == 1 ? "it" : "them");
+    for (size_t i = 0; i < n && i < 16; i++)
+        printf(" %llu", (unsigned long long)ids[i]);
+    printf("%s\n", n > 16 ? " ..." : "");
+}
+
 static void status_text(runner_store *s, const sweep_args *a, const runner_status *st,
                         const runner_sweep *w, double now)
 {
@@ -255,6 +269,7 @@ static void status_text(runner_store *s, const sweep_args *a, const runner_statu
     printf("\n");
     print_best(st, w);
     print_pareto(s, a);
+    print_expired(s, st);
     if (st->stop_requested)
         printf("a stop was requested\n");
 }

@@ -11,6 +11,7 @@
 typedef struct sweep_args {
     const char *db, *sweep, *log_dir, *out, *file, *file2;
     int csv, json, failed, has_objective, has_cost;
+    double ttl; /* ask --ttl: seconds, 0 none */
     double objective, cost;
     unsigned long long id;
     int has_id;

@@ -121,7 +121,13 @@ static int command_line(const char *text)
 
 int sweep_preflight(const runner_config *c, const char *file)
 {
-    if (c->backend != RUNNER_BACKEND_LOCAL || !c->argc)
+    if (!c->argc) {
+        cli_error("add a command to launch it, or record it with 'scaletune sweep create' "
+                  "and drive it with 'scaletune sweep ask'/'tell'",
+                  "%s: the sweep has no command: there is nothing to launch", file);
+        return 1;
+    }
+    if (c->backend != RUNNER_BACKEND_LOCAL)
         return 0;
     char prog[4096], where[4200];
     if (!expand_program(c, prog, sizeof(prog)))

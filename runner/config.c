@@ -630,8 +630,7 @@ static st_status load_root(ctx *c, const yaml_node_t *root)
     }
     if (!cfg->name)
         return cfg_fail(c, root, "name", ST_EINVAL, "missing (the sweep's name in the store)");
-    if (!cmd)
-        return cfg_fail(c, root, "command", ST_EINVAL, "missing");
+    /* no command: a sweep driven by ask/tell only (launch and resume refuse it) */
     if (!obj)
         return cfg_fail(c, root, "objective", ST_EINVAL,
                         "missing ({metric: val_loss, goal: minimize})");

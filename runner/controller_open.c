@@ -247,6 +247,10 @@ st_status runner_resume(const char *sweep, const runner_options *opts, runner **
                                        errmsg);
         free(text);
     }
+    if (!rc && !r->cfg->argc)
+        rc = st_errf(errmsg, ST_EINVAL,
+                     "sweep '%s' has no command: it is driven by ask/tell, not resumed",
+                     r->cfg->name);
     if (!rc)
         rc = alloc_slots(r);
     if (!rc)

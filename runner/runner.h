@@ -403,9 +403,40 @@ st_status runner_store_request_stop(runner_store *s, const char *sweep);
  * ST_EBUSY if a controller holds the sweep, ST_ERANGE if the budget is spent.
  */
 st_status runner_store_ask(runner_store *s, const char *sweep, uint64_t *id, double *x, size_t cap);
-/* Records the outcome of an asked run: objective and cost (> 0 for a success), or failed. */
+/*
+ * runner_store_ask with an expiry: the run is the worker's for `ttl` seconds (0: forever).
+ * Once that has passed without a tell (a worker killed), the run is expired: listed by
+ * runner_store_expired, not counted against the budget, and the next ask hands the same run
+ * (id and parameters) out again with a new expiry instead of making a new suggestion. A late
+ * tell from the first worker is still accepted while the run waits; the second tell of a run
+ * is refused (ST_ESTATE). ST_EINVAL for a negative or NaN ttl.
+ */
+st_status runner_store_ask_ttl(runner_store *s, const char *sweep, double ttl, uint64_t *id,
+                               double *x, size_t cap);
+/* The asked runs whose expiry has passed, oldest first: ids (cap values, may be NULL), *n all
+ * of them. */
+st_status runner_store_expired(runner_store *s, const char *sweep, size_t cap, size_t *n,
+                               uint64_t *ids);
+/* Records the outcome of an asked run: objective and cost (> 0 for a success), or failed
+ * (cost then optional). ST_EINVAL for a success without a finite objective and a cost > 0,
+ * ST_ENOTFOUND (no such run), ST_ESTATE (not waiting for a result). */
 st_status runner_store_tell(runner_store *s, const char *sweep, uint64_t id, double objective,
                             double cost, int failed);
+/* runner_store_tell with the run's final record (NULL: none), a metrics-protocol line
+ * ({"event":"final","params":N,"tokens":D,...}) kept as a trainer's would be: the model size
+ * and tokens the extrapolation engine reads (runner_store_read_sweep's final_N, final_D).
+ * ST_EINVAL if it is not a final record. */
+st_status runner_store_tell_final(runner_store *s, const char *sweep, uint64_t id, double objective,
+                                  double cost, int failed, const char *final);
+/* Records a new sweep (YAML text, docs/config.md; a sweep for ask/tell needs no command) in
+ * the store at db_path, creating the store if there is none, as `scaletune sweep create`.
+ * Returns runner_launch's statuses, with the reason in errmsg. */
+st_status runner_store_create_sweep(const char *db_path, const char *yaml, char *errmsg);
+/* Records a finished run that was not asked (x: n_params values, fixed ones as fixed, searched
+ * ones inside their bounds, else ST_EINVAL): an in-process optimizer's history written into a
+ * store. *id (may be NULL) gets the run's id. Later asks see it as any observation. */
+st_status runner_store_record(runner_store *s, const char *sweep, const double *x, double objective,
+                              double cost, int failed, const char *final, uint64_t *id);
 
 /* ---- the controller ---------------------------------------------------------------------- */
 

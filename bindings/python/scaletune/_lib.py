@@ -336,6 +336,25 @@ _PROTOS = {
     "runner_store_request_stop": (st, [c_void_p, c_char_p]),
     "runner_store_ask": (st, [c_void_p, c_char_p, P(c_uint64), dbl_p, c_size_t]),
     "runner_store_tell": (st, [c_void_p, c_char_p, c_uint64, c_double, c_double, c_int]),
+    "runner_store_ask_ttl": (st, [c_void_p, c_char_p, c_double, P(c_uint64), dbl_p, c_size_t]),
+    "runner_store_expired": (st, [c_void_p, c_char_p, c_size_t, P(c_size_t), P(c_uint64)]),
+    "runner_store_tell_final": (
+        st,
+        [c_void_p, c_char_p, c_uint64, c_double, c_double, c_int, c_char_p],
+    ),
+    "runner_store_record": (
+        st,
+        [c_void_p, c_char_p, dbl_p, c_double, c_double, c_int, c_char_p, P(c_uint64)],
+    ),
+    "runner_store_create_sweep": (st, [c_char_p, c_char_p, c_char_p]),
+    # report/report.h
+    "report_create": (st, [c_char_p, c_char_p, c_void_p, P(c_void_p), c_char_p]),
+    "report_destroy": (None, [c_void_p]),
+    "report_errmsg": (c_char_p, [c_void_p]),
+    "report_write_html": (st, [c_void_p, c_char_p]),
+    "report_write_json": (st, [c_void_p, c_char_p]),
+    "report_write_csv": (st, [c_void_p, c_char_p]),
+    "report_write_md": (st, [c_void_p, c_char_p]),
     "runner_run_status_name": (c_char_p, [c_int]),
     # study/study.h
     "study_extrapolate_json": (
