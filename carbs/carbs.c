@@ -262,8 +262,33 @@ static st_status check_x(carbs *c, const double *x)
     return ST_OK;
 }
 
+/* Whether x (D values, parameter units) lies within the bounds (integers: the padded ones a
+ * rounded suggestion may reach). */
+static st_status check_bounds(carbs *c, const double *x)
+{
+    for (size_t i = 0; i < c->d; i++) {
+        const carbs_param *p = &c->params[i];
+        double pad = p->is_integer ? 0.1 : 0.0;
+        if (x[i] < p->min - pad || x[i] > p->max + pad)
+            return st_errf(c->errmsg, ST_EINVAL,
+                           "parameter '%s': value %g is outside its bounds [%g, %g]: an "
+                           "observation outside the search space is refused",
+                           p->name, x[i], p->min, p->max);
+    }
+    return ST_OK;
+}
+
 st_status carbs_observe(carbs *c, uint64_t id, const double *x, double output, double cost,
                         int failed)
+{
+    c->errmsg[0] = 0;
+    if (x && check_bounds(c, x) != ST_OK)
+        return ST_EINVAL;
+    return carbs_priv_observe(c, id, x, output, cost, failed);
+}
+
+st_status carbs_priv_observe(carbs *c, uint64_t id, const double *x, double output, double cost,
+                             int failed)
 {
     c->errmsg[0] = 0;
     ptrdiff_t k = -1;
@@ -547,7 +572,7 @@ st_status carbs_warm_start(carbs *c, const carbs *prev, const double *fill)
         for (size_t i = 0; i < d; i++)
             x[i] = map[i] == SIZE_MAX ? space_from_basic(&c->params[i], c->center_b[i])
                                       : prev->obs_x[r * prev->d + map[i]];
-        s = carbs_observe(c, 0, x, prev->obs_y[r], prev->obs_c[r], prev->obs_fail[r]);
+        s = carbs_priv_observe(c, 0, x, prev->obs_y[r], prev->obs_c[r], prev->obs_fail[r]);
         if (s != ST_OK)
             goto done;
     }

@@ -237,8 +237,9 @@ void carbs_last_info(const carbs *c, carbs_suggestion_info *info);
  *  cost    > 0 and finite for a success; ignored (may be NaN) for a failure.
  *  failed  non-zero if the run failed because of its hyperparameters (diverged, out of memory).
  *          Infrastructure failures should be retried or forgotten, not observed.
- * Returns ST_OK, ST_ENOTFOUND (unknown id), ST_EINVAL (x has NaN, cost <= 0 or not finite for
- * a success, x NULL without id), ST_ENOMEM. On error nothing is recorded.
+ * Returns ST_OK, ST_ENOTFOUND (unknown id), ST_EINVAL (x has NaN or lies outside the bounds
+ * [min, max] (integers: 0.1 beyond them, as a rounded suggestion may), cost <= 0 or not
+ * finite for a success, x NULL without id), ST_ENOMEM. On error nothing is recorded.
  */
 st_status carbs_observe(carbs *c, uint64_t id, const double *x, double output, double cost,
                         int failed);

@@ -199,6 +199,10 @@ struct carbs {
 };
 
 st_status carbs_priv_reserve_outstanding(carbs *c, size_t need);
+/* carbs_observe without the bounds check: for a saved state and a warm start, whose
+ * observations were accepted before (a warm start's space may be narrower). */
+st_status carbs_priv_observe(carbs *c, uint64_t id, const double *x, double output, double cost,
+                             int failed);
 /* A Linear+Matern GP on (X n*D basic, y n), fitted with the handle's options and `rng`. */
 st_status carbs_priv_fit_gp(carbs *c, size_t n, const double *X, const double *y, st_rng *rng,
                             gp **out);

@@ -172,6 +172,10 @@ st_status pareto_groups(size_t n, size_t d, const double *X, const double *value
         else
             better = g->value > best_max; /* a single lucky sample must beat every member */
         if (better) {
+            /* the same cost as the last point and better: it dominates it and replaces it
+             * (ties in cost keep only the best group) */
+            if (n_sel > 1 && groups[sel[n_sel - 1]].cost == g->cost)
+                n_sel--;
             sel[n_sel++] = high[h].g;
             best = g->value;
             best_max = g->max_value;

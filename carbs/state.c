@@ -307,7 +307,7 @@ st_status carbs_import(const void *buf, size_t len, carbs **out, char *errmsg)
         int failed = (int)get_u64(&r);
         if (r.bad)
             break;
-        s = carbs_observe(c, 0, x, y, cost, failed);
+        s = carbs_priv_observe(c, 0, x, y, cost, failed); /* as saved, bounds unchecked */
         if (s != ST_OK) {
             s = st_errf(msg, ST_EFORMAT, "optimizer state: observation %llu: %s",
                         (unsigned long long)k, carbs_errmsg(c));

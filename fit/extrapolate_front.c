@@ -77,6 +77,10 @@ st_status xp_front(fit_xp *xp)
         if (!better)
             continue;
         best = g[k].obj;
+        /* a group at the same cost as the last point and better dominates it: it replaces it
+         * (ties in cost, such as a sweep whose runs all cost the same, keep only the best) */
+        if (nf > 0 && g[k].cost == xp->front_cost[nf - 1])
+            nf--;
         xp->front_run[nf] = g[k].first;
         xp->front_count[nf] = g[k].count;
         xp->front_cost[nf] = g[k].cost;

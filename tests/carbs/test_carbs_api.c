@@ -571,6 +571,41 @@ static void test_rebuild_progress(void)
     carbs_destroy(live);
 }
 
+/* Out-of-bounds observations are refused with the parameter named; a front with ties in cost
+ * lists one group per cost, the best (observed worse first and better first). */
+static void test_bounds_and_pareto_ties(void)
+{
+    carbs_options o = carbs_options_default();
+    o.min_pareto_cost_fraction = 0.0;
+    carbs *c = make(&o);
+    if (!c)
+        return;
+    double out[D] = {2.0, 128, 0.05};
+    CHECK_ST(carbs_observe(c, 0, out, 1.0, 1.0, 0), ST_EINVAL);
+    CHECK(strstr(carbs_errmsg(c), "'lr'") && strstr(carbs_errmsg(c), "outside its bounds"));
+    double wide[D] = {1e-3, 1040, 0.05}; /* 1024 + rounding: outside even padded */
+    CHECK_ST(carbs_observe(c, 0, wide, 1.0, 1.0, 0), ST_EINVAL);
+    CHECK(carbs_n_observations(c) == 0);
+    for (int order = 0; order < 2; order++) {
+        carbs *p = make(&o);
+        /* (cost, output): (1, 5), (3, 4) and (3, 3) in either order, (5, 2); minimise */
+        double pts[4][D] = {
+            {1e-3, 64, 0.05}, {2e-3, 128, 0.05}, {3e-3, 256, 0.05}, {4e-3, 512, 0.05}};
+        double cost[4] = {1, 3, 3, 5}, y[4] = {5, order ? 3 : 4, order ? 4 : 3, 2};
+        for (int i = 0; p && i < 4; i++)
+            CHECK_ST(carbs_observe(p, 0, pts[i], y[i], cost[i], 0), ST_OK);
+        size_t n = 0;
+        double fc[8], fy[8];
+        if (p)
+            CHECK_ST(carbs_pareto(p, 0, 8, &n, fc, fy, NULL, NULL), ST_OK);
+        CHECK(n == 3);
+        if (n == 3)
+            CHECK(fc[0] == 1 && fy[0] == 5 && fc[1] == 3 && fy[1] == 3 && fc[2] == 5 && fy[2] == 2);
+        carbs_destroy(p);
+    }
+    carbs_destroy(c);
+}
+
 int main(void)
 {
     st_global_init();
@@ -582,5 +617,6 @@ int main(void)
     test_warm_start_and_batch();
     test_import_corruption();
     test_rebuild_progress();
+    test_bounds_and_pareto_ties();
     return check_summary("carbs.api");
 }

@@ -322,6 +322,47 @@ static void test_no_lr(void)
     CHECK(strstr(o.reason, "role lr") != NULL);
 }
 
+/* Ties in cost (every learning rate at a width costs the same): the front keeps one point per
+ * cost, the best run there, and its objective falls along the front. */
+static void test_front_ties(void)
+{
+    sweep s;
+    s.n = 0;
+    /* at each width (one cost) a worse run first, then the best one; each beats the widths
+     * before, so a front walked in run order met both */
+    for (double w = 32; w <= 1024; w *= 2) {
+        add_run(&s, 2.5 * lr_opt(w), w);
+        add_run(&s, lr_opt(w), w);
+        add_run(&s, 0.1 * lr_opt(w), w);
+    }
+    fit_xp_param p[2];
+    fit_xp_param_init(&p[0], "lr", FIT_XP_LOG);
+    fit_xp_param_init(&p[1], "width", FIT_XP_LOG);
+    fit_xp *xp = NULL;
+    CHECK_ST(fit_xp_create(&xp), ST_OK);
+    fit_xp_options o = fit_xp_options_default();
+    o.n_boot = 0;
+    CHECK_ST(fit_xp_set_options(xp, &o), ST_OK);
+    CHECK_ST(fit_xp_set_runs(xp, 2, p, s.n, s.x, s.cost, s.obj, s.failed, NULL, NULL), ST_OK);
+    CHECK_ST(fit_xp_run(xp, 100 * 1e6 * 1024.0 * 1024.0), ST_OK);
+    size_t nf = fit_xp_front_n(xp), ties = 0, not_best = 0;
+    double prev = -1;
+    for (size_t k = 0; k < nf; k++) {
+        size_t run, count;
+        double c, y;
+        fit_xp_front_get(xp, k, &run, &c, &y, &count);
+        ties += c == prev;
+        prev = c;
+        for (size_t i = 0; i < s.n; i++) /* no run at this cost or below is better */
+            not_best += !s.failed[i] && s.cost[i] <= c && s.obj[i] < y;
+    }
+    printf("front with ties in cost: %zu points, %zu ties, %zu dominated\n", nf, ties, not_best);
+    CHECK(nf == 6);
+    CHECK(ties == 0);
+    CHECK(not_best == 0);
+    fit_xp_destroy(xp);
+}
+
 int main(void)
 {
     st_global_init();
@@ -333,5 +374,6 @@ int main(void)
     test_model_safe();
     test_no_lr();
     st_global_cleanup();
+    test_front_ties();
     return check_summary("test_fit_front");
 }

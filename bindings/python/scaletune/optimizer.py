@@ -173,6 +173,7 @@ class Optimizer:
         err = _lib.errbuf()
         check(lib.carbs_create(arr, len(space), byref(o), byref(h), err), err)
         del keep
+        self._given = dict(options)  # the options as given, for to_store()
         self._h = h
         self._sync_space()
 
@@ -255,16 +256,58 @@ class Optimizer:
         out["phase"] = PHASES.get(info.phase, str(info.phase))
         return out
 
-    def observe(self, run, output, cost=float("nan"), failed=False):
+    def observe(self, run, output, cost=None, failed=False):
         """Records a finished run. `run` is a suggestion id (int) or a params dict/sequence
-        (a run that was not suggested). A NaN or infinite output is a failure; cost must be
-        > 0 for a success."""
+        (a run that was not suggested). A success needs a finite output and its cost (> 0);
+        a failed run says so: failed=True, or output None (its cost may be given, or not).
+        A NaN or infinite output without failed=True is refused (say whether it failed), and
+        parameters outside the space's bounds are refused."""
         h = self._handle()
         if isinstance(run, int) and not isinstance(run, bool):
             sid, x = run, None
         else:
             sid, x = 0, darray(self.space.to_vector(run))
-        self._check(lib.carbs_observe(h, sid, x, float(output), float(cost), 1 if failed else 0))
+        if output is None:
+            failed = True
+        out = math.nan if output is None else float(output)
+        if not failed and not math.isfinite(out):
+            raise ScaletuneError(
+                _lib.ST_EINVAL,
+                "observe: output %r is not finite; a run that failed (diverged) is observed "
+                "with failed=True or output=None" % output,
+            )
+        if not failed and cost is None:
+            raise ScaletuneError(
+                _lib.ST_EINVAL,
+                "observe: a success needs its cost (cost=..., > 0: FLOPs, seconds, ...); a "
+                "failed run: failed=True",
+            )
+        c = math.nan if cost is None else float(cost)
+        self._check(lib.carbs_observe(h, sid, x, out, c, 1 if failed else 0))
+
+    def to_store(self, db, name, objective="objective", cost="cost", budget_runs=None,
+                 budget_cost=None, fixed=None):
+        """Writes this optimizer into a sweep store: a new ask/tell sweep `name` in `db` with
+        the same space, seed and options given at construction, and every observation as a
+        finished run, in order. Returns the Sweep (report, recommend, ask and tell go on
+        there; its optimizer is rebuilt from these observations)."""
+        from .sweep import Sweep
+
+        o = self.options
+        opts = {k: v for k, v in getattr(self, "_given", {}).items() if k not in ("seed", "maximize")}
+        s = Sweep.create(db, name, self.space, objective=objective, cost=cost,
+                         goal="maximize" if o["maximize"] else "minimize", budget_runs=budget_runs,
+                         budget_cost=budget_cost, seed=o["seed"], fixed=fixed, **opts)
+        try:
+            for ob in self.observations:
+                vals = dict(ob["params"], **(fixed or {}))
+                ok = not ob["failed"]
+                c = ob["cost"] if math.isfinite(ob["cost"]) else None
+                s.record(vals, ob["output"] if ok else None, c, failed=not ok)
+        except Exception:
+            s.close()
+            raise
+        return s
 
     def forget(self, run_id):
         """Drops an outstanding suggestion (a run lost to infrastructure)."""
