@@ -3,9 +3,10 @@ turns st_status codes into ScaletuneError. Structures mirror the public headers 
 (carbs/carbs.h, fit/fit.h, runner/runner.h); tests/python/test_layout.py checks the sizes and
 offsets against a C compiler. Standard library only.
 
-Search order for the library: $SCALETUNE_LIB, next to this package (installed layout:
-PREFIX/lib/python3/dist-packages/scaletune -> PREFIX/lib), build/ of the source tree, and last
-the system's dynamic loader (libscaletune.so.0).
+Search order for the library: $SCALETUNE_LIB, next to this package (a bundled copy, or the
+installed layout PREFIX/lib/python3/dist-packages/scaletune -> PREFIX/lib), build/ of the source
+tree, the install prefix (pkg-config's libdir of scaletune; sys.prefix/lib, /usr/local/lib), and
+last the system's dynamic loader (libscaletune.so.0).
 """
 
 import ctypes
@@ -73,12 +74,39 @@ def _candidates():
     return out
 
 
+def _prefix_libdirs():
+    """Where `make install` may have put the library: pkg-config's libdir of scaletune (when
+    pkg-config and scaletune.pc are there), sys.prefix/lib (a venv's or conda's prefix), and
+    /usr/local/lib (make install's default PREFIX, which the loader's cache may not list)."""
+    import shutil
+    import subprocess
+    import sys
+
+    dirs = []
+    if shutil.which("pkg-config"):
+        try:
+            r = subprocess.run(["pkg-config", "--variable=libdir", "scaletune"],
+                               capture_output=True, text=True, timeout=10)
+            if r.returncode == 0 and r.stdout.strip():
+                dirs.append(r.stdout.strip())
+        except (OSError, subprocess.SubprocessError):
+            pass
+    dirs += [os.path.join(sys.prefix, "lib"), "/usr/local/lib"]
+    return dirs
+
+
 def _load():
     tried = []
     for p in _candidates():
         if os.path.exists(p):
             return ctypes.CDLL(p), p
         tried.append(p)
+    if not os.environ.get("SCALETUNE_LIB"):  # asked only when nothing nearer has it
+        for d in _prefix_libdirs():
+            p = os.path.join(d, "libscaletune.so.0")
+            if os.path.exists(p):
+                return ctypes.CDLL(p), p
+            tried.append(p)
     if not os.environ.get("SCALETUNE_LIB"):
         try:
             return ctypes.CDLL("libscaletune.so.0"), "libscaletune.so.0"
