@@ -257,9 +257,64 @@ static void below_divergence(const study_space *sp, const double *u, double *x)
     x[sp->pidx[j]] = finish(&sp->cfg->params[sp->pidx[j]].p, exp(c));
 }
 
+/* The searched index of the size parameter solved for when the sweep sets N through shape
+ * parameters (d_model, n_layer) and has a D parameter and a cost expr: the first SIZE parameter
+ * on a log coordinate; NONE otherwise. */
+static size_t shape_solve(const study_space *sp)
+{
+    if (sp->jN != STUDY_NONE || sp->jD == STUDY_NONE || !sp->cfg->cost_expr)
+        return STUDY_NONE;
+    for (size_t j = 0; j < sp->P; j++)
+        if (sp->role[j] == FIT_XP_SIZE && sp->logs[j] == 1)
+            return j;
+    return STUDY_NONE;
+}
+
+/* The model size the cost expr implies at x: cost / (exp(k) D), the N of cost = exp(k) N D. */
+static double implied_N(const study_space *sp, const double *x)
+{
+    return study_space_cost(sp, x) / (exp(sp->cost_k) * x[sp->pidx[sp->jD]]);
+}
+
+/*
+ * The band for a sweep whose size comes from shape parameters: the target (ln C, ln D/N) as for
+ * N and D parameters; the size parameter js is solved (bisection on its coordinate, the other
+ * shape parameters where the design put them) so that the cost expr's implied N is the target's
+ * N, then D = rho N. Without it the cap alone scaled the shape coordinates and the tokens
+ * together and left D/N to chance: 15 of the first 24 points of the tiny-GPT demo's box within
+ * 5..80 tokens per parameter (x1.5), against 23 with it (tests/study/test_study_mode.c).
+ */
+static void shape_band(const study_space *sp, size_t js, double lc, double lr, double *x)
+{
+    const runner_config *cfg = sp->cfg;
+    size_t iD = sp->pidx[sp->jD], is = sp->pidx[js];
+    double lN = 0.5 * (lc - sp->cost_k - lr);
+    x[iD] = finish(&cfg->params[iD].p, exp(lN + lr));
+    double c_lo = sp->lo[js], c_hi = sp->hi[js];
+    for (int it = 0; it < SHRINK_STEPS; it++) {
+        double c = 0.5 * (c_lo + c_hi);
+        x[is] = exp(c);
+        if (log(implied_N(sp, x)) > lN)
+            c_hi = c;
+        else
+            c_lo = c;
+    }
+    x[is] = finish(&cfg->params[is].p, exp(0.5 * (c_lo + c_hi)));
+    double N = implied_N(sp, x);
+    if (N > 0 && isfinite(N))
+        x[iD] = finish(&cfg->params[iD].p, exp(lc - sp->cost_k) / N);
+}
+
 void study_design_point(const study_space *sp, const double *u, double *x)
 {
     study_space_from_unit(sp, u, x);
+    size_t js = shape_solve(sp);
+    if (js != STUDY_NONE && isfinite(sp->cap)) {
+        /* u[jD]: log cost in cap / band .. cap; u[js]: ln(D / N) in ratio_lo .. ratio_hi */
+        double lc = log(sp->cap) - (1 - u[sp->jD]) * log(sp->o.band);
+        double lr = log(sp->o.ratio_lo) + u[js] * log(sp->o.ratio_hi / sp->o.ratio_lo);
+        shape_band(sp, js, lc, lr, x);
+    }
     if (sp->jN != STUDY_NONE && sp->jD != STUDY_NONE && isfinite(sp->cap)) {
         /* u[jN]: log cost in cap / band .. cap; u[jD]: ln(D / N) in ln ratio_lo .. ln ratio_hi;
          * with cost = exp(k) N D: ln N = (ln C - k - ln rho) / 2, ln D = ln N + ln rho */

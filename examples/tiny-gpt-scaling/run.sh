@@ -37,7 +37,9 @@ else WARMUP_LINE="warmup:  {space: logit, min: 0.0, max: 0.5, center: 0.05}"; fi
 if [ "$MODE" = study ]; then
   CAP=${E2E_CAP:-8e11}
   TARGET=$(awk -v c="$CAP" -v f="$FACTOR" 'BEGIN { printf "%.6g", c * f }')
-  OPTIMIZER=${E2E_OPTIMIZER:-"optimizer: {goal: extrapolate, target_factor: $FACTOR}"}
+  # two thirds of the runs from the space-filling design: the acquisition favours the cheapest
+  # runs (docs/algorithms/study-mode.md, limits), the byte-level loss plateau on this box
+  OPTIMIZER=${E2E_OPTIMIZER:-"optimizer: {goal: extrapolate, target_factor: $FACTOR, initial_design: $((RUNS * 2 / 3))}"}
   XP_TARGET=(--compute "$TARGET"); XP_WHAT="${FACTOR}x the per-run cap ($TARGET FLOP)"
 elif [ "$MODE" = carbs ]; then
   CAP=${E2E_CAP:-1.0e16}

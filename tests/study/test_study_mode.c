@@ -233,6 +233,63 @@ static void test_design(void)
     }
 }
 
+/* A sweep that sets the size through shape parameters (the tiny-GPT demo's box): the design
+ * still spreads cost over the band below the cap and tokens per parameter (N from the cost expr,
+ * 12 n_layer d^2 + 256 d) over 5..80 where the bounds allow, instead of piling up at the box's
+ * low corner. */
+static void test_design_shape(void)
+{
+    enum { n = 24, P = 4, NP = 5 };
+    const char *y = "name: shape\n"
+                    "command: [\"true\"]\n"
+                    "objective: {metric: val_loss}\n"
+                    "cost: {metric: flops, expr: \"6 * (12 * {n_layer} * {d_model}^2 + 256 * "
+                    "{d_model}) * {tokens}\"}\n"
+                    "budget: {runs: 60, max_cost_per_run: 8.0e11}\n"
+                    "seed: 3\n"
+                    "parameters:\n"
+                    "  d_model: {space: log, min: 32, max: 128, center: 64, integer: true, "
+                    "rounding: 16}\n"
+                    "  n_layer: {space: linear, min: 1, max: 2, center: 1, integer: true}\n"
+                    "  tokens:  {space: log, min: 1.0e5, max: 2.0e6, center: 4.0e5}\n"
+                    "  lr:      {space: log, min: 1.0e-4, max: 0.3, center: 3.0e-3}\n"
+                    "  warmup:  {value: 0.05}\n";
+    runner_config *cfg = NULL;
+    char em[ST_ERRMSG_MAX];
+    CHECK_ST(runner_config_load_string(y, strlen(y), "shape", &cfg, em), ST_OK);
+    if (!cfg)
+        return;
+    study_space sp;
+    CHECK_ST(study_space_init(&sp, cfg, NULL, em), ST_OK);
+    double U[n * P], x[NP], cmin = INFINITY, cmax = 0;
+    CHECK_ST(study_design_units(sp.P, cfg->seed, 0, n, U), ST_OK);
+    size_t at_min = 0, in_ratio = 0;
+    for (size_t i = 0; i < n; i++) {
+        study_design_point(&sp, &U[i * sp.P], x);
+        double N = 12 * x[1] * x[0] * x[0] + 256 * x[0], cost = 6 * N * x[2];
+        CHECK(cost <= 8e11 * (1 + 1e-9));
+        CHECK(x[0] >= 32 && x[0] <= 128 && fmod(x[0], 16) == 0);
+        CHECK(x[2] >= 1e5 && x[2] <= 2e6);
+        cmin = fmin(cmin, cost);
+        cmax = fmax(cmax, cost);
+        at_min += x[0] == 32;
+        /* d_model 32 only where the band asks for less than its N (20,480 at one layer) can
+         * give: a cost below 6 N32 (80 N32) with a rounding margin */
+        if (x[0] == 32 && x[1] == 1)
+            CHECK(cost <= 6 * 20480.0 * 80 * 20480.0 * 1.5);
+        in_ratio += x[2] / N >= 5 / 1.5 && x[2] / N <= 80 * 1.5;
+    }
+    printf("shape design: cost %.3g .. %.3g, %zu of %d at d_model 32, %zu with D/N in 5..80 "
+           "(x1.5)\n",
+           cmin, cmax, at_min, n, in_ratio);
+    CHECK(cmax >= 4e11);        /* the band reaches the cap */
+    CHECK(cmin <= 4e10);        /* and spreads down toward cap / 100 */
+    CHECK(at_min <= 3 * n / 4); /* cost log-uniform over the band: ~70% below d_model 32's reach */
+    CHECK(in_ratio >= 20);      /* 15 of 24 before the shape band */
+    study_space_clear(&sp);
+    runner_config_destroy(cfg);
+}
+
 /* ---- the proposer on a stored sweep ------------------------------------------------------- */
 
 static double world_loss(double N, double D, double lr, double batch)
@@ -512,6 +569,7 @@ int main(int argc, char **argv)
     test_separates_laws();
     test_fantasy();
     test_design();
+    test_design_shape();
     test_design_below_divergence();
     test_proposer();
     test_sweep_launch();
