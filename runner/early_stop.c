@@ -33,6 +33,11 @@ void runner_set_stop_check(runner *r, runner_stop_fn fn, void *ctx)
     r->stop_ctx = ctx;
 }
 
+const runner_config *runner_get_config(const runner *r)
+{
+    return r->cfg;
+}
+
 void es_free(active *a)
 {
     if (!a->es)

@@ -588,6 +588,9 @@ typedef st_status (*runner_stop_fn)(void *ctx, const runner_config *cfg, const c
 /* Installs fn (NULL: no early stopping) on r; ctx is the caller's, kept until r is destroyed or
  * another check is set. */
 void runner_set_stop_check(runner *r, runner_stop_fn fn, void *ctx);
+/* The sweep file r runs (borrowed, valid until runner_destroy): e.g. its early_stopping block
+ * and goal after runner_resume, which reads it from the store. */
+const runner_config *runner_get_config(const runner *r);
 
 /*
  * The CARBS-mode rule (pure): stop when the lower end `bound` of the run's final objective is
