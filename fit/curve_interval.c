@@ -1,7 +1,7 @@
 /*
- * curve_interval.c — intervals for a loss curve's extrapolation (fit/curve.h): a moving-block
- * bootstrap of the residuals of one run (Künsch 1989, "The jackknife and the bootstrap for
- * general stationary observations") widened by the law's misfit measured on finished runs of
+ * curve_interval.c — intervals for a loss curve's extrapolation (fit/curve.h): a block wild
+ * bootstrap of the residuals of one run (Shao 2010, "The dependent wild bootstrap"; Wu 1986)
+ * widened by the law's errors measured on finished runs of
  * the same sweep at the same cut (or a conservative default). What the early-stopping rules of
  * the runner and of study/ use to say "this run cannot reach the front". Not the fit itself
  * (curve.c). Depends on curve.c and common/ (the RNG).
@@ -20,7 +20,7 @@ fit_curve_interval_options fit_curve_interval_options_default(void)
     o.n_boot = 200;
     o.block = 0;
     o.seed = 42;
-    o.misfit = NAN;
+    o.err_min = o.err_max = NAN;
     return o;
 }
 
@@ -40,15 +40,17 @@ static double quantile(const double *v, size_t n, double q)
     return v[i] + (h - (double)i) * (v[i + 1] - v[i]);
 }
 
-/* One moving-block resample: y_star = fitted + blocks of consecutive residuals (n each). */
+/* One resample of the block wild bootstrap: each residual stays at its own point (the noise of
+ * a run's early points is larger than of its late ones) and is multiplied by a sign drawn once
+ * per block of `block` consecutive points (which keeps their correlation). */
 static void resample(st_rng *rng, const double *fitted, const double *resid, size_t n, size_t block,
                      double *y_star)
 {
-    size_t k = 0;
-    while (k < n) {
-        size_t start = st_rng_uniform_int(rng, n - block + 1);
-        for (size_t j = 0; j < block && k < n; j++, k++)
-            y_star[k] = fitted[k] + resid[start + j];
+    double w = 1;
+    for (size_t k = 0; k < n; k++) {
+        if (k % block == 0)
+            w = st_rng_uniform(rng) < 0.5 ? -1.0 : 1.0;
+        y_star[k] = fitted[k] + w * resid[k];
     }
 }
 
@@ -72,8 +74,11 @@ static st_status check_interval_args(const fit_curve_interval_options *io, size_
 {
     if (!io || !(io->level > 0 && io->level < 1) || io->n_boot < 10)
         return st_errf(err, ST_EINVAL, "curve interval: level in (0, 1) and n_boot >= 10");
-    if (!isnan(io->misfit) && !(io->misfit >= 0 && isfinite(io->misfit)))
-        return st_errf(err, ST_EINVAL, "curve interval: misfit %g is not >= 0", io->misfit);
+    if (isnan(io->err_min) != isnan(io->err_max) ||
+        (!isnan(io->err_min) &&
+         !(io->err_min > -1 && io->err_min <= io->err_max && isfinite(io->err_max))))
+        return st_errf(err, ST_EINVAL, "curve interval: errors [%g, %g] are not -1 < min <= max",
+                       io->err_min, io->err_max);
     if (step < 1 || step > n_steps)
         return st_errf(err, ST_EINVAL, "curve interval: step %zu is outside 1..%zu", step, n_steps);
     return ST_OK;
@@ -144,11 +149,14 @@ st_status fit_curve_predict_interval(const double *lr, size_t n_steps, const siz
                     io->n_boot - n_ok, io->n_boot);
     if (s == ST_OK) {
         qsort(boot, n_ok, sizeof(double), cmp_double);
-        double m = isnan(io->misfit) ? FIT_CURVE_MISFIT_DEFAULT : io->misfit;
+        int dflt = isnan(io->err_min);
+        double e_lo = dflt ? -FIT_CURVE_MISFIT_DEFAULT : io->err_min;
+        double e_hi = dflt ? FIT_CURVE_MISFIT_DEFAULT : io->err_max;
         double a = 0.5 * (1.0 - io->level);
-        /* the point prediction stays inside even when the bootstrap is skewed away from it */
-        *lo = fmin(quantile(boot, n_ok, a), *pred) - m * fabs(*pred);
-        *hi = fmax(quantile(boot, n_ok, 1.0 - a), *pred) + m * fabs(*pred);
+        /* the point prediction stays inside even when the bootstrap is skewed away from it;
+         * predicted = actual (1 + e): the actual is the prediction / (1 + e) */
+        *lo = fmin(quantile(boot, n_ok, a), *pred) / (1 + e_hi);
+        *hi = fmax(quantile(boot, n_ok, 1.0 - a), *pred) / (1 + e_lo);
     }
     free(fitted);
     return s;
@@ -176,14 +184,20 @@ st_status fit_curve_cut_error(const double *lr, size_t n_steps, const size_t *st
     return s;
 }
 
-double fit_curve_misfit(const double *rel_err, size_t n)
+void fit_curve_misfit(const double *rel_err, size_t n, double *err_min, double *err_max)
 {
     size_t k = 0;
-    double m = 0;
+    double lo = INFINITY, hi = -INFINITY;
     for (size_t i = 0; i < n; i++)
         if (isfinite(rel_err[i])) {
-            m = fmax(m, fabs(rel_err[i]));
+            lo = fmin(lo, rel_err[i]);
+            hi = fmax(hi, rel_err[i]);
             k++;
         }
-    return k >= FIT_CURVE_MISFIT_MIN_RUNS ? m : NAN;
+    *err_min = *err_max = NAN;
+    if (k < FIT_CURVE_MISFIT_MIN_RUNS)
+        return;
+    double w = (hi - lo) / (double)k + 0.005;
+    *err_min = fmax(lo - w, -0.9);
+    *err_max = hi + w;
 }

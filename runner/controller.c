@@ -932,7 +932,7 @@ static st_status step(runner *r, int *done, int *changed)
                 a->overhead += runner_mono() - t0;
                 if (!rc)
                     check_limits(r, a, now);
-                if (!rc && stop)
+                if (!rc && stop && !a->final_line) /* a finished run is not stopped */
                     kill_attempt(r, a, RUNNER_FAIL_STOPPED, now);
             }
             if (rc)

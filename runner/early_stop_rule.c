@@ -15,7 +15,7 @@
 
 #define FIRST_FRACTION 0.1 /* points before 10% of the run (warmup, plateaus) are left out */
 #define MIN_POINTS     4   /* the law has 3 unknowns: one more for a residual */
-#define MAX_SIBLINGS   40  /* the latest succeeded runs the misfit is measured on */
+#define MAX_SIBLINGS   20  /* the latest succeeded runs the errors are measured on */
 
 void runner_stop_rule_front(double bound, double planned_cost, const double *front_cost,
                             const double *front_obj, size_t n, double margin, int *stop, char *why)
@@ -90,11 +90,12 @@ out:
     return e;
 }
 
-/* The misfit at `cut` measured on the latest succeeded runs of the sweep; NAN: too few. */
+/* The range of the law's errors at `cut` on the latest succeeded runs of the sweep; NAN: too
+ * few. */
 static st_status sweep_misfit(const runner_config *cfg, const char *db_path, double cut,
-                              double *misfit, char *errmsg)
+                              double *err_min, double *err_max, char *errmsg)
 {
-    *misfit = NAN;
+    *err_min = *err_max = NAN;
     runner_store *s = NULL;
     runner_sweep *w = NULL;
     st_status rc = runner_store_open(db_path, &s, errmsg);
@@ -111,7 +112,7 @@ static st_status sweep_misfit(const runner_config *cfg, const char *db_path, dou
     for (size_t i = w->n_runs; i-- > 0 && k < MAX_SIBLINGS;)
         if (w->runs[i].status == RUNNER_RUN_SUCCEEDED)
             err[k++] = sibling_error(s, w->runs[i].id, cfg->objective, cut);
-    *misfit = fit_curve_misfit(err, k);
+    fit_curve_misfit(err, k, err_min, err_max);
     runner_sweep_free(w);
     runner_store_close(s);
     return ST_OK;
@@ -135,10 +136,10 @@ st_status runner_curve_interval(const runner_config *cfg, const char *db_path,
         rc = st_errf(errmsg, ST_EINVAL, "curve interval: %zu usable points, %d needed", m,
                      MIN_POINTS);
     fit_curve_interval_options io = fit_curve_interval_options_default();
-    io.n_boot = 100;
+    io.n_boot = 60;
     io.seed = c->run;
     if (!rc)
-        rc = sweep_misfit(cfg, db_path, fmin(c->fraction, 0.95), &io.misfit, errmsg);
+        rc = sweep_misfit(cfg, db_path, fmin(c->fraction, 0.95), &io.err_min, &io.err_max, errmsg);
     if (!rc) {
         for (size_t i = 0; i < n_steps; i++)
             lr[i] = 1.0; /* the schedule is the trainer's: a power law in steps stands in */

@@ -607,10 +607,11 @@ void runner_stop_rule_front(double bound, double planned_cost, const double *fro
  * The interval of a run's final objective from its curve (the CARBS and study rules share it):
  * the plain power law in steps (fit/curve.h with lr = 1, C = 0: the runner does not know the
  * schedule) fitted on the curve's points from 10% of the planned steps on (at least 4 points),
- * extrapolated to planned_steps with fit_curve_predict_interval (level 0.9, 100 replicates),
- * widened by the misfit measured on the sweep's succeeded runs at the same fraction (their
- * stored eval curves, fit_curve_cut_error; the default FIT_CURVE_MISFIT_DEFAULT when fewer
- * than three). ST_OK, ST_EINVAL (too few points, unknown planned steps), ST_ENUMERIC, ST_EDB.
+ * extrapolated to planned_steps with fit_curve_predict_interval (level 0.9, 60 replicates),
+ * with the range of the law's errors measured on the sweep's latest 20 succeeded runs at the
+ * same fraction (their stored eval curves, fit_curve_cut_error, fit_curve_misfit; -/+
+ * FIT_CURVE_MISFIT_DEFAULT when fewer than three). ST_OK, ST_EINVAL (too few points, unknown
+ * planned steps), ST_ENUMERIC, ST_EDB.
  */
 st_status runner_curve_interval(const runner_config *cfg, const char *db_path,
                                 const runner_curve *c, double *pred, double *lo, double *hi,

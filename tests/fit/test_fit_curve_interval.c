@@ -1,10 +1,11 @@
 /*
  * test_fit_curve_interval.c — intervals of a curve's extrapolation (fit/curve.h): the block
  * bootstrap's coverage on synthetic power-law curves with seeded noise, counted against the known
- * truth at the run's end (near its level, misfit 0); a curve with a late second drop the first
- * 30% cannot show: the bootstrap alone misses it (as it must), the default misfit and the misfit
- * measured on finished sibling runs (fit_curve_cut_error, fit_curve_misfit) cover it; the cut
- * error of an exact law is 0; argument errors.
+ * truth at the run's end (near its level, no misfit); a curve with a late second drop the
+ * first 30% cannot show: the bootstrap alone misses it (as it must), the default misfit and the
+ * errors measured on finished sibling runs (fit_curve_cut_error, fit_curve_misfit) cover it and
+ * move the interval down; the cut error of an exact law is 0; the widened range of errors by
+ * hand; argument errors.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -42,7 +43,7 @@ static void coverage(void)
     fit_curve_options o = power_opts();
     fit_curve_interval_options io = fit_curve_interval_options_default();
     io.n_boot = 100;
-    io.misfit = 0;
+    io.err_min = io.err_max = 0;
     st_rng *rng;
     CHECK_ST(st_rng_create(7, &rng), ST_OK);
     int n_rep = 100, inside = 0, narrower = 1;
@@ -85,13 +86,13 @@ static void late_drop(void)
     fit_curve_interval_options io = fit_curve_interval_options_default();
     io.n_boot = 50;
     /* the bootstrap alone sees a clean power law: it claims a narrow interval above the truth */
-    io.misfit = 0;
+    io.err_min = io.err_max = 0;
     CHECK_ST(fit_curve_predict_interval(lr, NS, steps, y, NP, &o, &io, NS, &p, &lo, &hi, NULL),
              ST_OK);
     CHECK(lo > want);
     CHECK_REL(p, truth(NS, 1, 0), 1e-3);
     /* the default misfit: wide, and it covers */
-    io.misfit = NAN;
+    io.err_min = io.err_max = NAN;
     CHECK_ST(fit_curve_predict_interval(lr, NS, steps, y, NP, &o, &io, NS, &p, &lo, &hi, NULL),
              ST_OK);
     CHECK(hi - lo >= 2 * FIT_CURVE_MISFIT_DEFAULT * p);
@@ -108,12 +109,16 @@ static void late_drop(void)
         CHECK_ST(fit_curve_cut_error(lr, NS, ss, yy, 100, 0.3, &o, &err[j], NULL), ST_OK);
         CHECK(err[j] > 0.05); /* the extrapolation overshoots: it cannot see the drop */
     }
-    CHECK(isnan(fit_curve_misfit(err, 2)));
-    io.misfit = fit_curve_misfit(err, 4);
-    CHECK(io.misfit >= err[0] && io.misfit >= err[3]);
+    fit_curve_misfit(err, 2, &io.err_min, &io.err_max);
+    CHECK(isnan(io.err_min) && isnan(io.err_max));
+    fit_curve_misfit(err, 4, &io.err_min, &io.err_max);
+    CHECK(io.err_min > 0.0 && io.err_min < err[0] && io.err_max > err[3]);
+    double lo_default = lo;
     CHECK_ST(fit_curve_predict_interval(lr, NS, steps, y, NP, &o, &io, NS, &p, &lo, &hi, NULL),
              ST_OK);
     CHECK(lo <= want && want <= hi);
+    CHECK(hi < p); /* the siblings always overshoot: the whole interval lies below the law */
+    CHECK(hi - lo < 2 * FIT_CURVE_MISFIT_DEFAULT * p && lo > lo_default);
 }
 
 static void exact_and_errors(void)
@@ -138,21 +143,30 @@ static void exact_and_errors(void)
     CHECK_ST(fit_curve_predict_interval(lr, NS, steps, y, 30, &o, &io, NS, &p, &lo, &hi, err),
              ST_EINVAL);
     io = fit_curve_interval_options_default();
-    io.misfit = -0.1;
+    io.err_min = 0.1;
+    io.err_max = -0.1;
     CHECK_ST(fit_curve_predict_interval(lr, NS, steps, y, 30, &o, &io, NS, &p, &lo, &hi, err),
              ST_EINVAL);
-    io.misfit = 0.1;
+    io.err_min = -1.0;
+    io.err_max = 0.1;
+    CHECK_ST(fit_curve_predict_interval(lr, NS, steps, y, 30, &o, &io, NS, &p, &lo, &hi, err),
+             ST_EINVAL);
+    io.err_min = -0.1;
     CHECK_ST(fit_curve_predict_interval(lr, NS, steps, y, 30, &o, &io, NS + 1, &p, &lo, &hi, err),
              ST_EINVAL);
-    /* noise-free points: the bootstrap has nothing to resample, the misfit is all the width */
+    /* noise-free points: the bootstrap has nothing to resample, the errors are all the width */
     CHECK_ST(fit_curve_predict_interval(lr, NS, steps, y, 30, &o, &io, NS, &p, &lo, &hi, err),
              ST_OK);
-    CHECK_REL(lo, p * 0.9, 1e-4);
-    CHECK_REL(hi, p * 1.1, 1e-4);
-    double errs[3] = {0.02, NAN, -0.05};
-    CHECK(isnan(fit_curve_misfit(errs, 3))); /* two finite: fewer than the minimum */
+    CHECK_REL(lo, p / 1.1, 1e-4);
+    CHECK_REL(hi, p / 0.9, 1e-4);
+    double errs[3] = {0.02, NAN, -0.05}, a, b;
+    fit_curve_misfit(errs, 3, &a, &b); /* two finite: fewer than the minimum */
+    CHECK(isnan(a) && isnan(b));
+    /* three finite in [-0.05, 0.02]: widened by 0.07 / 3 + 0.005 on each side */
     double errs4[4] = {0.02, NAN, -0.05, 0.01};
-    CHECK_REL(fit_curve_misfit(errs4, 4), 0.05, 1e-12);
+    fit_curve_misfit(errs4, 4, &a, &b);
+    CHECK_REL(a, -0.05 - 0.07 / 3 - 0.005, 1e-12);
+    CHECK_REL(b, 0.02 + 0.07 / 3 + 0.005, 1e-12);
 }
 
 int main(void)
