@@ -323,7 +323,8 @@ st_status runner_store_pareto(runner_store *s, const char *sweep, size_t cap, si
  * Exports a sweep as JSON (an object: "sweep", "objective", "goal", "cost_metric", and "runs":
  * per run "suggestion_id", "status", "failure", "params", "objective", "cost",
  * "predicted_cost", "final" (every numeric field of the final record), "N" and "D" (the final
- * record's "params" and "tokens", null when absent) and "attempts") or CSV (one row per run:
+ * record's "params" and "tokens", null when absent), "attempts", and for a run stopped early
+ * "stop_reason" and "bound_objective") or CSV (one row per run:
  * suggestion_id, status, failure, objective, cost, attempts, one column per parameter, N and D
  * (named final_N and final_D when a parameter is called N or D), then final.<field> for every
  * field any final record has; empty cells where a value is absent). *out is NUL-terminated;

@@ -87,6 +87,11 @@ static void check_stopped_run(const char *db, const char *name, int det)
     CHECK(w && w->n_runs == 4 && w->runs[1].stopped_early && !w->runs[0].stopped_early);
     CHECK(w && w->runs[1].bound_objective == 6.5 && w->runs[1].bound_cost == 41);
     runner_sweep_free(w);
+    char *js = NULL;
+    CHECK_ST(runner_store_export_json(s, name, &js), ST_OK);
+    CHECK(js && strstr(js, "\"stop_reason\": \"at 30% of its steps") &&
+          strstr(js, "\"bound_objective\": 6.5"));
+    st_free(js);
     runner_store_close(s);
     (void)det;
 }
