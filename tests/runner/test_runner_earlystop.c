@@ -122,10 +122,20 @@ static void stops_losing_run(int det)
     CHECK_REL(p.planned_cost, 41, 1e-9); /* cost so far / fraction: 1 + steps */
     check_stopped_run(dbp, name, det);
 
-    /* resume: the run stopped early has ended; nothing is relaunched */
+    /* resume: the run stopped early has ended and stays; a run the user stopped (as `sweep
+     * stop` leaves it: stopped, failure `stopped`, no reason) is relaunched */
+    sqlite3 *h = NULL;
+    sqlite3_open(dbp, &h);
+    CHECK(sqlite3_exec(h,
+                       "UPDATE runs SET status = 5, failure = 12 WHERE id = 4; DELETE FROM "
+                       "observations WHERE run_id = 4",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(h);
     CHECK_ST(sweep_with(dbp, NULL, name, probe_check, &p), ST_OK);
     CHECK(tu_query(dbp, "SELECT count(*) FROM attempts WHERE run_id = 2") == 1);
     CHECK(tu_query(dbp, "SELECT status FROM runs WHERE id = 2") == RUNNER_RUN_STOPPED);
+    CHECK(tu_query(dbp, "SELECT count(*) FROM attempts WHERE run_id = 4") == 2);
+    CHECK(tu_query(dbp, "SELECT status FROM runs WHERE id = 4") == RUNNER_RUN_SUCCEEDED);
     CHECK(tu_query(dbp, "SELECT count(*) FROM runs") == 4);
 }
 
