@@ -73,7 +73,7 @@ typedef struct bench_cfg {
     long runs;        /* budget.runs of each sweep */
     int reuse;        /* keep a finished sweep in WORK/seed-S and only extrapolate again */
     int early_stop;   /* early_stopping: {enabled: true} */
-    int paced;        /* llmsim --steps-to-report 20 --sleep-ms 50: runs that take time */
+    int paced;        /* llmsim --steps-to-report 20 --sleep-ms 150: runs that take time */
 } bench_cfg;
 
 /* ---- running programs --------------------------------------------------------------------- */
@@ -159,7 +159,7 @@ static int write_sweep(const bench_cfg *cfg, seed_result *r, const char *path)
             "seed: %d\n"
             "%s%s",
             s, cfg->llmsim, s,
-            cfg->paced ? ", \"--steps-to-report\", \"20\", \"--sleep-ms\", \"50\"" : "",
+            cfg->paced ? ", \"--steps-to-report\", \"20\", \"--sleep-ms\", \"150\"" : "",
             r->expr ? ", expr: \"6 * {N} * {tokens}\"" : "", r->linear_warmup ? "linear" : "logit",
             r->linear_warmup ? "0.05" : "0.02", cfg->runs, s,
             optimizer_block(cfg, opt, sizeof(opt)),
@@ -649,8 +649,8 @@ static void usage(FILE *f)
           "  --runs N        budget.runs of each sweep (default 100)\n"
           "  --reuse         keep each seed's stored sweep when there is one; extrapolate again\n"
           "  --early-stop    early_stopping: {enabled: true} in each sweep\n"
-          "  --paced         llmsim --steps-to-report 20 --sleep-ms 50: a run takes a second, so\n"
-          "                  that it can be stopped part-way (its final loss does not change)\n",
+          "  --paced         llmsim --steps-to-report 20 --sleep-ms 150: a run takes 3 s, so that\n"
+          "                  it can be stopped part-way (its final loss does not change)\n",
           f);
 }
 

@@ -302,6 +302,9 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
     runner_failure kind = RUNNER_FAIL_NONE;
     double objective = NAN, cost = cost_is_wall(r) ? wall : a->max_cost;
     char why[200] = "";
+    if (a->kill_reason == RUNNER_FAIL_STOPPED && !r->stopping && a->final_line &&
+        job->state == RUNNER_JOB_EXITED && job->exit_code == 0)
+        a->kill_reason = RUNNER_FAIL_NONE; /* it finished before the early stop took effect */
 
     if (a->kill_reason != RUNNER_FAIL_NONE) {
         kind = a->kill_reason;
