@@ -38,12 +38,14 @@ static void test_schema(void)
     CHECK_ST(runner_store_create(db1, &s, em), ST_OK);
     runner_store_close(s);
     sqlite3_open(db1, &h);
-    sqlite3_exec(h,
-                 "DROP INDEX runs_by_status_cost; ALTER TABLE runs DROP COLUMN sg_suggest; "
-                 "ALTER TABLE runs DROP COLUMN sg_design; ALTER TABLE runs DROP COLUMN "
-                 "sg_resample; ALTER TABLE runs DROP COLUMN sg_born; ALTER TABLE runs DROP "
-                 "COLUMN expires; ALTER TABLE runs DROP COLUMN stop_reason; ALTER TABLE runs DROP COLUMN bound_objective; ALTER TABLE runs DROP COLUMN bound_cost; PRAGMA user_version = 1",
-                 NULL, NULL, NULL);
+    sqlite3_exec(
+        h,
+        "DROP INDEX runs_by_status_cost; ALTER TABLE runs DROP COLUMN sg_suggest; "
+        "ALTER TABLE runs DROP COLUMN sg_design; ALTER TABLE runs DROP COLUMN "
+        "sg_resample; ALTER TABLE runs DROP COLUMN sg_born; ALTER TABLE runs DROP "
+        "COLUMN expires; ALTER TABLE runs DROP COLUMN stop_reason; ALTER TABLE runs DROP COLUMN "
+        "bound_objective; ALTER TABLE runs DROP COLUMN bound_cost; PRAGMA user_version = 1",
+        NULL, NULL, NULL);
     sqlite3_close(h);
     CHECK_ST(runner_store_open(db1, &s, em), ST_OK);
     runner_store_close(s);
