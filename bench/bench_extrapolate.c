@@ -57,7 +57,7 @@ typedef struct xp_eval {
 
 typedef struct seed_result {
     int seed, done, sweep_rc, expr, linear_warmup;
-    size_t n_runs, n_over_budget, n_failed;
+    size_t n_runs, n_over_budget, n_failed, n_stopped;
     double sweep_cost; /* the sum of the sweep's run costs (what the sweep spent) */
     double seconds;
     sim_law law;
@@ -72,6 +72,8 @@ typedef struct bench_cfg {
     const char *mode; /* best (no optimizer block), random, or study (goal: extrapolate) */
     long runs;        /* budget.runs of each sweep */
     int reuse;        /* keep a finished sweep in WORK/seed-S and only extrapolate again */
+    int early_stop;   /* early_stopping: {enabled: true} */
+    int paced;        /* llmsim --steps-to-report 20 --sleep-ms 150: runs that take time */
 } bench_cfg;
 
 /* ---- running programs --------------------------------------------------------------------- */
@@ -142,7 +144,7 @@ static int write_sweep(const bench_cfg *cfg, seed_result *r, const char *path)
             "name: xp-%d\n"
             "command: [\"%s\", \"--world\", \"%d\", \"--N\", \"{N}\", \"--tokens\", \"{tokens}\",\n"
             "          \"--lr\", \"{lr}\", \"--batch\", \"{batch}\", \"--warmup\", \"{warmup}\",\n"
-            "          \"--weight-decay\", \"{weight_decay}\", \"--seed\", \"{_run}\"]\n"
+            "          \"--weight-decay\", \"{weight_decay}\", \"--seed\", \"{_run}\"%s]\n"
             "objective: {metric: val_loss, goal: minimize}\n"
             "cost: {metric: flops%s}\n"
             "parameters:\n"
@@ -155,10 +157,13 @@ static int write_sweep(const bench_cfg *cfg, seed_result *r, const char *path)
             "budget: {runs: %ld, max_cost_per_run: 1.0e16}\n"
             "parallel: 2\n"
             "seed: %d\n"
-            "%s",
-            s, cfg->llmsim, s, r->expr ? ", expr: \"6 * {N} * {tokens}\"" : "",
-            r->linear_warmup ? "linear" : "logit", r->linear_warmup ? "0.05" : "0.02", cfg->runs, s,
-            optimizer_block(cfg, opt, sizeof(opt)));
+            "%s%s",
+            s, cfg->llmsim, s,
+            cfg->paced ? ", \"--steps-to-report\", \"20\", \"--sleep-ms\", \"150\"" : "",
+            r->expr ? ", expr: \"6 * {N} * {tokens}\"" : "", r->linear_warmup ? "linear" : "logit",
+            r->linear_warmup ? "0.05" : "0.02", cfg->runs, s,
+            optimizer_block(cfg, opt, sizeof(opt)),
+            cfg->early_stop ? "early_stopping: {enabled: true}\n" : "");
     return fclose(f) ? -1 : 0;
 }
 
@@ -179,6 +184,7 @@ static int read_export(const char *path, seed_result *r)
         const char *status = json_string_value(json_object_get(run, "status"));
         r->n_runs++;
         r->n_failed += status && !strcmp(status, "failed");
+        r->n_stopped += status && !strcmp(status, "stopped");
         const json_t *cost = json_object_get(run, "cost");
         if (json_is_number(cost) && isfinite(json_number_value(cost)))
             r->sweep_cost += json_number_value(cost);
@@ -475,6 +481,10 @@ static void print_summary(const seed_result *res, long n, const xp_summary *s, d
     printf("| interval half-width, median | %s | %s |\n", pct(s[0].half_width_median, b1),
            pct(s[1].half_width_median, b2));
     printf("| sweep cost, median | %.3g | |\n", s[0].sweep_cost_median);
+    size_t n_stopped = 0, n_all = 0;
+    for (long i = 0; i < n; i++)
+        n_stopped += res[i].n_stopped, n_all += res[i].n_runs;
+    printf("| runs stopped early | %zu of %zu | |\n", n_stopped, n_all);
     printf("| regret < 1%% | %ld | %ld |\n", s[0].n_regret_lt1, s[1].n_regret_lt1);
     printf("| regret < 2%% | %ld | %ld |\n", s[0].n_regret_lt2, s[1].n_regret_lt2);
     printf("| diverge in truth (accepted) | %ld | %ld |\n", s[0].n_diverged, s[1].n_diverged);
@@ -593,6 +603,7 @@ static int write_json(const bench_cfg *cfg, const seed_result *res, const xp_sum
                               "over_budget", (json_int_t)r->n_over_budget, "seconds", r->seconds,
                               "law", law_json(&r->law));
         json_object_set_new(o, "sweep_cost", jreal(r->sweep_cost));
+        json_object_set_new(o, "stopped_early", json_integer((json_int_t)r->n_stopped));
         for (int k = 0; k < N_FACTOR; k++) {
             char key[32];
             snprintf(key, sizeof(key), "x%.0f", factors[k]);
@@ -624,6 +635,7 @@ static void usage(FILE *f)
     fputs("usage: bench_extrapolate [--seeds N] [--jobs J] [--scaletune PATH] [--llmsim PATH]\n"
           "                         [--work DIR] [--out FILE] [--pass-config]\n"
           "                         [--mode best|random|study] [--runs N] [--reuse]\n"
+          "                         [--early-stop] [--paced]\n"
           "  --seeds N       seeds (worlds) 1..N (default 20)\n"
           "  --jobs J        seeds run at once (default 2)\n"
           "  --scaletune P   the CLI (default build/scaletune)\n"
@@ -635,7 +647,10 @@ static void usage(FILE *f)
           "  --mode M        the sweep's optimizer: best (no optimizer block, default), random\n"
           "                  (num_random_samples = runs), study (goal: extrapolate at 100x)\n"
           "  --runs N        budget.runs of each sweep (default 100)\n"
-          "  --reuse         keep each seed's stored sweep when there is one; extrapolate again\n",
+          "  --reuse         keep each seed's stored sweep when there is one; extrapolate again\n"
+          "  --early-stop    early_stopping: {enabled: true} in each sweep\n"
+          "  --paced         llmsim --steps-to-report 20 --sleep-ms 150: a run takes 3 s, so that\n"
+          "                  it can be stopped part-way (its final loss does not change)\n",
           f);
 }
 
@@ -659,6 +674,8 @@ static int parse_args(int argc, char **argv, bench_cfg *cfg)
     cfg->mode = "best";
     cfg->runs = 100;
     cfg->reuse = 0;
+    cfg->early_stop = 0;
+    cfg->paced = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help"))
@@ -669,6 +686,14 @@ static int parse_args(int argc, char **argv, bench_cfg *cfg)
         }
         if (!strcmp(a, "--reuse")) {
             cfg->reuse = 1;
+            continue;
+        }
+        if (!strcmp(a, "--early-stop")) {
+            cfg->early_stop = 1;
+            continue;
+        }
+        if (!strcmp(a, "--paced")) {
+            cfg->paced = 1;
             continue;
         }
         if (!v)

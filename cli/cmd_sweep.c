@@ -253,9 +253,34 @@ static runner_goal stored_goal(const args *a)
     return g;
 }
 
+/* early_stopping.enabled: the study mode's rule (study/study_stop.c) for goal: extrapolate,
+ * else CARBS' rule against the Pareto front (runner_stop_check_front). */
+static st_status install_stop_check(runner *r, study_stop **ss)
+{
+    const runner_config *cfg = runner_get_config(r);
+    *ss = NULL;
+    if (!cfg->es_enabled)
+        return ST_OK;
+    if (cfg->goal != RUNNER_GOAL_EXTRAPOLATE) {
+        runner_set_stop_check(r, runner_stop_check_front, NULL);
+        return ST_OK;
+    }
+    st_status rc = study_stop_create(ss);
+    if (!rc)
+        runner_set_stop_check(r, study_stop_check, *ss);
+    return rc;
+}
+
 static int run_controller(runner *r, progress_state *ps, const args *a, const char *name)
 {
-    st_status rc = runner_run(r);
+    study_stop *ss = NULL;
+    st_status rc = install_stop_check(r, &ss);
+    if (rc) {
+        cli_error(NULL, "early stopping: %s", st_strerror(rc));
+        runner_destroy(r);
+        return 1;
+    }
+    rc = runner_run(r);
     if (ps->tty)
         fputc('\n', stderr);
     if (rc) {
@@ -263,10 +288,12 @@ static int run_controller(runner *r, progress_state *ps, const args *a, const ch
                                   : "'scaletune sweep resume' goes on from the store",
                   "%s", runner_errmsg(r));
         runner_destroy(r);
+        study_stop_destroy(ss);
         return 1;
     }
     int fin = runner_finished(r);
     runner_destroy(r);
+    study_stop_destroy(ss);
     if (!fin)
         fprintf(stderr, "scaletune: sweep stopped%s; 'scaletune sweep resume' goes on\n",
                 ps->pipe_closed ? " (the output pipe was closed)" : "");

@@ -9,7 +9,8 @@
  * annealing area with momentum (m_0 = 0, eta_0 = eta_1; lambda = 0.999 in the paper). Fitting a
  * run's first points gives its loss at any later step, under its own schedule or any other (a
  * cooldown branch, another decay point). This header is the reference manual.
- * Not here: the correlation of points from one run in the engine, early stopping (later work).
+ * Intervals: a block bootstrap of the residuals widened by the law's measured misfit
+ * (curve_interval.c), used by the runner's early stopping. Not here: the engine's use of curves.
  * Depends on GSL (linear least squares, Brent minimisation) and common/st.h.
  * Thread-safety: every function is reentrant; nothing is shared.
  */
@@ -17,6 +18,7 @@
 #define FIT_CURVE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/st.h"
 
@@ -82,6 +84,68 @@ st_status fit_curve_predict(const fit_curve_law *law, const double *lr, size_t n
 
 /* The law at given areas: L0 + A·S1^(-alpha) - C·S2 (S1 > 0). Pure. */
 double fit_curve_eval(const fit_curve_law *law, double S1, double S2);
+
+/* ---- intervals (curve_interval.c) ------------------------------------------------------------ */
+
+/* The relative misfit (either way) used when a sweep has fewer than FIT_CURVE_MISFIT_MIN_RUNS
+ * finished runs to measure it on: 15%, above the 12% median (24% worst) miss of the law
+ * extrapolated from 30% of a tiny byte-level GPT run (docs/benchmarks.md, section 6), where curves
+ * learn in phases that no law of one run foresees. Conservative on purpose: a stop rule must not
+ * trust a curve law more than it has been seen to deserve. */
+#define FIT_CURVE_MISFIT_DEFAULT  0.15
+#define FIT_CURVE_MISFIT_MIN_RUNS 3
+
+typedef struct fit_curve_interval_options {
+    double level;   /* central level of the bootstrap interval, in (0, 1); default 0.9 */
+    size_t n_boot;  /* bootstrap replicates; default 200 */
+    size_t block;   /* length of the residual blocks; 0 (default): round(n_points^(1/3)) */
+    uint64_t seed;  /* of the resampling; default 42 */
+    double err_min; /* the range of the law's relative errors (predicted - actual) / actual
+                       at this cut, err_min <= err_max, both > -1 (fit_curve_misfit measures
+                       it on finished runs); NAN (default): -/+ FIT_CURVE_MISFIT_DEFAULT */
+    double err_max;
+} fit_curve_interval_options;
+
+fit_curve_interval_options fit_curve_interval_options_default(void);
+
+/*
+ * The law's prediction at `step` (1..n_steps of the schedule lr) with an interval that says
+ * what the points cannot: *pred from the fit of all points (fit_curve_fit's arguments), and
+ * [*lo, *hi] = [min(q_lo, pred) / (1 + err_max), max(q_hi, pred) / (1 + err_min)] where q_lo,
+ * q_hi are the (1 ∓ level)/2 quantiles of the predictions of n_boot refits on a block wild
+ * bootstrap of the residuals (Shao 2010, "The dependent wild bootstrap": each residual stays at
+ * its point, since a run's early points are noisier than its late ones, and is multiplied by a
+ * random sign drawn once per block of `block` consecutive points, since consecutive residuals
+ * of one run are correlated), and [err_min, err_max] the range of the law's own relative errors at
+ * this cut (io; fit_curve_misfit measures it on finished runs of the same sweep: a law that always
+ * overshoots there moves the interval down, not only wider). The bootstrap alone covers the
+ * noise of the points only: a drop the points have not seen yet (a second learning phase, an
+ * anneal the fit cannot separate) is in the errors. Needs at least half of the refits to
+ * succeed. Returns ST_OK, ST_EINVAL (as fit_curve_fit; level, step or errors out of range),
+ * ST_ENOMEM, ST_ENUMERIC.
+ */
+st_status fit_curve_predict_interval(const double *lr, size_t n_steps, const size_t *steps,
+                                     const double *loss, size_t n_points,
+                                     const fit_curve_options *opts,
+                                     const fit_curve_interval_options *io, size_t step,
+                                     double *pred, double *lo, double *hi, char *err);
+
+/*
+ * The relative error of a finished run's extrapolation from its first points: fits the points
+ * whose step is <= cut · (the last point's step), cut in (0, 1), predicts the last point and
+ * writes (predicted - observed) / observed to *rel_err. Returns ST_OK, or fit_curve_fit's
+ * statuses (ST_EINVAL also when fewer points than the law needs lie before the cut).
+ */
+st_status fit_curve_cut_error(const double *lr, size_t n_steps, const size_t *steps,
+                              const double *loss, size_t n_points, double cut,
+                              const fit_curve_options *opts, double *rel_err, char *err);
+
+/* The range of the law's errors for the interval, from the relative errors (n) of a sweep's
+ * finished runs at one cut (fit_curve_cut_error): [min - w, max + w] with w = (max - min) / k +
+ * 0.005 over the k finite errors (k runs see only part of the spread: the next run falls
+ * outside their range with probability 2 / (k + 1)); both NAN when k <
+ * FIT_CURVE_MISFIT_MIN_RUNS (then the default). The low end is kept above -0.9. Pure. */
+void fit_curve_misfit(const double *rel_err, size_t n, double *err_min, double *err_max);
 
 #ifdef __cplusplus
 }

@@ -619,11 +619,13 @@ static st_status load_root(ctx *c, const yaml_node_t *root)
         } else if (!strcmp(key, "backend")) {
             backend = v;
             rc = cfg_load_backend(c, v);
+        } else if (!strcmp(key, "early_stopping")) {
+            rc = cfg_load_early_stopping(c, v);
         } else {
             rc = cfg_fail(c, k, key, ST_EINVAL,
                           "unknown key (name, command, env, workdir, objective, cost, parameters, "
                           "budget, parallel, retries, timeouts, seed, deterministic, optimizer, "
-                          "backend)");
+                          "backend, early_stopping)");
         }
         if (rc)
             return rc;
@@ -684,6 +686,9 @@ st_status runner_config_load_string(const char *text, size_t len, const char *la
     cfg->slots = 1;
     cfg->deterministic = 1;
     cfg->target_factor = NAN;
+    cfg->es_patience = 3;
+    cfg->es_min_fraction = 0.2;
+    cfg->es_margin = 0.01;
     cfg->target_compute = NAN;
     cfg->retries = 3;
     cfg->backoff_seconds = 5;

@@ -2,7 +2,8 @@
  * config_int.h — what the sweep-file reader's files share (not installed, not public):
  *   config.c            the top level, parameters, objective, cost, budget, parallel, retries,
  *                       timeouts; the scalar readers below; names of statuses and failures
- *   config_optimizer.c  the `optimizer:` block (carbs/ options, the study mode's fields)
+ *   config_optimizer.c  the `optimizer:` block (carbs/ options, the study mode's fields) and
+ *                       the `early_stopping:` block
  *   config_backend.c    the `backend:` block (local, Slurm)
  */
 #ifndef RUNNER_CONFIG_INT_H
@@ -53,6 +54,8 @@ st_status cfg_load_str_list(ctx *c, const yaml_node_t *n, const char *field, cha
  * run after every key is read. */
 st_status cfg_load_optimizer(ctx *c, const yaml_node_t *map);
 st_status cfg_check_optimizer(ctx *c);
+/* config_optimizer.c: the `early_stopping:` block. */
+st_status cfg_load_early_stopping(ctx *c, const yaml_node_t *map);
 /* config_backend.c: the `backend:` block. */
 st_status cfg_load_backend(ctx *c, const yaml_node_t *map);
 

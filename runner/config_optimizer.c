@@ -1,7 +1,8 @@
 /*
  * config_optimizer.c — the sweep file's `optimizer:` block (docs/config.md): what to search for
  * (goal: best, CARBS; goal: extrapolate, the study mode with its target and initial design),
- * and carbs/ options by name, validated with carbs_options_set and kept for the controller.
+ * and carbs/ options by name, validated with carbs_options_set and kept for the controller; and
+ * the `early_stopping:` block (enabled, patience, min_fraction, margin).
  * Split from config.c.
  */
 #include "runner/config_int.h"
@@ -111,5 +112,40 @@ st_status cfg_check_optimizer(ctx *c)
         return cfg_fail(c, c->opt_factor, "optimizer.target_factor", ST_EINVAL,
                         "is a multiple of budget.max_cost_per_run, which is not set (set it, or "
                         "give target_compute)");
+    return ST_OK;
+}
+
+st_status cfg_load_early_stopping(ctx *c, const yaml_node_t *map)
+{
+    st_status rc = cfg_expect_map(c, map, "early_stopping");
+    if (rc)
+        return rc;
+    runner_config *cfg = c->cfg;
+    yaml_node_t *k, *v;
+    const char *key;
+    FOREACH_PAIR(c, map, k, v, key)
+    {
+        double d = 0;
+        if (key && !strcmp(key, "enabled")) {
+            rc = cfg_get_bool(c, v, "early_stopping.enabled", &cfg->es_enabled);
+        } else if (key && !strcmp(key, "patience")) {
+            rc = cfg_get_count(c, v, "early_stopping.patience", 1, 1000, &d);
+            cfg->es_patience = (size_t)d;
+        } else if (key && !strcmp(key, "min_fraction")) {
+            rc = cfg_get_number(c, v, "early_stopping.min_fraction", &cfg->es_min_fraction);
+            if (!rc && !(cfg->es_min_fraction >= 0 && cfg->es_min_fraction < 1))
+                rc = cfg_fail(c, v, "early_stopping.min_fraction", ST_EINVAL, "must be in [0, 1)");
+        } else if (key && !strcmp(key, "margin")) {
+            rc = cfg_get_number(c, v, "early_stopping.margin", &cfg->es_margin);
+            if (!rc && !(cfg->es_margin >= 0 && cfg->es_margin < 1))
+                rc = cfg_fail(c, v, "early_stopping.margin", ST_EINVAL, "must be in [0, 1)");
+        } else {
+            rc = cfg_fail(c, k, "early_stopping", ST_EINVAL,
+                          "unknown key '%s' (enabled, patience, min_fraction, margin)",
+                          key ? key : "?");
+        }
+        if (rc)
+            return rc;
+    }
     return ST_OK;
 }

@@ -160,6 +160,8 @@ static st_status handle_line(runner *r, active *a, const char *line, size_t len,
     }
     a->n_lines++;
     a->last_metric = now;
+    if ((rc = es_note_line(r, a, &l)))
+        return rc;
     double c;
     if (!cost_is_wall(r) && runner_metrics_get(&l, r->cfg->cost_metric, &c) && isfinite(c) &&
         !(c <= a->max_cost))
@@ -300,6 +302,9 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
     runner_failure kind = RUNNER_FAIL_NONE;
     double objective = NAN, cost = cost_is_wall(r) ? wall : a->max_cost;
     char why[200] = "";
+    if (a->kill_reason == RUNNER_FAIL_STOPPED && !r->stopping && a->final_line &&
+        job->state == RUNNER_JOB_EXITED && job->exit_code == 0)
+        a->kill_reason = RUNNER_FAIL_NONE; /* it finished before the early stop took effect */
 
     if (a->kill_reason != RUNNER_FAIL_NONE) {
         kind = a->kill_reason;
@@ -352,6 +357,11 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
     }
     if (!(cost > 0) || !isfinite(cost))
         cost = NAN;
+    /* stopped by the stop rule: ended, censored for the optimizer (runner.h, early stopping) */
+    double bound = NAN, bound_cost = NAN;
+    int early = kind == RUNNER_FAIL_STOPPED && es_stopped(a, &bound, &bound_cost);
+    if (early)
+        kind = RUNNER_FAIL_NONE;
 
     int hyper = runner_failure_is_hyperparameter(kind);
     /* over the cost cap: ended (never retried) and shown to the optimizer's cost model only */
@@ -359,7 +369,9 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
     runner_run_status to;
     double not_before = 0;
     unsigned n_infra = 0;
-    if (kind == RUNNER_FAIL_NONE)
+    if (early)
+        to = RUNNER_RUN_STOPPED;
+    else if (kind == RUNNER_FAIL_NONE)
         to = RUNNER_RUN_SUCCEEDED;
     else if (hyper || cost_only)
         to = RUNNER_RUN_FAILED;
@@ -375,7 +387,9 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
         to = n_infra > r->cfg->retries ? RUNNER_RUN_INFRA_FAILED : RUNNER_RUN_PENDING;
         not_before = now + backoff(r, n_infra);
     }
-    int observed = to == RUNNER_RUN_SUCCEEDED || to == RUNNER_RUN_FAILED;
+    int observed = to == RUNNER_RUN_SUCCEEDED || to == RUNNER_RUN_FAILED || early;
+    int censored = early && isfinite(bound); /* else forgotten, as an infrastructure failure */
+    double obs_y = censored ? bound : objective, obs_cost = censored ? bound_cost : cost;
     int ended = to != RUNNER_RUN_PENDING;
     /* deterministic mode: the observation waits for its turn (release.c) */
     int observe_now = observed && !r->det;
@@ -418,7 +432,9 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
         sqlite3_bind_double(st, 9, now);
     if ((rc = store_exec_stmt(r->st, st, "settling a run")))
         goto out;
-    if (observe_now) {
+    if (early && (rc = es_record(r, a)))
+        goto out;
+    if (observe_now && (!early || censored)) {
         st = store_stmt(r->st, "INSERT INTO observations(sweep_id, run_id, x, output, cost, "
                                "failed, t) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
         if (!st)
@@ -427,10 +443,10 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
         sqlite3_bind_int64(st, 2, a->run_id);
         sqlite3_bind_blob(st, 3, a->x_all, (int)(r->cfg->n_params * sizeof(double)),
                           SQLITE_TRANSIENT);
-        if (to == RUNNER_RUN_SUCCEEDED)
-            sqlite3_bind_double(st, 4, objective);
-        if (isfinite(cost))
-            sqlite3_bind_double(st, 5, cost);
+        if (to == RUNNER_RUN_SUCCEEDED || censored)
+            sqlite3_bind_double(st, 4, obs_y);
+        if (isfinite(obs_cost))
+            sqlite3_bind_double(st, 5, obs_cost);
         sqlite3_bind_int(st, 6, to == RUNNER_RUN_FAILED);
         sqlite3_bind_double(st, 7, now);
         if ((rc = store_exec_stmt(r->st, st, "recording an observation")))
@@ -438,8 +454,10 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
     }
     char msg[400];
     snprintf(msg, sizeof(msg), "run %lld attempt %u: %s%s%s%s", (long long)a->run_id, a->number,
-             kind == RUNNER_FAIL_NONE ? "succeeded" : runner_failure_name(kind), why[0] ? " (" : "",
-             why, why[0] ? ")" : "");
+             early                      ? "stopped early"
+             : kind == RUNNER_FAIL_NONE ? "succeeded"
+                                        : runner_failure_name(kind),
+             why[0] ? " (" : "", why, why[0] ? ")" : "");
     if ((rc = store_event(r->st, r->sweep, a->run_id, a->attempt_id,
                           to == RUNNER_RUN_PENDING ? "retry" : runner_run_status_name(to), msg)))
         goto out;
@@ -452,17 +470,16 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
     } else if (observed && cost_only) {
         if ((rc = ctl_observe_cost(r, a->carbs_id, a->x_all, cost)))
             return rc;
-    } else if (observed) {
+    } else if (observed && (!early || censored)) {
         double x[256], *xp = x;
         size_t d = carbs_dim(r->cb);
         if (d > 256 && !(xp = malloc(d * sizeof(double))))
             return ST_ENOMEM;
         runner_x_to_carbs(r->cfg, a->x_all, xp);
-        rc = carbs_observe(r->cb, a->carbs_id, xp, to == RUNNER_RUN_SUCCEEDED ? objective : NAN,
-                           cost, to == RUNNER_RUN_FAILED);
+        double y = to == RUNNER_RUN_SUCCEEDED || censored ? obs_y : NAN;
+        rc = carbs_observe(r->cb, a->carbs_id, xp, y, obs_cost, to == RUNNER_RUN_FAILED);
         if (rc == ST_ENOTFOUND) /* forgotten as too old by the optimizer itself */
-            rc = carbs_observe(r->cb, 0, xp, to == RUNNER_RUN_SUCCEEDED ? objective : NAN, cost,
-                               to == RUNNER_RUN_FAILED);
+            rc = carbs_observe(r->cb, 0, xp, y, obs_cost, to == RUNNER_RUN_FAILED);
         if (xp != x)
             free(xp);
         if (rc)
@@ -486,6 +503,7 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
     free(a->dir);
     free(a->final_line);
     free(a->x_all);
+    es_free(a);
     r->act[idx] = r->act[--r->n_act];
     return ST_OK;
 db:
@@ -593,6 +611,7 @@ static st_status unlaunch(runner *r, const char *why)
     free(a->dir);
     free(a->final_line);
     free(a->x_all);
+    es_free(a);
     r->n_act--;
     ctl_progress(r, "%s", msg);
     return ST_OK;
@@ -909,10 +928,15 @@ static st_status step(runner *r, int *done, int *changed)
                 *changed = 1;
             } else {
                 double t0 = runner_mono();
+                int stop = 0;
                 rc = tail(r, a);
+                if (!rc)
+                    rc = es_check(r, a, &stop);
                 a->overhead += runner_mono() - t0;
                 if (!rc)
                     check_limits(r, a, now);
+                if (!rc && stop && !a->final_line) /* a finished run is not stopped */
+                    kill_attempt(r, a, RUNNER_FAIL_STOPPED, now);
             }
             if (rc)
                 return fail_store(r, rc);

@@ -5,6 +5,7 @@
  *   suggest.c     new suggestions: from carbs/ or a proposer (runner_set_proposer), the cost
  *                 expression's refusal, the record of a suggestion in the store
  *   release.c     the deterministic release: results reach the optimizer in suggestion order
+ *   early_stop.c  early stopping: each attempt's curve, the stop check, patience, the record
  */
 #ifndef RUNNER_CONTROLLER_INT_H
 #define RUNNER_CONTROLLER_INT_H
@@ -36,6 +37,7 @@ typedef struct active {
     int phase;         /* the optimizer's phase (carbs_phase; -1: unknown) */
     uint64_t carbs_id; /* valid only if issued by this controller's optimizer */
     double overhead;   /* seconds spent by the controller on this attempt */
+    struct es_run *es; /* early_stop.c: its curve so far (NULL until its first line) */
 } active;
 
 struct runner {
@@ -72,6 +74,8 @@ struct runner {
     double rel_spent; /* their cost: what the budget check sees in deterministic mode */
     runner_propose_fn propose; /* study mode: suggestions from here instead of carbs_suggest */
     void *propose_user;
+    runner_stop_fn stop_fn; /* early stopping (runner_set_stop_check); NULL: off */
+    void *stop_ctx;
     char errmsg[ST_ERRMSG_MAX];
     char event[256];
 };
@@ -116,5 +120,22 @@ st_status ctl_release_load(runner *r);
 /* For a proposer: the runs it may use (r->released, or in the other mode the prefix of runs
  * that are terminal) and the values of the rest (n x n_params, malloc'd; NULL when n is 0). */
 st_status ctl_release_view(runner *r, size_t *n_released, double **pending, size_t *n_pending);
+
+/* ---- early_stop.c -------------------------------------------------------------------------- */
+
+/* Notes a parsed protocol line of attempt a before it is stored: an eval point, a config
+ * record's planned steps, the last tokens and cost seen. The first call for an attempt also
+ * reads the lines a previous controller stored (resume). ST_OK, ST_ENOMEM, ST_EDB. */
+st_status es_note_line(runner *r, active *a, const runner_metrics_line *l);
+/* After the attempt's new lines are stored: the stop check at each new eval point, with the
+ * minimum fraction and the patience; *stop is set when the run must be stopped now. */
+st_status es_check(runner *r, active *a, int *stop);
+/* 1 when the stop rule decided to stop a (and then *bound, *final_cost: what the optimizer
+ * sees, NAN when unknown). */
+int es_stopped(const active *a, double *bound, double *final_cost);
+/* Records why a was stopped early and its bound in its run row (inside the caller's
+ * transaction). */
+st_status es_record(runner *r, const active *a);
+void es_free(active *a);
 
 #endif

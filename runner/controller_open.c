@@ -277,12 +277,13 @@ st_status runner_resume(const char *sweep, const runner_options *opts, runner **
         sqlite3_reset(st);
         rc = r->log_dir ? ST_OK : ST_EDB;
     }
-    /* stopped runs go back to the queue: stopping is not failing */
+    /* runs the user stopped go back to the queue: stopping is not failing (runs stopped early
+     * by the stop rule have ended: they stay) */
     if (!rc) {
         int64_t ids[1] = {r->sweep};
         rc = store_exec_ids(r->st,
                             "UPDATE runs SET status = 0, failure = 0, not_before = 0 "
-                            "WHERE sweep_id = ?1 AND status = 5",
+                            "WHERE sweep_id = ?1 AND status = 5 AND stop_reason IS NULL",
                             "requeueing stopped runs", 1, ids);
     }
     /* open runs (and in deterministic mode the ended runs not released yet) are
@@ -292,9 +293,9 @@ st_status runner_resume(const char *sweep, const runner_options *opts, runner **
         int64_t ids[3] = {r->sweep, r->generation, r->det};
         rc = store_exec_ids(r->st,
                             "UPDATE runs SET carbs_id = id, generation = ?2 "
-                            "WHERE sweep_id = ?1 AND (status IN (0, 1) OR (?3 AND status IN "
-                            "(2, 3, 4) AND id > (SELECT coalesce(max(run_id), 0) FROM "
-                            "observations WHERE sweep_id = ?1)))",
+                            "WHERE sweep_id = ?1 AND (status IN (0, 1) OR (?3 AND (status IN "
+                            "(2, 3, 4) OR stop_reason IS NOT NULL) AND id > (SELECT "
+                            "coalesce(max(run_id), 0) FROM observations WHERE sweep_id = ?1)))",
                             "re-registering open runs", 3, ids);
     }
     if (!rc)
@@ -387,6 +388,7 @@ st_status runner_resume(const char *sweep, const runner_options *opts, runner **
             free(a->dir);
             free(a->final_line);
             free(a->x_all);
+            es_free(a);
             r->act[i] = r->act[--r->n_act];
         }
     }
@@ -458,6 +460,7 @@ void runner_destroy(runner *r)
         free(r->act[i].dir);
         free(r->act[i].final_line);
         free(r->act[i].x_all);
+        es_free(&r->act[i]);
     }
     free(r->act);
     free(r->slot_busy);

@@ -10,7 +10,8 @@
  * ends early is held; a run retried after an infrastructure failure keeps its place; a refusal
  * over the cost cap has ended at once. Releasing a run writes its observations row (so the
  * store's observations are exactly what the optimizer saw, in its order: resume replays them)
- * and shows it to carbs; an infrastructure-failed run is forgotten.
+ * and shows it to carbs; an infrastructure-failed run is forgotten; a run stopped early is shown
+ * censored (its bound at its planned cost, runner.h) or, without a bound, forgotten.
  */
 #include "runner/controller_int.h"
 
@@ -59,6 +60,8 @@ typedef struct held {
     int status, failure, n_attempts;
     uint64_t cid; /* its suggestion id in this controller's optimizer, 0 if none */
     double objective, cost, predicted;
+    int early;                /* stopped early by the stop rule (ended) */
+    double bound, bound_cost; /* what the optimizer sees of it (censored); NAN: nothing */
     double *x_all;
 } held;
 
@@ -71,7 +74,9 @@ static double col_num(sqlite3_stmt *st, int i)
 static st_status read_run(runner *r, size_t index, held *h, int *found)
 {
     sqlite3_stmt *st = store_stmt(r->st, "SELECT id, status, failure, n_attempts, carbs_id, "
-                                         "generation, objective, cost, predicted_cost, x FROM runs"
+                                         "generation, objective, cost, predicted_cost, x, "
+                                         "stop_reason IS NOT NULL, bound_objective, bound_cost"
+                                         " FROM runs"
                                          " WHERE sweep_id = ?1 ORDER BY id LIMIT 1 OFFSET ?2");
     if (!st)
         return ST_EDB;
@@ -91,6 +96,9 @@ static st_status read_run(runner *r, size_t index, held *h, int *found)
         h->objective = col_num(st, 6);
         h->cost = col_num(st, 7);
         h->predicted = col_num(st, 8);
+        h->early = h->status == RUNNER_RUN_STOPPED && sqlite3_column_int(st, 10);
+        h->bound = col_num(st, 11);
+        h->bound_cost = col_num(st, 12);
         if ((size_t)sqlite3_column_bytes(st, 9) != r->cfg->n_params * sizeof(double))
             rc = st_errf(r->errmsg, ST_EFORMAT, "store: run %lld has bad parameters",
                          (long long)h->id);
@@ -121,6 +129,8 @@ static st_status write_observation(runner *r, const held *h, double cost)
     sqlite3_bind_blob(st, 3, h->x_all, (int)(r->cfg->n_params * sizeof(double)), SQLITE_TRANSIENT);
     if (h->status == RUNNER_RUN_SUCCEEDED && isfinite(h->objective))
         sqlite3_bind_double(st, 4, h->objective);
+    if (h->early) /* censored: its bound (release_one releases only finite ones) */
+        sqlite3_bind_double(st, 4, h->bound);
     if (isfinite(cost) && cost > 0)
         sqlite3_bind_double(st, 5, cost);
     sqlite3_bind_int(st, 6, h->status == RUNNER_RUN_FAILED);
@@ -142,8 +152,8 @@ static st_status observe(runner *r, const held *h, double cost)
     if (d > 256 && !(x = malloc(d * sizeof(double))))
         return ST_ENOMEM;
     runner_x_to_carbs(r->cfg, h->x_all, x);
-    int ok = h->status == RUNNER_RUN_SUCCEEDED;
-    double y = ok ? h->objective : NAN;
+    int ok = h->status == RUNNER_RUN_SUCCEEDED || h->early;
+    double y = h->early ? h->bound : ok ? h->objective : NAN;
     st_status rc = carbs_observe(r->cb, h->cid, x, y, cost, !ok);
     if (rc == ST_ENOTFOUND) /* not issued by this optimizer, or forgotten as too old */
         rc = carbs_observe(r->cb, 0, x, y, cost, !ok);
@@ -156,12 +166,14 @@ static st_status observe(runner *r, const held *h, double cost)
 
 static st_status release_one(runner *r, const held *h)
 {
-    if (h->status == RUNNER_RUN_INFRA_FAILED) {
+    if (h->status == RUNNER_RUN_INFRA_FAILED || (h->early && !isfinite(h->bound))) {
         if (h->cid)
             carbs_forget(r->cb, h->cid); /* ST_ENOTFOUND is fine: nothing to forget */
+        if (h->early && isfinite(h->cost))
+            r->rel_spent += h->cost; /* stopped early: what it spent counts */
         return ST_OK;
     }
-    double cost = h->cost;
+    double cost = h->early ? h->bound_cost : h->cost;
     if (isnan(cost) && h->failure == RUNNER_FAIL_OVER_BUDGET && h->n_attempts == 0)
         cost = h->predicted; /* a refusal: the cost expression's value */
     st_status rc = write_observation(r, h, cost);
@@ -188,7 +200,7 @@ st_status ctl_release_upto(runner *r, size_t target, int *reached)
         if ((rc = read_run(r, r->released, &h, &found)) || !found)
             break;
         if (h.status != RUNNER_RUN_SUCCEEDED && h.status != RUNNER_RUN_FAILED &&
-            h.status != RUNNER_RUN_INFRA_FAILED)
+            h.status != RUNNER_RUN_INFRA_FAILED && !h.early)
             break; /* not ended: everything after it waits */
         if ((rc = release_one(r, &h)))
             break;
@@ -227,15 +239,16 @@ st_status ctl_release_load(runner *r)
 static st_status ended_prefix(runner *r, size_t *n)
 {
     *n = 0;
-    sqlite3_stmt *st = store_stmt(r->st, "SELECT status FROM runs WHERE sweep_id = ?1 "
-                                         "ORDER BY id");
+    sqlite3_stmt *st = store_stmt(r->st, "SELECT status, stop_reason IS NOT NULL FROM runs "
+                                         "WHERE sweep_id = ?1 ORDER BY id");
     if (!st)
         return ST_EDB;
     sqlite3_bind_int64(st, 1, r->sweep);
     int src;
     while ((src = sqlite3_step(st)) == SQLITE_ROW) {
         int s = sqlite3_column_int(st, 0);
-        if (s != RUNNER_RUN_SUCCEEDED && s != RUNNER_RUN_FAILED && s != RUNNER_RUN_INFRA_FAILED)
+        if (s != RUNNER_RUN_SUCCEEDED && s != RUNNER_RUN_FAILED && s != RUNNER_RUN_INFRA_FAILED &&
+            !sqlite3_column_int(st, 1))
             break;
         (*n)++;
     }

@@ -175,7 +175,12 @@ typedef struct runner_config {
     char **opt_names;      /* optimizer options, validated with carbs_options_set */
     char **opt_values;
     size_t n_opts;
-    char *text; /* the file's text, stored with the sweep so resume needs no file */
+    int es_enabled;         /* early_stopping.enabled (default 0); the CLI installs a rule */
+    size_t es_patience;     /* early_stopping.patience: consecutive evals saying stop, def. 3 */
+    double es_min_fraction; /* early_stopping.min_fraction of the planned tokens (or steps)
+                               before any stop, in [0, 1); default 0.2 */
+    double es_margin;       /* early_stopping.margin: relative, default 0.01 (the rules') */
+    char *text;             /* the file's text, stored with the sweep so resume needs no file */
     runner_backend_kind backend; /* default local */
     runner_slurm_config slurm;   /* when backend is RUNNER_BACKEND_SLURM */
 } runner_config;
@@ -214,7 +219,9 @@ typedef enum runner_run_status {
     RUNNER_RUN_FAILED = 3,       /* hyperparameter failure, observed as a failure; or over the
                                     cost cap (over_budget), observed by the cost model only */
     RUNNER_RUN_INFRA_FAILED = 4, /* infrastructure failures exhausted the retries; not observed */
-    RUNNER_RUN_STOPPED = 5,      /* stopped by the user; relaunched by resume */
+    RUNNER_RUN_STOPPED = 5,      /* stopped by the user (failure `stopped`): relaunched by
+                                    resume; or stopped early by the stop rule (failure none, a
+                                    stop reason): ended, never relaunched (runner_set_stop_check) */
 } runner_run_status;
 
 /* "pending", "running", ... (static). */
@@ -316,7 +323,8 @@ st_status runner_store_pareto(runner_store *s, const char *sweep, size_t cap, si
  * Exports a sweep as JSON (an object: "sweep", "objective", "goal", "cost_metric", and "runs":
  * per run "suggestion_id", "status", "failure", "params", "objective", "cost",
  * "predicted_cost", "final" (every numeric field of the final record), "N" and "D" (the final
- * record's "params" and "tokens", null when absent) and "attempts") or CSV (one row per run:
+ * record's "params" and "tokens", null when absent), "attempts", and for a run stopped early
+ * "stop_reason" and "bound_objective") or CSV (one row per run:
  * suggestion_id, status, failure, objective, cost, attempts, one column per parameter, N and D
  * (named final_N and final_D when a parameter is called N or D), then final.<field> for every
  * field any final record has; empty cells where a value is absent). *out is NUL-terminated;
@@ -345,6 +353,10 @@ typedef struct runner_sweep_run {
     double objective, cost;    /* NAN when not recorded */
     double predicted_cost;     /* the optimizer's prediction when suggested, NAN if none */
     double final_N, final_D;   /* the final record's "params" and "tokens", NAN when absent */
+    int stopped_early;         /* status stopped by the stop rule (ended; its curve is kept) */
+    double bound_objective;    /* stopped early: the lower end of its final objective's interval,
+                                  what the optimizer saw (censored); NAN if it saw nothing */
+    double bound_cost;         /* stopped early: the cost it would have had at its end, NAN */
     runner_sweep_attempt *att; /* n_att attempts in order */
     size_t n_att;
 } runner_sweep_run;
@@ -367,10 +379,11 @@ st_status runner_store_read_sweep(runner_store *s, const char *sweep, runner_swe
 void runner_sweep_free(runner_sweep *w);
 
 /*
- * The step records of run `run`'s last attempt that carry metric `metric`, in the order they
- * were written: *n points, steps (the record's "step", NAN if absent), values, and the cost
- * metric `cost_metric` of each record (NAN where absent; cost_metric may be NULL). Arrays are
- * malloc'd (free with free()); all NULL when *n is 0. ST_OK, ST_EDB, ST_ENOMEM.
+ * The step and eval records of run `run`'s last attempt that carry metric `metric` (e.g. "loss"
+ * is in step records, "val_loss" in eval records), in the order they were written: *n points, steps
+ * (the record's "step", NAN if absent), values, and the cost metric `cost_metric` of each record
+ * (NAN where absent; cost_metric may be NULL). Arrays are malloc'd (free with free()); all NULL
+ * when *n is 0. ST_OK, ST_EDB, ST_ENOMEM.
  */
 st_status runner_store_run_curve(runner_store *s, uint64_t run, const char *metric,
                                  const char *cost_metric, size_t *n, double **steps,
@@ -480,7 +493,8 @@ st_status runner_launch(const runner_config *cfg, const runner_options *opts, ru
  * (carbs_create + carbs_observe), registers the runs still open (pending or running) as
  * outstanding under their run id (carbs_add_outstanding; observed later with that id), and
  * with cfg->deterministic also the ended runs not released yet (held again, released in
- * order), settles or re-attaches the attempts that were running, and requeues `stopped` runs.
+ * order), settles or re-attaches the attempts that were running, and requeues the runs the
+ * user stopped (not those stopped early: they have ended).
  * The counters of the last suggestion are restored (schema 3), so a resumed sweep suggests
  * what an uninterrupted one would (docs/config.md, "Deterministic parallel sweeps").
  */
@@ -531,6 +545,83 @@ typedef st_status (*runner_propose_fn)(void *user, const runner_propose_request 
  * while carbs is blind to the cap does not apply (the proposer answers for its costs). A
  * searched value outside its [min, max] (or NaN) is an error of runner_step (ST_EINVAL). */
 void runner_set_proposer(runner *r, runner_propose_fn fn, void *user);
+
+/*
+ * Early stopping. A stop check is called at each eval record of a running run (after the store
+ * has it) with the run's curve so far; the controller applies the rules that do not depend on
+ * the check: never before cfg->es_min_fraction of the run's planned tokens (or, without
+ * tokens, steps; never when neither is known), and a stop only after cfg->es_patience
+ * consecutive evals that all said stop (a noisy dip does not stop a run). A run stopped early
+ * ends `stopped` with failure none and its reason (runs.stop_reason), keeps its curve and its
+ * cost so far (counted in the budget), is never observed as a failure and never relaunched by
+ * resume. The optimizer sees it censored: observed as a success at `bound` (the lower end of
+ * the interval of its final objective: the best it could still have reached) with cost
+ * `final_cost` (what it would have cost at its end, so the cost model is not taught that its
+ * parameters are cheap); with bound NAN it is forgotten instead (not observed at all).
+ */
+typedef struct runner_curve {
+    uint64_t run;          /* the run's suggestion id */
+    const double *x;       /* cfg->n_params values (file order) */
+    size_t n;              /* eval records so far */
+    const double *step;    /* (n) the record's "step" */
+    const double *tokens;  /* (n) tokens seen (the record's, else the last step record's), NAN */
+    const double *loss;    /* (n) the objective's metric in the eval record, NAN when absent */
+    const double *cost;    /* (n) the cost metric so far (records' running value), NAN */
+    double planned_steps;  /* from a {"event":"config","steps":S} record, else tokens; NAN */
+    double planned_tokens; /* the run's parameter with role D (tokens, n_tokens, ...); NAN */
+    double planned_cost;   /* cost so far / fraction done, else the predicted cost; NAN */
+    double fraction;       /* of planned tokens (else steps) done at the last record, NAN */
+} runner_curve;
+
+typedef struct runner_stop_verdict {
+    int stop;          /* 1: this eval says stop */
+    char reason[200];  /* why (kept with the run when it stops) */
+    double bound;      /* lower end of the final objective's interval; NAN: unknown */
+    double final_cost; /* the run's cost at its planned end; NAN: unknown */
+} runner_stop_verdict;
+
+/* A stop check. cfg and db_path (the store, read-only for the check) are the controller's.
+ * Returns ST_OK with *v filled (v is zeroed, bound and final_cost NAN, before the call); an
+ * error is reported as a progress event and counts as "do not stop". */
+typedef st_status (*runner_stop_fn)(void *ctx, const runner_config *cfg, const char *db_path,
+                                    const runner_curve *c, runner_stop_verdict *v);
+
+/* Installs fn (NULL: no early stopping) on r; ctx is the caller's, kept until r is destroyed or
+ * another check is set. */
+void runner_set_stop_check(runner *r, runner_stop_fn fn, void *ctx);
+/* The sweep file r runs (borrowed, valid until runner_destroy): e.g. its early_stopping block
+ * and goal after runner_resume, which reads it from the store. */
+const runner_config *runner_get_config(const runner *r);
+
+/*
+ * The CARBS-mode rule (pure): stop when the lower end `bound` of the run's final objective is
+ * above the Pareto front's objective at the run's planned cost by more than `margin` (relative),
+ * the front (n points, cost increasing, objective decreasing; a minimised objective) read at
+ * planned_cost by linear interpolation on ln cost, and at its last point beyond it (the front
+ * only falls, so that is conservative). Never stops below the front's cheapest point, with no
+ * front, or with a bound or cost not finite. *stop and why (may be NULL, 200 bytes).
+ */
+void runner_stop_rule_front(double bound, double planned_cost, const double *front_cost,
+                            const double *front_obj, size_t n, double margin, int *stop, char *why);
+
+/*
+ * The interval of a run's final objective from its curve (the CARBS and study rules share it):
+ * the plain power law in steps (fit/curve.h with lr = 1, C = 0: the runner does not know the
+ * schedule) fitted on the curve's points from 10% of the planned steps on (at least 4 points),
+ * extrapolated to planned_steps with fit_curve_predict_interval (level 0.9, 60 replicates),
+ * with the range of the law's errors measured on the sweep's latest 20 succeeded runs at the
+ * same fraction (their stored eval curves, fit_curve_cut_error, fit_curve_misfit; -/+
+ * FIT_CURVE_MISFIT_DEFAULT when fewer than three). ST_OK, ST_EINVAL (too few points, unknown
+ * planned steps), ST_ENUMERIC, ST_EDB.
+ */
+st_status runner_curve_interval(const runner_config *cfg, const char *db_path,
+                                const runner_curve *c, double *pred, double *lo, double *hi,
+                                char *errmsg);
+
+/* The built-in CARBS-mode check (ctx NULL): runner_curve_interval's lower end against the
+ * sweep's Pareto front (runner_store_pareto) with runner_stop_rule_front and cfg->es_margin. */
+st_status runner_stop_check_front(void *ctx, const runner_config *cfg, const char *db_path,
+                                  const runner_curve *c, runner_stop_verdict *v);
 
 /* Per-run controller overhead samples in ms (launch + record + parse + observe; suggest
  * excluded), one per finished attempt, borrowed. */

@@ -27,7 +27,7 @@
 
 /* ---- store.c ----------------------------------------------------------------------------- */
 
-#define RUNNER_SCHEMA_VERSION 3
+#define RUNNER_SCHEMA_VERSION 4
 #define STORE_STMT_CACHE      64
 /* PRAGMA application_id of a store ("STUN"): how a store is told from other SQLite files */
 #define RUNNER_STORE_APP_ID   1398035790

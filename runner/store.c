@@ -62,6 +62,11 @@ static const char *const migrations[RUNNER_SCHEMA_VERSION] = {
     "ALTER TABLE runs ADD COLUMN sg_resample INTEGER;"
     "ALTER TABLE runs ADD COLUMN sg_born INTEGER;"
     "ALTER TABLE runs ADD COLUMN expires REAL;",
+    /* v4: early stopping: why a run was stopped early (NULL: it was not) and what the
+     * optimizer saw of it (the lower end of its final objective, its cost at its planned end) */
+    "ALTER TABLE runs ADD COLUMN stop_reason TEXT;"
+    "ALTER TABLE runs ADD COLUMN bound_objective REAL;"
+    "ALTER TABLE runs ADD COLUMN bound_cost REAL;",
 };
 
 double runner_now(void)

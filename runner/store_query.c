@@ -203,8 +203,8 @@ static json_t *jnum(double v)
 }
 
 static const char *const runs_sql =
-    "SELECT id, status, failure, x, objective, cost, final, n_attempts, predicted_cost "
-    "FROM runs WHERE sweep_id = ?1 ORDER BY id";
+    "SELECT id, status, failure, x, objective, cost, final, n_attempts, predicted_cost, "
+    "stop_reason, bound_objective FROM runs WHERE sweep_id = ?1 ORDER BY id";
 
 st_status runner_store_export_json(runner_store *s, const char *sweep, char **out)
 {
@@ -250,6 +250,11 @@ st_status runner_store_export_json(runner_store *s, const char *sweep, char **ou
         json_object_set_new(run, "objective", jnum(col_double(st, 4)));
         json_object_set_new(run, "cost", jnum(col_double(st, 5)));
         json_object_set_new(run, "predicted_cost", jnum(col_double(st, 8)));
+        if (sqlite3_column_type(st, 9) != SQLITE_NULL) { /* stopped early */
+            json_object_set_new(run, "stop_reason",
+                                json_string((const char *)sqlite3_column_text(st, 9)));
+            json_object_set_new(run, "bound_objective", jnum(col_double(st, 10)));
+        }
         double N = NAN, D = NAN;
         if (sqlite3_column_type(st, 6) != SQLITE_NULL) {
             runner_metrics_line fl;

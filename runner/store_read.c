@@ -86,8 +86,9 @@ static st_status read_attempts(runner_store *s, runner_sweep_run *u)
 }
 
 static const char *const read_runs_sql =
-    "SELECT id, status, failure, x, objective, cost, final, predicted_cost "
-    "FROM runs WHERE sweep_id = ?1 ORDER BY id";
+    "SELECT id, status, failure, x, objective, cost, final, predicted_cost, "
+    "stop_reason IS NOT NULL, bound_objective, bound_cost FROM runs WHERE sweep_id = ?1 "
+    "ORDER BY id";
 
 static st_status read_runs(runner_store *s, int64_t sweep, runner_sweep *w)
 {
@@ -124,6 +125,9 @@ static st_status read_runs(runner_store *s, int64_t sweep, runner_sweep *w)
         u->cost = col_double(st, 5);
         read_final(st, 6, u);
         u->predicted_cost = col_double(st, 7);
+        u->stopped_early = u->status == RUNNER_RUN_STOPPED && sqlite3_column_int(st, 8);
+        u->bound_objective = col_double(st, 9);
+        u->bound_cost = col_double(st, 10);
     }
     if (!rc && src != SQLITE_DONE)
         rc = store_fail(s, src, "reading runs");
@@ -188,7 +192,7 @@ st_status runner_store_run_curve(runner_store *s, uint64_t run, const char *metr
     *steps = *values = *costs = NULL;
     sqlite3_stmt *st =
         store_stmt(s, "SELECT m.line FROM metric_points m JOIN attempts a ON a.id = "
-                      "m.attempt_id WHERE a.run_id = ?1 AND m.event = 1 AND a.number = "
+                      "m.attempt_id WHERE a.run_id = ?1 AND m.event IN (1, 2) AND a.number = "
                       "(SELECT max(number) FROM attempts WHERE run_id = ?1) ORDER BY m.rowid");
     if (!st)
         return ST_EDB;

@@ -156,8 +156,9 @@ static st_status register_open(runner_store *s, int64_t sweep, const runner_conf
                                int timed, double *all, double *x)
 {
     sqlite3_stmt *st = store_stmt(s, "SELECT id, x, sg_born FROM runs WHERE sweep_id = ?1 AND "
-                                     "(status IN (0, 1) OR (?2 AND status IN (2, 3, 4) AND id > "
-                                     "(SELECT coalesce(max(run_id), 0) FROM observations WHERE "
+                                     "(status IN (0, 1) OR (?2 AND (status IN (2, 3, 4) OR "
+                                     "stop_reason IS NOT NULL) AND id > (SELECT "
+                                     "coalesce(max(run_id), 0) FROM observations WHERE "
                                      "sweep_id = ?1))) ORDER BY id");
     if (!st)
         return ST_EDB;

@@ -231,6 +231,37 @@ st_status study_plan_make(const runner_sweep *w, size_t n_use, const double *pen
                           const study_mode_options *o, study_plan **out, char *errmsg);
 /* NULL is a no-op. */
 void study_plan_free(study_plan *p);
+/* ---- early stopping in study mode (study_stop.c) ------------------------------------------ */
+
+/* How far from the compute-optimal N a run must be (either way, as a factor) to be stopped. */
+#define STUDY_STOP_BAND 3.0
+
+/*
+ * The study-mode rule (pure): natural = the engine's Chinchilla (A, B, E, alpha, beta); a run of
+ * N parameters planned for D tokens (C = 6 N D) whose final loss is at least `bound` is stopped
+ * when N is more than STUDY_STOP_BAND times off the compute-optimal N_opt(C) (fit_allocate)
+ * either way and bound > L_opt(C) (1 + margin): far from the band the recommendation is read
+ * from, and unable to reveal a better region, its outcome would not change the engine's answer
+ * much. *stop; why (may be NULL; 200 bytes) says so with the numbers.
+ */
+void study_stop_rule(const double natural[5], double N, double D, double bound, double margin,
+                     int *stop, char *why);
+
+/* The state of the study-mode stop check: the engine's law, refitted (study_open + study_run,
+ * 20 replicates, no backtest) once 8 runs have succeeded and again every 5 more. */
+typedef struct study_stop study_stop;
+st_status study_stop_create(study_stop **out);
+/* NULL is a no-op. */
+void study_stop_destroy(study_stop *s);
+
+/*
+ * A runner_stop_fn (ctx: a study_stop): study_stop_rule with the run's N (its parameter with
+ * role N), its planned tokens, the lower end of runner_curve_interval and cfg->es_margin. No
+ * verdict (ST_OK, stop 0) before the engine has a law, when N or D is unknown, or with too few
+ * points; errors of the curve interval are returned (the controller does not stop then).
+ */
+st_status study_stop_check(void *ctx, const runner_config *cfg, const char *db_path,
+                           const runner_curve *c, runner_stop_verdict *v);
 
 #ifdef __cplusplus
 }

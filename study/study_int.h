@@ -7,6 +7,7 @@
  *   study_acq.c   study mode's acquisition on the replicates as an ensemble (pure arithmetic)
  *   study_design.c  study mode's search cube, cost, and space-filling design
  *   study_mode.c  study mode: the proposer and the batch of suggest-next
+ *   study_stop.c  the study mode's early-stopping rule and stop check (study.h)
  */
 #ifndef STUDY_INT_H
 #define STUDY_INT_H

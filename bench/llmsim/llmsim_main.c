@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench/sim.h"
 
@@ -19,7 +20,7 @@ static void usage(FILE *f)
 {
     fputs("usage: llmsim (--N P | --d-model W --n-layer L) --tokens D --lr LR --batch B\n"
           "              [--warmup F] [--weight-decay WD] [--seed S] [--steps-to-report K]\n"
-          "              [--true] [--world K]\n"
+          "              [--true] [--world K] [--sleep-ms MS]\n"
           "       llmsim --oracle C [--world K]\n"
           "  --N P              non-embedding parameters (or 12 * n_layer * d_model^2)\n"
           "  --tokens D         training tokens\n"
@@ -33,6 +34,8 @@ static void usage(FILE *f)
           "  --oracle C         print the true optimum at C FLOPs (C = 6 N D)\n"
           "  --world K          the simulated world: 0 the default law (default), K >= 1 a law\n"
           "                     drawn from published ranges (bench/sim.h, sim_law_draw)\n"
+          "  --sleep-ms MS      pause MS milliseconds after each eval record (a run that takes\n"
+          "                     time, so that a controller can stop it part-way)\n"
           "exit: 0 finished, 3 diverged, 2 bad arguments\n",
           f);
 }
@@ -50,20 +53,56 @@ static int parse_num(const char *flag, const char *s, double *out)
     return 0;
 }
 
+/* The run's records as sim_emit writes them, each eval record followed by a pause of ms
+ * milliseconds, as a run that takes time (so that a controller can stop it part-way). */
+static int emit_slowly(const sim_law *law, const sim_setting *s, uint64_t seed, int nrep, double ms)
+{
+    char *buf = NULL, err[ST_ERRMSG_MAX];
+    size_t len = 0;
+    int code = 2;
+    FILE *mem = open_memstream(&buf, &len);
+    if (!mem)
+        return 2;
+    st_status st = sim_emit(law, s, seed, nrep, mem, &code, err);
+    fclose(mem);
+    if (st != ST_OK) {
+        fprintf(stderr, "llmsim: %s\n", err);
+        free(buf);
+        return 2;
+    }
+    struct timespec ts = {(time_t)(ms / 1000), (long)(fmod(ms, 1000) * 1e6)};
+    for (char *p = buf, *e; p && *p; p = e ? e + 1 : NULL) {
+        e = strchr(p, '\n');
+        fwrite(p, 1, e ? (size_t)(e - p + 1) : strlen(p), stdout);
+        fflush(stdout);
+        if (strstr(p, "\"event\":\"eval\"") && (!e || strstr(p, "\"event\":\"eval\"") < e))
+            nanosleep(&ts, NULL);
+    }
+    free(buf);
+    return code;
+}
+
 int main(int argc, char **argv)
 {
     double N = NAN, dm = NAN, nl = NAN, D = NAN, lr = NAN, batch = NAN;
-    double warmup = 0.02, wd = 0.1, seed = 0, nrep = 10, oracle = NAN, world = 0;
+    double warmup = 0.02, wd = 0.1, seed = 0, nrep = 10, oracle = NAN, world = 0, sleep_ms = 0;
     int show_true = 0;
     struct {
         const char *name;
         double *dst;
-    } flags[] = {{"--N", &N},           {"--d-model", &dm},
-                 {"--n-layer", &nl},    {"--tokens", &D},
-                 {"--lr", &lr},         {"--batch", &batch},
-                 {"--warmup", &warmup}, {"--weight-decay", &wd},
-                 {"--seed", &seed},     {"--steps-to-report", &nrep},
-                 {"--oracle", &oracle}, {"--world", &world}};
+    } flags[] = {{"--N", &N},
+                 {"--d-model", &dm},
+                 {"--n-layer", &nl},
+                 {"--tokens", &D},
+                 {"--lr", &lr},
+                 {"--batch", &batch},
+                 {"--warmup", &warmup},
+                 {"--weight-decay", &wd},
+                 {"--seed", &seed},
+                 {"--steps-to-report", &nrep},
+                 {"--oracle", &oracle},
+                 {"--world", &world},
+                 {"--sleep-ms", &sleep_ms}};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
@@ -140,9 +179,12 @@ int main(int argc, char **argv)
         return 0;
     }
     int code;
-    if (sim_emit(&law, &s, (uint64_t)seed, (int)nrep, stdout, &code, err) != ST_OK) {
-        fprintf(stderr, "llmsim: %s\n", err);
-        return 2;
+    if (sleep_ms <= 0) {
+        if (sim_emit(&law, &s, (uint64_t)seed, (int)nrep, stdout, &code, err) != ST_OK) {
+            fprintf(stderr, "llmsim: %s\n", err);
+            return 2;
+        }
+        return code;
     }
-    return code;
+    return emit_slowly(&law, &s, (uint64_t)seed, (int)nrep, sleep_ms);
 }

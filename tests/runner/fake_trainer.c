@@ -13,6 +13,10 @@
  *   --sleep-rand-ms MS: each step also sleeps a uniform [0, MS] ms drawn from this process's
  *   own random source (pid and clock): finish orders differ from one sweep to the next
  *   $FAKE_LAUNCH_LOG: "run attempt pid" appended at start (O_APPEND)
+ *   --eval-every K: a config record {"event":"config","steps":N} first, then an eval record
+ *   after every K-th step with val_loss = loss + 1/step (early stopping's curves)
+ *   --bad-runs LIST: runs ($SCALETUNE_RUN_ID in the comma list) whose loss is 5 higher
+ *   --spike-runs LIST --spikes STEPS: for those runs, val_loss 5 higher at the listed steps only
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -82,6 +86,24 @@ static double rand_unit(void)
     return (double)(s >> 11) / 9007199254740992.0;
 }
 
+/* Whether `item` is one of the comma-separated `list` (both may be NULL). */
+static int in_list(const char *list, const char *item)
+{
+    if (!list || !item)
+        return 0;
+    size_t n = strlen(item);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == n && !strncmp(p, item, n))
+            return 1;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = "ok";
@@ -90,6 +112,8 @@ int main(int argc, char **argv)
     long sleep_ms = 0, sleep_rand_ms = 0;
     double p_crash = 0, p_hang = 0, p_div = 0;
     const char *chaos_key = NULL;
+    int eval_every = 0;
+    const char *bad_runs = NULL, *spike_runs = NULL, *spikes = NULL;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -119,6 +143,14 @@ int main(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--chaos-key") && v)
             chaos_key = v, i++;
+        else if (!strcmp(a, "--eval-every") && v)
+            eval_every = atoi(v), i++;
+        else if (!strcmp(a, "--bad-runs") && v)
+            bad_runs = v, i++;
+        else if (!strcmp(a, "--spike-runs") && v)
+            spike_runs = v, i++;
+        else if (!strcmp(a, "--spikes") && v)
+            spikes = v, i++;
         else {
             fprintf(stderr, "fake_trainer: bad argument '%s'\n", a);
             return 2;
@@ -128,6 +160,10 @@ int main(int argc, char **argv)
         loss = have_x ? 1 + xsum : 2.0;
     if (isnan(cost))
         cost = 1 + steps;
+    const char *run_id = getenv("SCALETUNE_RUN_ID");
+    if (in_list(bad_runs, run_id))
+        loss += 5;
+    int spiky = in_list(spike_runs, run_id);
 
     const char *log = getenv("FAKE_LAUNCH_LOG");
     if (log) {
@@ -173,6 +209,8 @@ int main(int argc, char **argv)
     if (!strncmp(mode, "exit:", 5))
         return atoi(mode + 5);
     int last = steps;
+    if (eval_every > 0)
+        fprintf(out, "{\"event\": \"config\", \"steps\": %d}\n", steps);
     if (!strcmp(mode, "halfway") || !strcmp(mode, "crash") || !strcmp(mode, "signal"))
         last = steps / 2;
     for (int s = 1; s <= last; s++) {
@@ -181,6 +219,13 @@ int main(int argc, char **argv)
         char lb[64];
         fprintf(out, "{\"event\": \"step\", \"step\": %d, \"loss\": %s, \"flops\": %.17g}\n", s,
                 pyjson(loss + 1.0 / s, lb, sizeof(lb)), cost * s / steps);
+        if (eval_every > 0 && s % eval_every == 0 && s < last) {
+            char sb[16];
+            snprintf(sb, sizeof(sb), "%d", s);
+            double v = loss + 1.0 / s + (spiky && in_list(spikes, sb) ? 5 : 0);
+            fprintf(out, "{\"event\": \"eval\", \"step\": %d, \"val_loss\": %s}\n", s,
+                    pyjson(v, lb, sizeof(lb)));
+        }
         if (!strcmp(mode, "hang")) {
             for (;;)
                 pause();

@@ -20,7 +20,7 @@ static void test_schema(void)
     CHECK(s == NULL && strstr(em, "no such store") && access(db, F_OK) != 0);
     CHECK_ST(runner_store_create(db, &s, em), ST_OK);
     runner_store_close(s);
-    CHECK(tu_query(db, "PRAGMA user_version") == 3);
+    CHECK(tu_query(db, "PRAGMA user_version") == 4);
     sqlite3 *h;
     sqlite3_open(db, &h);
     sqlite3_stmt *st;
@@ -38,20 +38,44 @@ static void test_schema(void)
     CHECK_ST(runner_store_create(db1, &s, em), ST_OK);
     runner_store_close(s);
     sqlite3_open(db1, &h);
-    sqlite3_exec(h,
-                 "DROP INDEX runs_by_status_cost; ALTER TABLE runs DROP COLUMN sg_suggest; "
-                 "ALTER TABLE runs DROP COLUMN sg_design; ALTER TABLE runs DROP COLUMN "
-                 "sg_resample; ALTER TABLE runs DROP COLUMN sg_born; ALTER TABLE runs DROP "
-                 "COLUMN expires; PRAGMA user_version = 1",
-                 NULL, NULL, NULL);
+    sqlite3_exec(
+        h,
+        "DROP INDEX runs_by_status_cost; ALTER TABLE runs DROP COLUMN sg_suggest; "
+        "ALTER TABLE runs DROP COLUMN sg_design; ALTER TABLE runs DROP COLUMN "
+        "sg_resample; ALTER TABLE runs DROP COLUMN sg_born; ALTER TABLE runs DROP "
+        "COLUMN expires; ALTER TABLE runs DROP COLUMN stop_reason; ALTER TABLE runs DROP COLUMN "
+        "bound_objective; ALTER TABLE runs DROP COLUMN bound_cost; PRAGMA user_version = 1",
+        NULL, NULL, NULL);
     sqlite3_close(h);
     CHECK_ST(runner_store_open(db1, &s, em), ST_OK);
     runner_store_close(s);
-    CHECK(tu_query(db1, "PRAGMA user_version") == 3);
+    CHECK(tu_query(db1, "PRAGMA user_version") == 4);
     CHECK(tu_query(db1, "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN "
                         "('sg_suggest', 'sg_design', 'sg_resample', 'sg_born', 'expires')") == 5);
     CHECK(tu_query(db1, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_by_status_cost'") ==
           1);
+
+    /* a v3 store (before early stopping) with a run in it opens, gains the stop columns (NULL:
+     * not stopped early), and the run reads back as it was */
+    const char *db2 = tu_path("v3.db");
+    CHECK_ST(runner_store_create(db2, &s, em), ST_OK);
+    runner_store_close(s);
+    sqlite3_open(db2, &h);
+    CHECK(sqlite3_exec(h,
+                       "ALTER TABLE runs DROP COLUMN stop_reason; "
+                       "ALTER TABLE runs DROP COLUMN bound_objective; "
+                       "ALTER TABLE runs DROP COLUMN bound_cost; "
+                       "INSERT INTO sweeps(id, name, config, created, log_dir) "
+                       "VALUES(1, 'old', 'x', 0, '/tmp'); "
+                       "INSERT INTO runs(id, sweep_id, status, x, created, objective) "
+                       "VALUES(1, 1, 5, x'00', 0, 1.5); PRAGMA user_version = 3",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(h);
+    CHECK_ST(runner_store_open(db2, &s, em), ST_OK);
+    runner_store_close(s);
+    CHECK(tu_query(db2, "PRAGMA user_version") == 4);
+    CHECK(tu_query(db2, "SELECT count(*) FROM runs WHERE stop_reason IS NULL AND "
+                        "bound_objective IS NULL AND objective = 1.5") == 1);
 
     const char *bad = tu_path("bad.db");
     FILE *f = fopen(bad, "w");

@@ -1,0 +1,190 @@
+/*
+ * early_stop_rule.c — what the early-stopping rules share and the CARBS-mode rule: the interval
+ * of a running run's final objective from its eval curve (fit/curve.h's plain power law in
+ * steps, a block bootstrap, the misfit measured on the sweep's finished runs at the same
+ * fraction), the pure front rule, and the built-in stop check that applies it with the store's
+ * Pareto front. Not the controller's side (early_stop.c: patience, minimum fraction, records);
+ * not the study mode's rule (study/study_stop.c). Depends on fit/curve.h and the store's reads.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fit/curve.h"
+#include "runner/runner_int.h"
+
+#define FIRST_FRACTION 0.1 /* points before 10% of the run (warmup, plateaus) are left out */
+#define MIN_POINTS     4   /* the law has 3 unknowns: one more for a residual */
+#define MAX_SIBLINGS   20  /* the latest succeeded runs the errors are measured on */
+
+void runner_stop_rule_front(double bound, double planned_cost, const double *front_cost,
+                            const double *front_obj, size_t n, double margin, int *stop, char *why)
+{
+    *stop = 0;
+    if (why)
+        why[0] = '\0';
+    if (!n || !isfinite(bound) || !(planned_cost > 0) || !isfinite(planned_cost) ||
+        planned_cost < front_cost[0])
+        return;
+    /* the front at planned_cost: linear in ln cost between its points, its last point beyond */
+    double f = front_obj[n - 1];
+    for (size_t i = 0; i + 1 < n; i++)
+        if (planned_cost < front_cost[i + 1]) {
+            double t = log(planned_cost / front_cost[i]) / log(front_cost[i + 1] / front_cost[i]);
+            f = front_obj[i] + t * (front_obj[i + 1] - front_obj[i]);
+            break;
+        }
+    double limit = f + margin * fabs(f);
+    *stop = bound > limit;
+    if (why)
+        snprintf(why, 200,
+                 "its final objective is at least %.5g, above the front's %.5g at cost "
+                 "%.4g (+%.3g%%)",
+                 bound, f, planned_cost, 100 * margin);
+}
+
+/* The points of a curve at or after FIRST_FRACTION of n_steps (finite loss, step in
+ * 1..n_steps), into steps/loss (cap n); their count. */
+static size_t usable_points(const double *step, const double *loss, size_t n, double n_steps,
+                            size_t *steps_out, double *loss_out)
+{
+    size_t m = 0;
+    for (size_t k = 0; k < n; k++) {
+        double s = round(step[k]);
+        if (isfinite(loss[k]) && s >= 1 && s <= n_steps && s >= FIRST_FRACTION * n_steps &&
+            (m == 0 || (size_t)s > steps_out[m - 1])) {
+            steps_out[m] = (size_t)s;
+            loss_out[m++] = loss[k];
+        }
+    }
+    return m;
+}
+
+/* The relative error at `cut` of one succeeded run (its whole eval curve); NAN if unusable. */
+static double sibling_error(runner_store *s, uint64_t id, const char *metric, double cut)
+{
+    size_t n = 0;
+    double *st = NULL, *val = NULL, *co = NULL, e = NAN;
+    if (runner_store_run_curve(s, id, metric, NULL, &n, &st, &val, &co) || n < 2)
+        goto out;
+    double last = round(st[n - 1]);
+    size_t *steps = malloc(n * sizeof(size_t));
+    double *loss = malloc(n * sizeof(double)), *lr = malloc((size_t)fmax(last, 1) * sizeof(double));
+    if (steps && loss && lr && last >= 1) {
+        size_t m = usable_points(st, val, n, last, steps, loss);
+        for (size_t i = 0; i < (size_t)last; i++)
+            lr[i] = 1.0;
+        fit_curve_options o = fit_curve_options_default();
+        o.fix_C = 1;
+        if (m >= MIN_POINTS + 1 &&
+            fit_curve_cut_error(lr, (size_t)last, steps, loss, m, cut, &o, &e, NULL) != ST_OK)
+            e = NAN;
+    }
+    free(steps);
+    free(loss);
+    free(lr);
+out:
+    free(st);
+    free(val);
+    free(co);
+    return e;
+}
+
+/* The range of the law's errors at `cut` on the latest succeeded runs of the sweep; NAN: too
+ * few. */
+static st_status sweep_misfit(const runner_config *cfg, const char *db_path, double cut,
+                              double *err_min, double *err_max, char *errmsg)
+{
+    *err_min = *err_max = NAN;
+    runner_store *s = NULL;
+    runner_sweep *w = NULL;
+    st_status rc = runner_store_open(db_path, &s, errmsg);
+    if (!rc)
+        rc = runner_store_read_sweep(s, cfg->name, &w);
+    if (rc) {
+        if (s && errmsg)
+            snprintf(errmsg, ST_ERRMSG_MAX, "%s", runner_store_errmsg(s));
+        runner_store_close(s);
+        return rc;
+    }
+    double err[MAX_SIBLINGS];
+    size_t k = 0;
+    for (size_t i = w->n_runs; i-- > 0 && k < MAX_SIBLINGS;)
+        if (w->runs[i].status == RUNNER_RUN_SUCCEEDED)
+            err[k++] = sibling_error(s, w->runs[i].id, cfg->objective, cut);
+    fit_curve_misfit(err, k, err_min, err_max);
+    runner_sweep_free(w);
+    runner_store_close(s);
+    return ST_OK;
+}
+
+st_status runner_curve_interval(const runner_config *cfg, const char *db_path,
+                                const runner_curve *c, double *pred, double *lo, double *hi,
+                                char *errmsg)
+{
+    char tmp[ST_ERRMSG_MAX];
+    if (!errmsg)
+        errmsg = tmp;
+    if (!(c->planned_steps >= 1) || !isfinite(c->planned_steps) || !(c->fraction > 0))
+        return st_errf(errmsg, ST_EINVAL, "curve interval: the run's planned steps are unknown");
+    size_t n_steps = (size_t)c->planned_steps;
+    size_t *steps = malloc((c->n + 1) * sizeof(size_t));
+    double *loss = malloc((c->n + 1) * sizeof(double)), *lr = malloc(n_steps * sizeof(double));
+    st_status rc = steps && loss && lr ? ST_OK : ST_ENOMEM;
+    size_t m = rc ? 0 : usable_points(c->step, c->loss, c->n, (double)n_steps, steps, loss);
+    if (!rc && m < MIN_POINTS)
+        rc = st_errf(errmsg, ST_EINVAL, "curve interval: %zu usable points, %d needed", m,
+                     MIN_POINTS);
+    fit_curve_interval_options io = fit_curve_interval_options_default();
+    io.n_boot = 60;
+    io.seed = c->run;
+    if (!rc)
+        rc = sweep_misfit(cfg, db_path, fmin(c->fraction, 0.95), &io.err_min, &io.err_max, errmsg);
+    if (!rc) {
+        for (size_t i = 0; i < n_steps; i++)
+            lr[i] = 1.0; /* the schedule is the trainer's: a power law in steps stands in */
+        fit_curve_options o = fit_curve_options_default();
+        o.fix_C = 1;
+        rc = fit_curve_predict_interval(lr, n_steps, steps, loss, m, &o, &io, n_steps, pred, lo, hi,
+                                        errmsg);
+    }
+    free(steps);
+    free(loss);
+    free(lr);
+    return rc;
+}
+
+st_status runner_stop_check_front(void *ctx, const runner_config *cfg, const char *db_path,
+                                  const runner_curve *c, runner_stop_verdict *v)
+{
+    (void)ctx;
+    char em[ST_ERRMSG_MAX] = "";
+    if (cfg->maximize)
+        return ST_OK; /* the rule is written for a minimised objective (a loss) */
+    double pred, lo, hi;
+    st_status rc = runner_curve_interval(cfg, db_path, c, &pred, &lo, &hi, em);
+    if (rc == ST_EINVAL)
+        return ST_OK; /* too few points yet: no verdict */
+    if (rc)
+        return rc;
+    runner_store *s = NULL;
+    if ((rc = runner_store_open(db_path, &s, em)))
+        return rc;
+    size_t n = 0;
+    double *fc = NULL, *fo = NULL;
+    rc = runner_store_pareto(s, cfg->name, 0, &n, NULL, NULL, NULL);
+    if (!rc && n) {
+        fc = malloc(n * sizeof(double));
+        fo = malloc(n * sizeof(double));
+        rc = fc && fo ? runner_store_pareto(s, cfg->name, n, &n, NULL, fc, fo) : ST_ENOMEM;
+    }
+    runner_store_close(s);
+    if (!rc) {
+        runner_stop_rule_front(lo, c->planned_cost, fc, fo, n, cfg->es_margin, &v->stop, v->reason);
+        v->bound = lo;
+        v->final_cost = c->planned_cost;
+    }
+    free(fc);
+    free(fo);
+    return rc;
+}
