@@ -603,6 +603,8 @@ static st_status unlaunch(runner *r, const char *why)
 static st_status launch_run(runner *r, int64_t run_id, const double *x_all, double predicted,
                             uint64_t carbs_id, unsigned number, runner_run_status from)
 {
+    if (r->opts.pause_hook)
+        r->opts.pause_hook("launch", r->opts.pause_data);
     double t0 = runner_mono();
     size_t slot = 0;
     while (r->slot_busy[slot])
@@ -809,6 +811,8 @@ static void kill_attempt(runner *r, active *a, runner_failure why, double now)
 {
     if (a->kill_stage)
         return;
+    if (store_fence_check(r->st))
+        return; /* the lease is another controller's now: so is this attempt */
     char em[ST_ERRMSG_MAX];
     if (r->be->cancel(r->be_state, a->job_id, a->dir, r->cfg->kill_grace_seconds <= 0, em))
         return; /* not signalable yet: the next poll tries again */
@@ -820,7 +824,7 @@ static void kill_attempt(runner *r, active *a, runner_failure why, double now)
 static void check_limits(runner *r, active *a, double now)
 {
     if (a->kill_stage) {
-        if (a->kill_stage == 1 && now >= a->kill_at) {
+        if (a->kill_stage == 1 && now >= a->kill_at && !store_fence_check(r->st)) {
             char em[ST_ERRMSG_MAX];
             if (!r->be->cancel(r->be_state, a->job_id, a->dir, 1, em))
                 a->kill_stage = 2;
@@ -845,7 +849,9 @@ static void check_limits(runner *r, active *a, double now)
 static st_status heartbeat(runner *r)
 {
     double m = runner_mono();
-    if (m - r->last_beat < HEARTBEAT_SECONDS)
+    double every = r->opts.lease_seconds / 3 < HEARTBEAT_SECONDS ? r->opts.lease_seconds / 3
+                                                                 : HEARTBEAT_SECONDS;
+    if (m - r->last_beat < every)
         return ST_OK;
     r->last_beat = m;
     st_status rc = store_lease_beat(r->st, r->sweep, r->owner, r->opts.lease_seconds);

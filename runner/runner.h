@@ -462,6 +462,11 @@ typedef struct runner_options {
     /* Called after every state change (from the controller's thread); may be NULL. */
     void (*progress)(const runner_progress *p, void *data);
     void *progress_data;
+    /* For tests of the lease (may be NULL): called at a named point inside a step, where a
+     * controller can be stalled. "launch": a run is about to get an attempt recorded and
+     * submitted (data: pause_data). */
+    void (*pause_hook)(const char *point, void *data);
+    void *pause_data;
 } runner_options;
 
 runner_options runner_options_default(void);
