@@ -296,7 +296,11 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
     if (rc)
         return rc;
     double now = runner_now();
-    double wall = now - a->started;
+    /* the attempt's own end when the backend knows it: time no controller was alive to see it
+     * end is not the run's */
+    double end =
+        isfinite(job->ended) && job->ended >= a->started && job->ended <= now ? job->ended : now;
+    double wall = end - a->started;
     runner_failure kind = RUNNER_FAIL_NONE;
     double objective = NAN, cost = cost_is_wall(r) ? wall : a->max_cost;
     char why[200] = "";
@@ -388,7 +392,7 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
     if (!st)
         goto db;
     sqlite3_bind_int64(st, 1, a->attempt_id);
-    sqlite3_bind_double(st, 2, now);
+    sqlite3_bind_double(st, 2, end);
     if (job->state == RUNNER_JOB_EXITED)
         sqlite3_bind_int(st, 3, job->exit_code);
     if (job->state == RUNNER_JOB_SIGNALED)
@@ -415,7 +419,7 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
     sqlite3_bind_int(st, 7, n_infra ? 1 : 0);
     sqlite3_bind_double(st, 8, not_before);
     if (ended)
-        sqlite3_bind_double(st, 9, now);
+        sqlite3_bind_double(st, 9, end);
     if ((rc = store_exec_stmt(r->st, st, "settling a run")))
         goto out;
     if (observe_now) {
@@ -702,6 +706,7 @@ static st_status launch_run(runner *r, int64_t run_id, const double *x_all, doub
         job.job_id = a->job_id;
         job.dir = a->dir;
         job.state = RUNNER_JOB_LOST;
+        job.ended = NAN;
         snprintf(job.reason, sizeof(job.reason), "%s", em);
         a->kill_reason = RUNNER_FAIL_LAUNCH;
         snprintf(r->errmsg, sizeof(r->errmsg), "%s", em);
@@ -888,6 +893,7 @@ static st_status step(runner *r, int *done, int *changed)
         }
         for (size_t i = 0; i < r->n_act; i++) {
             r->jobs[i].failure = RUNNER_FAIL_NONE;
+            r->jobs[i].ended = NAN;
             r->jobs[i].reason[0] = '\0';
         }
         char em[ST_ERRMSG_MAX] = "";

@@ -150,6 +150,10 @@ typedef struct runner_job {
      * controller clears both before each poll */
     runner_failure failure;
     char reason[160];
+    /* out, for a finished job: when it ended (wall clock) if the backend knows (local: the
+     * supervisor's exit file), else NAN (the controller cleared it): the cost in wall seconds
+     * is the job's own, not up to when a controller noticed */
+    double ended;
 } runner_job;
 
 /*
