@@ -192,6 +192,12 @@ st_status runner_config_load_string(const char *text, size_t len, const char *la
 /* NULL is a no-op. */
 void runner_config_destroy(runner_config *c);
 
+/* A sweep name is a path component of every attempt's log directory: 1 to
+ * RUNNER_SWEEP_NAME_MAX characters of [A-Za-z0-9._-], not starting with '.' or '-'. Returns 1
+ * if `name` is one, else 0 with why (a sentence, NUL-terminated in why[0..cap-1]). */
+#define RUNNER_SWEEP_NAME_MAX 100
+int runner_sweep_name_ok(const char *name, char *why, size_t cap);
+
 /* Number of searched (non-fixed) parameters, the optimizer's D. */
 size_t runner_config_dim(const runner_config *c);
 
@@ -384,7 +390,7 @@ st_status runner_store_run_curve(runner_store *s, uint64_t run, const char *metr
  */
 st_status runner_store_delete(runner_store *s, const char *sweep);
 /*
- * Renames sweep `sweep` to `new_name` (letters, digits, '-', '_', '.'; the stored sweep file's
+ * Renames sweep `sweep` to `new_name` (runner_sweep_name_ok; the stored sweep file's
  * top-level `name:` line is rewritten to match, so resume and exports use the new name).
  * Returns ST_OK, ST_EINVAL (a bad name), ST_ENOTFOUND, ST_ESTATE (new_name is taken), ST_EBUSY
  * (a live controller holds the sweep), ST_EFORMAT (the stored file has no `name:` line),
