@@ -904,6 +904,8 @@ const char *runner_failure_name(runner_failure f)
         return "cancelled";
     case RUNNER_FAIL_TIME_LIMIT:
         return "time_limit";
+    case RUNNER_FAIL_BAD_FINAL:
+        return "bad_final";
     }
     return "unknown";
 }

@@ -303,7 +303,7 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
     double wall = end - a->started;
     runner_failure kind = RUNNER_FAIL_NONE;
     double objective = NAN, cost = cost_is_wall(r) ? wall : a->max_cost;
-    char why[200] = "";
+    char why[256] = "";
 
     if (a->kill_reason != RUNNER_FAIL_NONE) {
         kind = a->kill_reason;
@@ -329,11 +329,19 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
         snprintf(why, sizeof(why), "exit %d", job->exit_code);
     } else {
         runner_metrics_line fl;
-        int ok = a->final_line &&
-                 runner_metrics_parse(a->final_line, strlen(a->final_line), &fl) == ST_OK &&
-                 runner_metrics_get(&fl, r->cfg->objective, &objective);
-        double c;
-        if (!ok) {
+        double c = NAN;
+        const char *fline = a->final_line;
+        size_t flen = fline ? strlen(fline) : 0;
+        int parsed = fline && runner_metrics_parse(fline, flen, &fl) == ST_OK;
+        int ok = parsed && runner_metrics_get(&fl, r->cfg->objective, &objective);
+        int has_cost =
+            parsed && !cost_is_wall(r) && runner_metrics_get(&fl, r->cfg->cost_metric, &c);
+        if (!ok && parsed && runner_metrics_has_field(fline, flen, r->cfg->objective)) {
+            /* there, and not a number: the trainer's error, the same on every retry */
+            kind = RUNNER_FAIL_BAD_FINAL;
+            snprintf(why, sizeof(why), "'%s' is not a number in the final record: %.100s%s",
+                     r->cfg->objective, fline, flen > 100 ? "..." : "");
+        } else if (!ok) {
             kind = RUNNER_FAIL_NO_FINAL;
             snprintf(why, sizeof(why), "exit 0 without a final record holding '%s'",
                      r->cfg->objective);
@@ -341,7 +349,13 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
             kind = RUNNER_FAIL_DIVERGED;
             snprintf(why, sizeof(why), "non-finite objective");
         } else if (!cost_is_wall(r) &&
-                   !(runner_metrics_get(&fl, r->cfg->cost_metric, &c) && isfinite(c) && c > 0)) {
+                   (has_cost || runner_metrics_has_field(fline, flen, r->cfg->cost_metric)) &&
+                   !(has_cost && isfinite(c) && c > 0)) {
+            kind = RUNNER_FAIL_BAD_FINAL;
+            snprintf(why, sizeof(why),
+                     "'%s' is not a positive number in the final record: %.100s%s",
+                     r->cfg->cost_metric, fline, flen > 100 ? "..." : "");
+        } else if (!cost_is_wall(r) && !has_cost) {
             kind = RUNNER_FAIL_NO_FINAL;
             snprintf(why, sizeof(why), "the final record lacks a positive '%s'",
                      r->cfg->cost_metric);
@@ -367,6 +381,8 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
         to = RUNNER_RUN_SUCCEEDED;
     else if (hyper || cost_only)
         to = RUNNER_RUN_FAILED;
+    else if (kind == RUNNER_FAIL_BAD_FINAL)
+        to = RUNNER_RUN_INFRA_FAILED; /* ended, not observed, not retried */
     else if (kind == RUNNER_FAIL_STOPPED)
         to = RUNNER_RUN_STOPPED;
     else {
@@ -440,7 +456,7 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
         if ((rc = store_exec_stmt(r->st, st, "recording an observation")))
             goto out;
     }
-    char msg[400];
+    char msg[512];
     snprintf(msg, sizeof(msg), "run %lld attempt %u: %s%s%s%s", (long long)a->run_id, a->number,
              kind == RUNNER_FAIL_NONE ? "succeeded" : runner_failure_name(kind), why[0] ? " (" : "",
              why, why[0] ? ")" : "");

@@ -64,14 +64,17 @@ typedef struct runner_metrics_line {
 
 /*
  * Parses one line (with or without its newline; need not be NUL-terminated) into *out.
- * Non-numeric fields other than "reason" are ignored. Returns ST_OK for a JSON object with a
- * string "event", ST_EFORMAT for anything else (out->event is then RUNNER_EVENT_NONE), or
- * ST_ENOMEM. Never reads past line[len-1]. Thread-safe.
+ * Non-numeric fields other than "reason" are ignored; so are bytes that are not UTF-8 inside
+ * strings (read as U+FFFD: an ignored field with a bad byte does not cost the line). Returns ST_OK
+ * for a JSON object with a string "event", ST_EFORMAT for anything else (out->event is then
+ * RUNNER_EVENT_NONE), or ST_ENOMEM. Never reads past line[len-1]. Thread-safe.
  */
 st_status runner_metrics_parse(const char *line, size_t len, runner_metrics_line *out);
 
 /* 1 and *value (may be NULL) if the line has the numeric field `name`, else 0. */
 int runner_metrics_get(const runner_metrics_line *l, const char *name, double *value);
+/* 1 if the protocol line has a field `name` of any type (a number, a string, ...), else 0. */
+int runner_metrics_has_field(const char *line, size_t len, const char *name);
 
 /* ---- sweep files ------------------------------------------------------------------------- */
 
@@ -248,6 +251,11 @@ typedef enum runner_failure {
     RUNNER_FAIL_NODE = 13,       /* the node failed or the job was preempted (NODE_FAIL, ...) */
     RUNNER_FAIL_CANCELLED = 14,  /* cancelled outside scaletune (scancel), on_cancelled: retry */
     RUNNER_FAIL_TIME_LIMIT = 15, /* the scheduler's time limit, with on_timeout: retry */
+    /* a configuration error of the trainer: exit 0 with a final record whose objective (or
+     * reported cost metric) is there but invalid (not a number; a cost that is not a positive
+     * finite number). Never retried (it would say the same again), never observed; the run
+     * ends infra_failed (without an observation) and its event quotes the line */
+    RUNNER_FAIL_BAD_FINAL = 16,
 } runner_failure;
 
 /* "diverged", "oom", ... (static). */
