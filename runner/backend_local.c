@@ -2,7 +2,8 @@
  * backend_local.c — the local process backend. Each attempt gets a small supervisor: a forked
  * child that starts a new session, forks the trainer into its own process group (so a kill
  * takes the whole tree), records "supervisor_pid trainer_pid" in <dir>/pid, waits, and writes
- * the exit status to <dir>/exit (atomically, by rename). Because everything lives in files, a
+ * the exit status and the wall-clock time the trainer ended to <dir>/exit ("exit N T" or
+ * "signal N T", atomically, by rename). Because everything lives in files, a
  * controller that did not start an attempt (after a crash) can still settle it. The trainer
  * only execs once the pid file exists, and a new controller can claim an unlaunched attempt's
  * pid file first, so an attempt is never launched twice. No threads; Linux (/proc) assumed.
@@ -12,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,10 +183,12 @@ static void run_supervisor(const runner_job_spec *spec)
     while (waitpid(t, &status, 0) < 0)
         if (errno != EINTR)
             _exit(1);
+    double end = runner_now(); /* the attempt's own end, whoever reads the file and when */
     if (WIFEXITED(status))
-        snprintf(text, sizeof(text), "exit %d\n", WEXITSTATUS(status));
+        snprintf(text, sizeof(text), "exit %d %.6f\n", WEXITSTATUS(status), end);
     else
-        snprintf(text, sizeof(text), "signal %d\n", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+        snprintf(text, sizeof(text), "signal %d %.6f\n", WIFSIGNALED(status) ? WTERMSIG(status) : 0,
+                 end);
     /* the trainer's group may have left children behind: they go with it */
     kill(-t, SIGKILL);
     write_file_atomic(spec->dir, "exit", text, 0);
@@ -272,15 +276,17 @@ static int read_exit(const char *dir, runner_job *j)
         return 0;
     buf[n] = '\0';
     int v;
-    if (sscanf(buf, "exit %d", &v) == 1) {
+    double end = NAN; /* "exit N END" or "signal N END"; files from before the time: NAN */
+    if (sscanf(buf, "exit %d %lf", &v, &end) >= 1) {
         j->state = RUNNER_JOB_EXITED;
         j->exit_code = v;
-    } else if (sscanf(buf, "signal %d", &v) == 1) {
+    } else if (sscanf(buf, "signal %d %lf", &v, &end) >= 1) {
         j->state = RUNNER_JOB_SIGNALED;
         j->signal = v;
     } else {
         return 0;
     }
+    j->ended = end;
     return 1;
 }
 

@@ -583,6 +583,9 @@ static st_status load_root(ctx *c, const yaml_node_t *root)
         double d;
         if (!strcmp(key, "name")) {
             rc = cfg_get_string(c, v, "name", &cfg->name);
+            char why[200];
+            if (!rc && !runner_sweep_name_ok(cfg->name, why, sizeof(why)))
+                rc = cfg_fail(c, v, "name", ST_EINVAL, "%s", why);
         } else if (!strcmp(key, "command")) {
             cmd = v;
             rc = cfg_load_str_list(c, v, "command", &cfg->argv, &cfg->argc);
@@ -662,6 +665,31 @@ size_t runner_config_dim(const runner_config *c)
     for (size_t i = 0; i < c->n_params; i++)
         d += !c->params[i].is_fixed;
     return d;
+}
+
+int runner_sweep_name_ok(const char *name, char *why, size_t cap)
+{
+    size_t n = name ? strlen(name) : 0;
+    const char *bad = NULL;
+    char c0 = n ? name[0] : '\0';
+    if (n == 0)
+        bad = "is empty";
+    else if (n > RUNNER_SWEEP_NAME_MAX)
+        bad = "is longer than 100 characters";
+    else if (c0 == '.' || c0 == '-')
+        bad = "starts with '.' or '-'";
+    for (size_t i = 0; i < n && !bad; i++) {
+        char ch = name[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '.' || ch == '_' || ch == '-'))
+            bad = "has a character outside [A-Za-z0-9._-]";
+    }
+    if (bad && why && cap)
+        snprintf(why, cap,
+                 "%s (a sweep name names its log directory: 1 to %d characters of "
+                 "[A-Za-z0-9._-], not starting with '.' or '-')",
+                 bad, RUNNER_SWEEP_NAME_MAX);
+    return !bad;
 }
 
 st_status runner_config_load_string(const char *text, size_t len, const char *label,
@@ -881,6 +909,8 @@ const char *runner_failure_name(runner_failure f)
         return "cancelled";
     case RUNNER_FAIL_TIME_LIMIT:
         return "time_limit";
+    case RUNNER_FAIL_BAD_FINAL:
+        return "bad_final";
     }
     return "unknown";
 }

@@ -298,10 +298,14 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
     if (rc)
         return rc;
     double now = runner_now();
-    double wall = now - a->started;
+    /* the attempt's own end when the backend knows it: time no controller was alive to see it
+     * end is not the run's */
+    double end =
+        isfinite(job->ended) && job->ended >= a->started && job->ended <= now ? job->ended : now;
+    double wall = end - a->started;
     runner_failure kind = RUNNER_FAIL_NONE;
     double objective = NAN, cost = cost_is_wall(r) ? wall : a->max_cost;
-    char why[200] = "";
+    char why[256] = "";
     if (a->kill_reason == RUNNER_FAIL_STOPPED && !r->stopping && a->final_line &&
         job->state == RUNNER_JOB_EXITED && job->exit_code == 0)
         a->kill_reason = RUNNER_FAIL_NONE; /* it finished before the early stop took effect */
@@ -330,11 +334,19 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
         snprintf(why, sizeof(why), "exit %d", job->exit_code);
     } else {
         runner_metrics_line fl;
-        int ok = a->final_line &&
-                 runner_metrics_parse(a->final_line, strlen(a->final_line), &fl) == ST_OK &&
-                 runner_metrics_get(&fl, r->cfg->objective, &objective);
-        double c;
-        if (!ok) {
+        double c = NAN;
+        const char *fline = a->final_line;
+        size_t flen = fline ? strlen(fline) : 0;
+        int parsed = fline && runner_metrics_parse(fline, flen, &fl) == ST_OK;
+        int ok = parsed && runner_metrics_get(&fl, r->cfg->objective, &objective);
+        int has_cost =
+            parsed && !cost_is_wall(r) && runner_metrics_get(&fl, r->cfg->cost_metric, &c);
+        if (!ok && parsed && runner_metrics_has_field(fline, flen, r->cfg->objective)) {
+            /* there, and not a number: the trainer's error, the same on every retry */
+            kind = RUNNER_FAIL_BAD_FINAL;
+            snprintf(why, sizeof(why), "'%s' is not a number in the final record: %.100s%s",
+                     r->cfg->objective, fline, flen > 100 ? "..." : "");
+        } else if (!ok) {
             kind = RUNNER_FAIL_NO_FINAL;
             snprintf(why, sizeof(why), "exit 0 without a final record holding '%s'",
                      r->cfg->objective);
@@ -342,7 +354,13 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
             kind = RUNNER_FAIL_DIVERGED;
             snprintf(why, sizeof(why), "non-finite objective");
         } else if (!cost_is_wall(r) &&
-                   !(runner_metrics_get(&fl, r->cfg->cost_metric, &c) && isfinite(c) && c > 0)) {
+                   (has_cost || runner_metrics_has_field(fline, flen, r->cfg->cost_metric)) &&
+                   !(has_cost && isfinite(c) && c > 0)) {
+            kind = RUNNER_FAIL_BAD_FINAL;
+            snprintf(why, sizeof(why),
+                     "'%s' is not a positive number in the final record: %.100s%s",
+                     r->cfg->cost_metric, fline, flen > 100 ? "..." : "");
+        } else if (!cost_is_wall(r) && !has_cost) {
             kind = RUNNER_FAIL_NO_FINAL;
             snprintf(why, sizeof(why), "the final record lacks a positive '%s'",
                      r->cfg->cost_metric);
@@ -375,6 +393,8 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
         to = RUNNER_RUN_SUCCEEDED;
     else if (hyper || cost_only)
         to = RUNNER_RUN_FAILED;
+    else if (kind == RUNNER_FAIL_BAD_FINAL)
+        to = RUNNER_RUN_INFRA_FAILED; /* ended, not observed, not retried */
     else if (kind == RUNNER_FAIL_STOPPED)
         to = RUNNER_RUN_STOPPED;
     else {
@@ -402,7 +422,7 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
     if (!st)
         goto db;
     sqlite3_bind_int64(st, 1, a->attempt_id);
-    sqlite3_bind_double(st, 2, now);
+    sqlite3_bind_double(st, 2, end);
     if (job->state == RUNNER_JOB_EXITED)
         sqlite3_bind_int(st, 3, job->exit_code);
     if (job->state == RUNNER_JOB_SIGNALED)
@@ -429,7 +449,7 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
     sqlite3_bind_int(st, 7, n_infra ? 1 : 0);
     sqlite3_bind_double(st, 8, not_before);
     if (ended)
-        sqlite3_bind_double(st, 9, now);
+        sqlite3_bind_double(st, 9, end);
     if ((rc = store_exec_stmt(r->st, st, "settling a run")))
         goto out;
     if (early && (rc = es_record(r, a)))
@@ -452,7 +472,7 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
         if ((rc = store_exec_stmt(r->st, st, "recording an observation")))
             goto out;
     }
-    char msg[400];
+    char msg[512];
     snprintf(msg, sizeof(msg), "run %lld attempt %u: %s%s%s%s", (long long)a->run_id, a->number,
              early                      ? "stopped early"
              : kind == RUNNER_FAIL_NONE ? "succeeded"
@@ -622,6 +642,8 @@ static st_status unlaunch(runner *r, const char *why)
 static st_status launch_run(runner *r, int64_t run_id, const double *x_all, double predicted,
                             uint64_t carbs_id, unsigned number, runner_run_status from)
 {
+    if (r->opts.pause_hook)
+        r->opts.pause_hook("launch", r->opts.pause_data);
     double t0 = runner_mono();
     size_t slot = 0;
     while (r->slot_busy[slot])
@@ -719,6 +741,7 @@ static st_status launch_run(runner *r, int64_t run_id, const double *x_all, doub
         job.job_id = a->job_id;
         job.dir = a->dir;
         job.state = RUNNER_JOB_LOST;
+        job.ended = NAN;
         snprintf(job.reason, sizeof(job.reason), "%s", em);
         a->kill_reason = RUNNER_FAIL_LAUNCH;
         snprintf(r->errmsg, sizeof(r->errmsg), "%s", em);
@@ -828,6 +851,8 @@ static void kill_attempt(runner *r, active *a, runner_failure why, double now)
 {
     if (a->kill_stage)
         return;
+    if (store_fence_check(r->st))
+        return; /* the lease is another controller's now: so is this attempt */
     char em[ST_ERRMSG_MAX];
     if (r->be->cancel(r->be_state, a->job_id, a->dir, r->cfg->kill_grace_seconds <= 0, em))
         return; /* not signalable yet: the next poll tries again */
@@ -839,7 +864,7 @@ static void kill_attempt(runner *r, active *a, runner_failure why, double now)
 static void check_limits(runner *r, active *a, double now)
 {
     if (a->kill_stage) {
-        if (a->kill_stage == 1 && now >= a->kill_at) {
+        if (a->kill_stage == 1 && now >= a->kill_at && !store_fence_check(r->st)) {
             char em[ST_ERRMSG_MAX];
             if (!r->be->cancel(r->be_state, a->job_id, a->dir, 1, em))
                 a->kill_stage = 2;
@@ -864,7 +889,9 @@ static void check_limits(runner *r, active *a, double now)
 static st_status heartbeat(runner *r)
 {
     double m = runner_mono();
-    if (m - r->last_beat < HEARTBEAT_SECONDS)
+    double every = r->opts.lease_seconds / 3 < HEARTBEAT_SECONDS ? r->opts.lease_seconds / 3
+                                                                 : HEARTBEAT_SECONDS;
+    if (m - r->last_beat < every)
         return ST_OK;
     r->last_beat = m;
     st_status rc = store_lease_beat(r->st, r->sweep, r->owner, r->opts.lease_seconds);
@@ -901,6 +928,7 @@ static st_status step(runner *r, int *done, int *changed)
         }
         for (size_t i = 0; i < r->n_act; i++) {
             r->jobs[i].failure = RUNNER_FAIL_NONE;
+            r->jobs[i].ended = NAN;
             r->jobs[i].reason[0] = '\0';
         }
         char em[ST_ERRMSG_MAX] = "";

@@ -17,8 +17,29 @@
 #define SENT_PINF "Infinity"
 #define SENT_NINF "-Infinity"
 
+/* The length of the valid UTF-8 sequence at p (p < end, *p >= 0x80), 0 if invalid (overlong
+ * forms, surrogates and code points above U+10FFFF included). */
+static size_t utf8_len(const unsigned char *p, const unsigned char *end)
+{
+    unsigned c = p[0];
+    size_t n = c >= 0xc2 && c <= 0xdf   ? 2
+               : c >= 0xe0 && c <= 0xef ? 3
+               : c >= 0xf0 && c <= 0xf4 ? 4
+                                        : 0;
+    if (n == 0 || (size_t)(end - p) < n)
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f) || (c == 0xf0 && p[1] < 0x90) ||
+        (c == 0xf4 && p[1] > 0x8f))
+        return 0;
+    return n;
+}
+
 /* Copies `line` into `dst` (cap bytes) with the non-JSON number tokens of Python's json module
- * quoted. Returns the new length, or 0 if it does not fit. */
+ * quoted and, inside strings, each byte that is not UTF-8 replaced by \ufffd. Returns the new
+ * length, or 0 if it does not fit. */
 static size_t rewrite_nonfinite(const char *line, size_t len, char *dst, size_t cap)
 {
     size_t o = 0;
@@ -37,6 +58,21 @@ static size_t rewrite_nonfinite(const char *line, size_t len, char *dst, size_t 
             }
             if (ch == '"')
                 in_str = 0;
+            if ((unsigned char)ch >= 0x80) {
+                const unsigned char *u = (const unsigned char *)line + i;
+                size_t k = utf8_len(u, (const unsigned char *)line + len);
+                if (o + (k ? k : 6) >= cap)
+                    return 0;
+                if (k) {
+                    memcpy(dst + o, u, k);
+                    o += k;
+                    i += k - 1;
+                } else {
+                    memcpy(dst + o, "\\ufffd", 6);
+                    o += 6;
+                }
+                continue;
+            }
         } else if (ch == '"') {
             in_str = 1;
         } else if (ch == 'N' && len - i >= 3 && !memcmp(line + i, "NaN", 3)) {
@@ -102,15 +138,12 @@ static runner_event event_kind(const char *s)
     return RUNNER_EVENT_OTHER;
 }
 
-st_status runner_metrics_parse(const char *line, size_t len, runner_metrics_line *out)
+/* The line as a JSON value (NULL: not JSON, too long, *oom set when out of memory). */
+static json_t *load_line(const char *line, size_t len, int *oom)
 {
-    char stackbuf[1024];
+    char stackbuf[4096];
     char *buf = stackbuf;
-    st_status rc = ST_EFORMAT;
-
-    memset(out, 0, sizeof(*out));
-    out->event = RUNNER_EVENT_NONE;
-    out->step = -1;
+    *oom = 0;
     while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
         len--;
     /* cheap rejection of the common non-protocol line (a log message) */
@@ -118,23 +151,43 @@ st_status runner_metrics_parse(const char *line, size_t len, runner_metrics_line
     while (b < len && (line[b] == ' ' || line[b] == '\t'))
         b++;
     if (b == len || line[b] != '{' || len > RUNNER_METRICS_LINE_MAX)
-        return ST_EFORMAT;
-
-    /* a 3-byte NaN becomes the 5-byte "NaN", the worst growth: less than 2x, plus the NUL */
-    size_t cap = len * 2 + 16;
+        return NULL;
+    /* a byte that is not UTF-8 becomes the 6-byte \ufffd, the worst growth, plus the NUL */
+    size_t cap = len * 6 + 16;
     if (cap > sizeof(stackbuf)) {
         buf = malloc(cap);
-        if (!buf)
-            return ST_ENOMEM;
+        if (!buf) {
+            *oom = 1;
+            return NULL;
+        }
     }
     size_t n = rewrite_nonfinite(line, len, buf, cap);
-    if (n == 0)
-        goto done;
-
     json_error_t jerr;
-    json_t *root = json_loadb(buf, n, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root = n ? json_loadb(buf, n, JSON_REJECT_DUPLICATES, &jerr) : NULL;
+    if (buf != stackbuf)
+        free(buf);
+    return root;
+}
+
+int runner_metrics_has_field(const char *line, size_t len, const char *name)
+{
+    int oom;
+    json_t *root = load_line(line, len, &oom);
+    int has = json_is_object(root) && json_object_get(root, name) != NULL;
+    json_decref(root);
+    return has;
+}
+
+st_status runner_metrics_parse(const char *line, size_t len, runner_metrics_line *out)
+{
+    st_status rc = ST_EFORMAT;
+    memset(out, 0, sizeof(*out));
+    out->event = RUNNER_EVENT_NONE;
+    out->step = -1;
+    int oom;
+    json_t *root = load_line(line, len, &oom);
     if (!root)
-        goto done;
+        return oom ? ST_ENOMEM : ST_EFORMAT;
     if (!json_is_object(root))
         goto free_root;
     json_t *ev = json_object_get(root, "event");
@@ -175,9 +228,6 @@ st_status runner_metrics_parse(const char *line, size_t len, runner_metrics_line
     rc = ST_OK;
 free_root:
     json_decref(root);
-done:
-    if (buf != stackbuf)
-        free(buf);
     if (rc != ST_OK)
         out->event = RUNNER_EVENT_NONE;
     return rc;

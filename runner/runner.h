@@ -64,14 +64,17 @@ typedef struct runner_metrics_line {
 
 /*
  * Parses one line (with or without its newline; need not be NUL-terminated) into *out.
- * Non-numeric fields other than "reason" are ignored. Returns ST_OK for a JSON object with a
- * string "event", ST_EFORMAT for anything else (out->event is then RUNNER_EVENT_NONE), or
- * ST_ENOMEM. Never reads past line[len-1]. Thread-safe.
+ * Non-numeric fields other than "reason" are ignored; so are bytes that are not UTF-8 inside
+ * strings (read as U+FFFD: an ignored field with a bad byte does not cost the line). Returns ST_OK
+ * for a JSON object with a string "event", ST_EFORMAT for anything else (out->event is then
+ * RUNNER_EVENT_NONE), or ST_ENOMEM. Never reads past line[len-1]. Thread-safe.
  */
 st_status runner_metrics_parse(const char *line, size_t len, runner_metrics_line *out);
 
 /* 1 and *value (may be NULL) if the line has the numeric field `name`, else 0. */
 int runner_metrics_get(const runner_metrics_line *l, const char *name, double *value);
+/* 1 if the protocol line has a field `name` of any type (a number, a string, ...), else 0. */
+int runner_metrics_has_field(const char *line, size_t len, const char *name);
 
 /* ---- sweep files ------------------------------------------------------------------------- */
 
@@ -197,6 +200,12 @@ st_status runner_config_load_string(const char *text, size_t len, const char *la
 /* NULL is a no-op. */
 void runner_config_destroy(runner_config *c);
 
+/* A sweep name is a path component of every attempt's log directory: 1 to
+ * RUNNER_SWEEP_NAME_MAX characters of [A-Za-z0-9._-], not starting with '.' or '-'. Returns 1
+ * if `name` is one, else 0 with why (a sentence, NUL-terminated in why[0..cap-1]). */
+#define RUNNER_SWEEP_NAME_MAX 100
+int runner_sweep_name_ok(const char *name, char *why, size_t cap);
+
 /* Number of searched (non-fixed) parameters, the optimizer's D. */
 size_t runner_config_dim(const runner_config *c);
 
@@ -249,6 +258,11 @@ typedef enum runner_failure {
     RUNNER_FAIL_NODE = 13,       /* the node failed or the job was preempted (NODE_FAIL, ...) */
     RUNNER_FAIL_CANCELLED = 14,  /* cancelled outside scaletune (scancel), on_cancelled: retry */
     RUNNER_FAIL_TIME_LIMIT = 15, /* the scheduler's time limit, with on_timeout: retry */
+    /* a configuration error of the trainer: exit 0 with a final record whose objective (or
+     * reported cost metric) is there but invalid (not a number; a cost that is not a positive
+     * finite number). Never retried (it would say the same again), never observed; the run
+     * ends infra_failed (without an observation) and its event quotes the line */
+    RUNNER_FAIL_BAD_FINAL = 16,
 } runner_failure;
 
 /* "diverged", "oom", ... (static). */
@@ -397,7 +411,7 @@ st_status runner_store_run_curve(runner_store *s, uint64_t run, const char *metr
  */
 st_status runner_store_delete(runner_store *s, const char *sweep);
 /*
- * Renames sweep `sweep` to `new_name` (letters, digits, '-', '_', '.'; the stored sweep file's
+ * Renames sweep `sweep` to `new_name` (runner_sweep_name_ok; the stored sweep file's
  * top-level `name:` line is rewritten to match, so resume and exports use the new name).
  * Returns ST_OK, ST_EINVAL (a bad name), ST_ENOTFOUND, ST_ESTATE (new_name is taken), ST_EBUSY
  * (a live controller holds the sweep), ST_EFORMAT (the stored file has no `name:` line),
@@ -475,6 +489,11 @@ typedef struct runner_options {
     /* Called after every state change (from the controller's thread); may be NULL. */
     void (*progress)(const runner_progress *p, void *data);
     void *progress_data;
+    /* For tests of the lease (may be NULL): called at a named point inside a step, where a
+     * controller can be stalled. "launch": a run is about to get an attempt recorded and
+     * submitted (data: pause_data). */
+    void (*pause_hook)(const char *point, void *data);
+    void *pause_data;
 } runner_options;
 
 runner_options runner_options_default(void);

@@ -45,6 +45,11 @@ struct runner_store {
         sqlite3_stmt *st;
     } cache[STORE_STMT_CACHE];
     size_t n_cache;
+    /* the fencing token (store_lease_take sets it, store_lease_release clears it): while set,
+     * every transaction store_begin opens first checks that the lease row of fence_sweep still
+     * names fence_owner, so a controller whose lease was taken writes nothing */
+    int64_t fence_sweep;
+    char fence_owner[128];
 };
 
 /* Wall-clock seconds since the epoch (times in the store outlive processes). */
@@ -82,8 +87,12 @@ void store_lease_release(runner_store *s, int64_t sweep, const char *owner);
  * if no lease) and whether it is live: not expired, and its process exists when on this host. */
 st_status store_lease_state(runner_store *s, int64_t sweep, char *owner, size_t cap,
                             double *heartbeat, int *live);
-/* "host:pid" of this process. */
+/* "host:pid:token": this process and a token unique to the call (each controller's lease is
+ * its own, the fencing token, even between two controllers of one process). */
 void runner_owner_id(char *buf, size_t cap);
+/* The fencing check inside an open transaction: ST_OK while the lease of the store's fenced
+ * sweep names its owner (or no fence is set), ST_EBUSY with a message otherwise. */
+st_status store_fence_check(runner_store *s);
 
 /* Rebuilds an optimizer for `cfg` from the sweep's observations, in order, then registers the
  * sweep's open runs (pending or running) as outstanding under their run ids
@@ -141,6 +150,10 @@ typedef struct runner_job {
      * controller clears both before each poll */
     runner_failure failure;
     char reason[160];
+    /* out, for a finished job: when it ended (wall clock) if the backend knows (local: the
+     * supervisor's exit file), else NAN (the controller cleared it): the cost in wall seconds
+     * is the job's own, not up to when a controller noticed */
+    double ended;
 } runner_job;
 
 /*

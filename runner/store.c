@@ -155,7 +155,10 @@ static st_status exec_sql(runner_store *s, const char *sql, const char *what)
 
 st_status store_begin(runner_store *s)
 {
-    return store_exec_stmt(s, store_stmt(s, "BEGIN IMMEDIATE"), "begin");
+    st_status rc = store_exec_stmt(s, store_stmt(s, "BEGIN IMMEDIATE"), "begin");
+    if (!rc && (rc = store_fence_check(s)))
+        store_rollback(s);
+    return rc;
 }
 
 st_status store_commit(runner_store *s)
@@ -476,10 +479,37 @@ st_status store_event(runner_store *s, int64_t sweep, int64_t run, int64_t attem
 
 void runner_owner_id(char *buf, size_t cap)
 {
+    static unsigned long calls;
     char host[64] = "localhost";
     gethostname(host, sizeof(host) - 1);
     host[sizeof(host) - 1] = '\0';
-    snprintf(buf, cap, "%s:%ld", host, (long)getpid());
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    unsigned long token = ((unsigned long)ts.tv_sec * 1000003ul) ^ (unsigned long)ts.tv_nsec;
+    snprintf(buf, cap, "%s:%ld:%lx.%lu", host, (long)getpid(), token, ++calls);
+}
+
+st_status store_fence_check(runner_store *s)
+{
+    if (!s->fence_sweep)
+        return ST_OK;
+    sqlite3_stmt *st = store_stmt(s, "SELECT owner FROM lease WHERE sweep_id = ?1");
+    if (!st)
+        return ST_EDB;
+    sqlite3_bind_int64(st, 1, s->fence_sweep);
+    int src = sqlite3_step(st);
+    char cur[128] = "";
+    if (src == SQLITE_ROW)
+        snprintf(cur, sizeof(cur), "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_reset(st);
+    if (src != SQLITE_ROW && src != SQLITE_DONE)
+        return store_fail(s, src, "checking the lease");
+    if (!strcmp(cur, s->fence_owner))
+        return ST_OK;
+    return st_errf(s->errmsg, ST_EBUSY,
+                   "lost the sweep's lease to another controller (%s, this one %s): stopped "
+                   "before its next write; nothing was written and nothing killed",
+                   cur[0] ? cur : "since gone", s->fence_owner);
 }
 
 st_status store_lease_take(runner_store *s, int64_t sweep, const char *owner, double seconds)
@@ -535,7 +565,11 @@ st_status store_lease_take(runner_store *s, int64_t sweep, const char *owner, do
         store_rollback(s);
         return rc;
     }
-    return store_commit(s);
+    if ((rc = store_commit(s)))
+        return rc;
+    s->fence_sweep = sweep;
+    snprintf(s->fence_owner, sizeof(s->fence_owner), "%s", owner);
+    return ST_OK;
 }
 
 st_status store_lease_beat(runner_store *s, int64_t sweep, const char *owner, double seconds)
@@ -553,7 +587,10 @@ st_status store_lease_beat(runner_store *s, int64_t sweep, const char *owner, do
     if (rc)
         return rc;
     if (sqlite3_changes(s->db) != 1)
-        return st_errf(s->errmsg, ST_EBUSY, "lost the sweep's lease to another controller");
+        return st_errf(s->errmsg, ST_EBUSY,
+                       "lost the sweep's lease to another controller (this one %s): stopped "
+                       "before its next write; nothing was written and nothing killed",
+                       owner);
     return ST_OK;
 }
 
@@ -565,4 +602,6 @@ void store_lease_release(runner_store *s, int64_t sweep, const char *owner)
     sqlite3_bind_int64(st, 1, sweep);
     sqlite3_bind_text(st, 2, owner, -1, SQLITE_TRANSIENT);
     store_exec_stmt(s, st, "releasing the lease");
+    s->fence_sweep = 0;
+    s->fence_owner[0] = '\0';
 }

@@ -123,17 +123,6 @@ static char *rename_text(const char *text, const char *new_name)
     return out;
 }
 
-static int name_ok(const char *n)
-{
-    if (!*n || strlen(n) > 100)
-        return 0;
-    for (const char *p = n; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-              *p == '-' || *p == '_' || *p == '.'))
-            return 0;
-    return n[0] != '.';
-}
-
 /* The stored sweep file with the new name, checked to load and to carry that name. */
 static st_status renamed_config(runner_store *s, const char *text, const char *new_name, char **out)
 {
@@ -158,11 +147,9 @@ st_status runner_store_rename(runner_store *s, const char *sweep, const char *ne
     s->errmsg[0] = '\0';
     if (!sweep || !*sweep || !new_name)
         return st_errf(s->errmsg, ST_EINVAL, "rename needs the sweep's name and a new name");
-    if (!name_ok(new_name))
-        return st_errf(s->errmsg, ST_EINVAL,
-                       "'%.100s' is not a sweep name (letters, digits, '-', '_', '.'; at most "
-                       "100 characters)",
-                       new_name);
+    char why[200];
+    if (!runner_sweep_name_ok(new_name, why, sizeof(why)))
+        return st_errf(s->errmsg, ST_EINVAL, "'%.100s' is not a sweep name: it %s", new_name, why);
     st_status rc = store_begin(s);
     if (rc)
         return rc;

@@ -203,6 +203,12 @@ class TestCliSweep(unittest.TestCase):
         r = cli("sweep", "launch", p, "--db", self.db)
         self.assertEqual(r.returncode, 1)
         self.assertIn("finished with 0 successful runs of 2", r.stderr)
+        # every run ended infra_failed (exit 1, no retries): resume says the same
+        st = json.loads(cli("sweep", "status", "--db", self.db, "--json", check=True).stdout)
+        self.assertEqual(st["runs"]["infra_failed"], 2)
+        r = cli("sweep", "resume", "f", "--db", self.db)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("finished with 0 successful runs of 2 (0 failed, 2 infrastructure", r.stderr)
 
     def test_sigpipe_stops_cleanly(self):
         p = self.write("toy.yaml", TOY % ("piped", 50))

@@ -8,6 +8,7 @@
  *                [--sleep-ms MS] [--sleep-rand-ms MS]
  *                [--metrics-file] [--child] [--chaos crash,hang,diverge --chaos-key KEY]
  *   M: ok crash signal hang diverge divergeexit oom garbage nofinal halfway exit:N
+ *      badutf8 oddcost (odd ignored fields in a valid final) strobjective negcost (invalid)
  *   --x V (repeatable): loss = 1 + sum (V - 0.5)^2 ; cost defaults to 1 + steps
  *   --child: also forks a grandchild that sleeps (its pid in $FAKE_CHILD_PIDS, appended)
  *   --sleep-rand-ms MS: each step also sleeps a uniform [0, MS] ms drawn from this process's
@@ -249,6 +250,25 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "nofinal"))
         return 0;
     char lb[64];
+    /* final records with something odd in them (issue 21) */
+    if (!strcmp(mode, "badutf8")) /* not UTF-8 in a field nobody reads: valid */
+        fprintf(out,
+                "{\"event\": \"final\", \"note\": \"caf\xe9 \xff\xfe\", \"val_loss\": %s, "
+                "\"flops\": %.17g}\n",
+                pyjson(loss, lb, sizeof(lb)), cost);
+    else if (!strcmp(mode, "oddcost")) /* NaN and negative in fields nobody reads: valid */
+        fprintf(out,
+                "{\"event\": \"final\", \"cost\": NaN, \"tokens\": -5, \"val_loss\": %s, "
+                "\"flops\": %.17g}\n",
+                pyjson(loss, lb, sizeof(lb)), cost);
+    else if (!strcmp(mode, "strobjective")) /* the objective is there, as a string */
+        fprintf(out, "{\"event\": \"final\", \"val_loss\": \"low\", \"flops\": %.17g}\n", cost);
+    else if (!strcmp(mode, "negcost")) /* the reported cost is there, negative */
+        fprintf(out, "{\"event\": \"final\", \"val_loss\": %s, \"flops\": -1}\n",
+                pyjson(loss, lb, sizeof(lb)));
+    if (!strncmp(mode, "badutf8", 7) || !strcmp(mode, "oddcost") || !strcmp(mode, "strobjective") ||
+        !strcmp(mode, "negcost"))
+        return 0;
     fprintf(out, "{\"event\": \"eval\", \"step\": %d, \"val_loss\": %s}\n", last,
             pyjson(loss, lb, sizeof(lb)));
     fprintf(out,

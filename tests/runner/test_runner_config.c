@@ -18,6 +18,8 @@ static runner_config *load(const char *text, st_status want, const char *want_ms
     runner_config *c = NULL;
     st_status rc = runner_config_load_string(text, strlen(text), "t.yaml", &c, em);
     CHECK_ST(rc, want);
+    if (rc != want)
+        fprintf(stderr, "  message: %s\n", em);
     if (want_msg && !strstr(em, want_msg)) {
         fprintf(stderr, "  message '%s' lacks '%s'\n", em, want_msg);
         CHECK(0);
@@ -292,9 +294,61 @@ static void test_backend(void)
     CHECK(!runner_failure_is_hyperparameter(RUNNER_FAIL_TIME_LIMIT));
 }
 
+#define REST                                                                                       \
+    "command: [prog, '{x}']\nobjective: {metric: loss}\n"                                          \
+    "parameters:\n  x: {space: linear, min: 0, max: 1, center: 0.5}\nbudget: {runs: 3}\n"
+
+/* Sweep names are path components: [A-Za-z0-9._-], 1 to 100, not starting with '.' or '-';
+ * anything else is refused at load with file:line:col (the name's value is on line 2). */
+static void test_names(void)
+{
+    const char *bad[] = {"'../../escaped'", "'a/b'", "'.hidden'",     "'-rf'",
+                         "'a b'",           "''",    "'caf\xc3\xa9'", "'x\\y'"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char text[512];
+        snprintf(text, sizeof(text),
+                 "command: [prog, '{x}']\nname: %s\nobjective: {metric: loss}\n"
+                 "parameters:\n  x: {space: linear, min: 0, max: 1, center: 0.5}\n",
+                 bad[i]);
+        load(text, ST_EINVAL, "t.yaml:2:7: name: ");
+    }
+    /* the longest name, and one character more; a 10 MiB name is refused, not stored */
+    size_t big = 10u << 20;
+    char *text = malloc(big + 512);
+    char *name = malloc(big + 1);
+    if (!text || !name) {
+        free(text);
+        free(name);
+        CHECK(0);
+        return;
+    }
+    memset(name, 'a', big);
+    for (size_t n = 99; n <= 101; n++) {
+        name[n] = '\0';
+        snprintf(text, big + 512, "name: %s\n" REST, name);
+        runner_config *c = load(text, n <= 100 ? ST_OK : ST_EINVAL,
+                                n <= 100 ? NULL : "t.yaml:1:7: name: is longer than 100");
+        CHECK(n > 100 || (c && strlen(c->name) == n));
+        runner_config_destroy(c);
+        name[n] = 'a';
+    }
+    name[big] = '\0';
+    snprintf(text, big + 512, "name: %s\n" REST, name);
+    load(text, ST_EINVAL, "longer than 100 characters");
+    free(text);
+    free(name);
+    runner_config_destroy(load("name: A-z_0.9-\n" REST, ST_OK, NULL));
+    /* the checker itself */
+    char why[200];
+    CHECK(runner_sweep_name_ok("ok.name_1-2", why, sizeof(why)));
+    CHECK(!runner_sweep_name_ok(NULL, why, sizeof(why)) && strstr(why, "is empty"));
+    CHECK(!runner_sweep_name_ok("..", why, sizeof(why)) && strstr(why, "starts with"));
+}
+
 int main(void)
 {
     test_example();
+    test_names();
     test_defaults();
     test_errors();
     test_backend();

@@ -160,9 +160,65 @@ static void test_expr(void)
     CHECK_ST(runner_expr_eval(deep, 3, names, vals, &v, em), ST_EINVAL);
 }
 
+/* Bytes that are not UTF-8 inside strings cost nothing but themselves: the numeric fields of
+ * the line are kept (constructed lines, each kind of bad sequence); outside strings they are
+ * still garbage; valid multi-byte UTF-8 is kept byte for byte. */
+static void test_utf8(void)
+{
+    const char *bad[] = {
+        "\xff",             /* never valid */
+        "\xc0\xaf",         /* overlong '/' */
+        "\xe0\x80\xaf",     /* overlong, 3 bytes */
+        "\xed\xa0\x80",     /* a surrogate */
+        "\xf4\x90\x80\x80", /* above U+10FFFF */
+        "\xc3",             /* truncated, at the end of the string */
+        "caf\xe9",          /* Latin-1 */
+        "\x80\x80",         /* continuation bytes alone */
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char line[256];
+        snprintf(line, sizeof(line),
+                 "{\"event\": \"final\", \"note\": \"%s\", \"val_loss\": 1.5, \"flops\": 7}",
+                 bad[i]);
+        runner_metrics_line l;
+        double v = 0, c = 0;
+        CHECK_ST(parse(line, &l), ST_OK);
+        CHECK(l.event == RUNNER_EVENT_FINAL);
+        CHECK(runner_metrics_get(&l, "val_loss", &v) && v == 1.5);
+        CHECK(runner_metrics_get(&l, "flops", &c) && c == 7);
+        CHECK(runner_metrics_has_field(line, strlen(line), "note"));
+        /* in a key too */
+        snprintf(line, sizeof(line), "{\"event\": \"eval\", \"k%s\": 1, \"val_loss\": 2}", bad[i]);
+        CHECK_ST(parse(line, &l), ST_OK);
+        CHECK(runner_metrics_get(&l, "val_loss", &v) && v == 2);
+    }
+    runner_metrics_line l;
+    /* valid UTF-8 (2, 3 and 4 bytes) is valid; a bad byte outside a string is still garbage */
+    CHECK_ST(parse("{\"event\": \"step\", \"note\": \"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\", "
+                   "\"loss\": 3}",
+                   &l),
+             ST_OK);
+    CHECK_ST(parse("{\"event\": \"step\", \"loss\": 3}\xff", &l), ST_EFORMAT);
+    /* NaN and negative values are numbers like any other: kept for the caller to judge */
+    CHECK_ST(parse("{\"event\": \"final\", \"cost\": NaN, \"tokens\": -5, \"val_loss\": 1}", &l),
+             ST_OK);
+    double v = 0;
+    CHECK(runner_metrics_get(&l, "val_loss", &v) && v == 1);
+    CHECK(runner_metrics_get(&l, "cost", &v) && isnan(v));
+    CHECK(runner_metrics_get(&l, "tokens", &v) && v == -5);
+    /* a field there and not a number: not a metric, but there */
+    const char *s = "{\"event\": \"final\", \"val_loss\": \"low\"}";
+    CHECK_ST(parse(s, &l), ST_OK);
+    CHECK(!runner_metrics_get(&l, "val_loss", NULL));
+    CHECK(runner_metrics_has_field(s, strlen(s), "val_loss"));
+    CHECK(!runner_metrics_has_field(s, strlen(s), "flops"));
+    CHECK(!runner_metrics_has_field("not json", 8, "val_loss"));
+}
+
 int main(void)
 {
     test_events();
+    test_utf8();
     test_nonfinite();
     test_garbage();
     test_limits();

@@ -127,6 +127,23 @@ static void test_kinds(void)
     check_kind("k_nofinal", "--mode, nofinal", "", RUNNER_RUN_INFRA_FAILED, RUNNER_FAIL_NO_FINAL,
                2);
     check_kind("k_exec", "--bogus-flag", "", RUNNER_RUN_INFRA_FAILED, RUNNER_FAIL_EXIT, 2);
+    /* what is valid in a final record is kept: bytes that are not UTF-8, NaN and a negative
+     * number in fields nobody reads (issue 21) */
+    check_kind("k_badutf8", "--mode, badutf8", "", RUNNER_RUN_SUCCEEDED, RUNNER_FAIL_NONE, 1);
+    check_kind("k_oddcost", "--mode, oddcost", "", RUNNER_RUN_SUCCEEDED, RUNNER_FAIL_NONE, 1);
+    /* a required field there and invalid is the trainer's configuration error: not retried,
+     * not observed, and the event quotes the line */
+    check_kind("k_strobj", "--mode, strobjective", "", RUNNER_RUN_INFRA_FAILED,
+               RUNNER_FAIL_BAD_FINAL, 1);
+    check_kind("k_negcost", "--mode, negcost", "", RUNNER_RUN_INFRA_FAILED, RUNNER_FAIL_BAD_FINAL,
+               1);
+    CHECK(tu_query(tu_path("kinds.db"),
+                   "SELECT count(*) FROM events WHERE message LIKE '%bad_final (''val_loss'' is "
+                   "not a number in the final record: {\"event\": \"final\", \"val_loss\": "
+                   "\"low\"%'") == 1);
+    CHECK(tu_query(tu_path("kinds.db"),
+                   "SELECT count(*) FROM events WHERE message LIKE '%bad_final (''flops'' is not "
+                   "a positive number in the final record: %\"flops\": -1}%'") == 1);
     check_kind("k_hang", "--mode, hang",
                "timeouts: {no_metrics_seconds: 0.3, kill_grace_seconds: 0.2}\n",
                RUNNER_RUN_INFRA_FAILED, RUNNER_FAIL_HANG, 2);
