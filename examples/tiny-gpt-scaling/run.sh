@@ -14,6 +14,7 @@
 #   E2E_SEQ (64)  E2E_DMODEL_MIN (32)  E2E_DMODEL_MAX (128)  E2E_LAYER_MAX (2)
 #   E2E_TOKENS_MIN (1e5)  E2E_TOKENS_MAX (2e6)  E2E_WARMUP (0.05; empty: searched)
 #   E2E_THREADS_LARGE (2)  E2E_BOOT (200)  E2E_OPTIMIZER (an optimizer block replacing the mode's)
+#   E2E_ALLOW_UNSAFE (0; 1: a recommendation refused as unsafe, exit 3, is trained anyway)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DIR=${E2E_DIR:-build/tiny-gpt-scaling}
@@ -112,8 +113,18 @@ $ST fit --data "$DIR/runs.csv" --law chinchilla --threads 2 || echo "(the naive 
 
 # ---- 3. scaletune extrapolate -------------------------------------------------------------
 step "3/5 scaletune extrapolate: settings at $XP_WHAT"
+xp_rc=0
 $ST extrapolate --db "$DB" --sweep $SW --config "$DIR/sweep.yaml" "${XP_TARGET[@]}" \
-  --bootstrap "$BOOT" --out "$DIR/extrapolate.json"
+  --bootstrap "$BOOT" --out "$DIR/extrapolate.json" || xp_rc=$?
+if [ "$xp_rc" = 3 ] && [ "${E2E_ALLOW_UNSAFE:-0}" = 1 ]; then
+  # demo-quick checks the pipeline: its 24 tiny runs cannot vouch for a safe setting
+  echo "refused as unsafe (above); E2E_ALLOW_UNSAFE=1: the safest setting is trained anyway"
+  $ST extrapolate --db "$DB" --sweep $SW --config "$DIR/sweep.yaml" "${XP_TARGET[@]}" \
+    --bootstrap "$BOOT" --out "$DIR/extrapolate.json" --allow-unsafe >/dev/null
+elif [ "$xp_rc" != 0 ]; then
+  echo "tiny-gpt-scaling: scaletune extrapolate exited $xp_rc: no large run" >&2
+  exit "$xp_rc"
+fi
 
 # ---- 4. the large run, as a one-run sweep of the same store --------------------------------
 step "4/5 the large run with the recommended settings ($THREADS threads)"
