@@ -177,7 +177,8 @@ FUZZ_SECONDS ?= 10
 FUZZ_BUILD   := build/fuzz
 FUZZ_CFLAGS  := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
                 $(CPPFLAGS)
-FUZZ_LIBSRC  := $(filter-out %_main.c,$(wildcard runner/*.c carbs/*.c common/*.c))
+FUZZ_LIBSRC  := $(filter-out %_main.c,$(wildcard runner/*.c carbs/*.c common/*.c)) \
+                $(wildcard fit/*.c)
 $(FUZZ_BUILD)/%: fuzz/%.c $(FUZZ_LIBSRC) $(wildcard runner/*.h)
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) $< $(FUZZ_LIBSRC) $(LDLIBS) -o $@
