@@ -13,7 +13,7 @@
 #   E2E_FACTOR (10)  E2E_CAP (8e11 FLOP per sweep run; study mode's target is E2E_FACTOR x it)
 #   E2E_SEQ (64)  E2E_DMODEL_MIN (32)  E2E_DMODEL_MAX (128)  E2E_LAYER_MAX (2)
 #   E2E_TOKENS_MIN (1e5)  E2E_TOKENS_MAX (2e6)  E2E_WARMUP (0.05; empty: searched)
-#   E2E_THREADS_LARGE (2)  E2E_BOOT (200)  E2E_OPTIMIZER (an optimizer block replacing the mode's)
+#   E2E_SEED (3: the sweep's seed)  E2E_THREADS_LARGE (2)  E2E_BOOT (200)  E2E_OPTIMIZER (an optimizer block replacing the mode's)
 #   E2E_ALLOW_UNSAFE (0; 1: a recommendation refused as unsafe, exit 3, is trained anyway)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -30,6 +30,7 @@ TMIN=${E2E_TOKENS_MIN:-1e5}
 TMAX=${E2E_TOKENS_MAX:-2e6}
 THREADS=${E2E_THREADS_LARGE:-2}
 BOOT=${E2E_BOOT:-200}
+SEED=${E2E_SEED:-3}
 # warmup: a fixed fraction (default 0.05; it matters little here and each searched
 # hyperparameter costs the engine's model five more parameters), or searched when empty
 WARMUP=${E2E_WARMUP-0.05}
@@ -85,7 +86,7 @@ budget: {runs: $RUNS, max_cost_per_run: $CAP}
 parallel: $PAR
 retries: {infrastructure: 2, backoff_seconds: 1}
 timeouts: {no_metrics_seconds: 600}
-seed: 3
+seed: $SEED
 $OPTIMIZER
 EOF
 if [ -f "$DB" ] && $ST sweep status --db "$DB" --sweep $SW >/dev/null 2>&1; then
