@@ -92,6 +92,15 @@ static void judge(const sim_law *law, const runner_sweep *w, outcome *o)
         sim_oracle(law, 6 * s.N * s.D, &best, &oracle) == ST_OK) {
         o->regret = t.loss / oracle - 1;
         o->error = r.objective / t.loss - 1;
+        sim_terms tb;
+        if (sim_eval(law, &best, &tb, NULL) == ST_OK) /* where the regret comes from */
+            fprintf(stderr,
+                    "regret parts: L(N,D) %+.2f%% (N/N* %.2f) lr/lr* %.2f batch/batch* %.2f "
+                    "penalties lr-batch %.2f%% warmup %.2f%% wd %.2f%% (oracle %.2f%% %.2f%% "
+                    "%.2f%%)\n",
+                    100 * (t.loss_nd / tb.loss_nd - 1), s.N / best.N, s.lr / t.lr_opt,
+                    s.batch / t.batch_opt, 100 * t.pen_lr_bs, 100 * t.pen_warmup, 100 * t.pen_wd,
+                    100 * tb.pen_lr_bs, 100 * tb.pen_warmup, 100 * tb.pen_wd);
     }
     o->halfwidth = 0.5 * (r.objective_hi - r.objective_lo) / r.objective;
     study_destroy(st);
@@ -116,6 +125,10 @@ static void sweep(const sim_law *law, runner_config *cfg, int world, int study_m
                 mo.cost_power = atof(getenv("STUDY_COST_POWER"));
             if (getenv("STUDY_PRIORS"))
                 mo.priors = atoi(getenv("STUDY_PRIORS"));
+            if (getenv("STUDY_DECISION"))
+                mo.decision = atoi(getenv("STUDY_DECISION"));
+            if (getenv("STUDY_COST_FLOOR"))
+                mo.cost_floor = atof(getenv("STUDY_COST_FLOOR"));
             if (study_propose(&w, &rq, &mo, x, em)) {
                 fprintf(stderr, "study_propose: %s\n", em);
                 break;
@@ -146,6 +159,12 @@ static void sweep(const sim_law *law, runner_config *cfg, int world, int study_m
                 study_mode ? "study" : "random", i, 6 * r->x[0] * r->x[1], r->x[0],
                 r->x[1] / r->x[0], r->x[2] / lopt, r->x[3], r->x[4], r->x[5],
                 r->status == RUNNER_RUN_SUCCEEDED ? "ok " : "div", r->objective);
+    }
+    for (size_t nu = 12; getenv("BENCH_TRACE") && nu <= w.n_runs; nu += 2) {
+        study_plan *pl = NULL;
+        st_status rc = study_plan_make(&w, nu, NULL, 0, 1e18, 100, 1, 1, NULL, &pl, em);
+        fprintf(stderr, "plan on the first %zu runs: %s %s\n", nu, st_strerror(rc), rc ? em : "");
+        study_plan_free(pl);
     }
     if (getenv("BENCH_DEBUG")) {
         study_plan *pl = NULL;

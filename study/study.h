@@ -167,6 +167,12 @@ typedef struct study_mode_options {
     int priors;           /* 1 (default): the acquisition's engine keeps its priors (alpha -
                              beta, the hyperparameter laws, weight decay); 0: off, so that the
                              replicates' spread is the data's alone */
+    int decision;         /* the acquisition's target: 0 (default) the variance of the large
+                             run's predicted ln loss; 1 the recommendation's expected regret
+                             (the slopes of ln loss there, each weighted by its bowl's
+                             1 / (2 curvature)); 2 the loss at each replicate's own optimum */
+    double cost_floor;    /* a candidate is charged at least cost_floor x the cap in the score
+                             (0: its own cost), default 0 */
 } study_mode_options;
 
 study_mode_options study_mode_options_default(void);

@@ -52,18 +52,35 @@ void study_acq_condition(size_t m, double *cov, size_t p, double *col, double s2
             cov[a * m + b] -= col[a] * col[b] / d;
 }
 
-size_t study_acq_pick(size_t m, const double *cov, size_t t, double s2, const double *cost,
-                      const double *weight, const unsigned char *taken, double *score)
+double study_acq_vr_multi(size_t m, const double *cov, size_t i, size_t nt, const size_t *tg,
+                          const double *tw, double s2)
+{
+    double d = cov[i * m + i] + s2, v = 0;
+    if (!(d > 0))
+        return 0;
+    for (size_t j = 0; j < nt; j++) {
+        double c = cov[i * m + tg[j]];
+        v += (tw ? tw[j] : 1) * c * c / d;
+    }
+    return v;
+}
+
+size_t study_acq_pick_multi(size_t m, const double *cov, size_t nt, const size_t *tg,
+                            const double *tw, double s2, const double *cost, const double *weight,
+                            const unsigned char *taken, double *score)
 {
     size_t best = STUDY_NONE;
     double bs = 0;
     for (size_t i = 0; i < m; i++) {
-        if (i == t || (taken && taken[i]) || !(cost[i] > 0) || !isfinite(cost[i]))
+        int is_target = 0;
+        for (size_t j = 0; j < nt; j++)
+            is_target |= i == tg[j];
+        if (is_target || (taken && taken[i]) || !(cost[i] > 0) || !isfinite(cost[i]))
             continue;
         double w = weight ? weight[i] : 1;
         if (!(w > 0))
             continue;
-        double sc = w * study_acq_vr(m, cov, i, t, s2) / cost[i];
+        double sc = w * study_acq_vr_multi(m, cov, i, nt, tg, tw, s2) / cost[i];
         if (sc > bs) {
             bs = sc;
             best = i;
@@ -74,23 +91,38 @@ size_t study_acq_pick(size_t m, const double *cov, size_t t, double s2, const do
     return best;
 }
 
-size_t study_acq_batch(size_t m, double *cov, size_t t, double s2, const double *cost,
-                       const double *weight, unsigned char *taken, size_t k, size_t *chosen,
-                       double *vr, double *var_t, double *col)
+size_t study_acq_pick(size_t m, const double *cov, size_t t, double s2, const double *cost,
+                      const double *weight, const unsigned char *taken, double *score)
+{
+    return study_acq_pick_multi(m, cov, 1, &t, NULL, s2, cost, weight, taken, score);
+}
+
+size_t study_acq_batch_multi(size_t m, double *cov, size_t nt, const size_t *tg, const double *tw,
+                             double s2, const double *cost, const double *weight,
+                             unsigned char *taken, size_t k, size_t *chosen, double *vr,
+                             double *var_t, double *col)
 {
     size_t n = 0;
     while (n < k) {
-        size_t p = study_acq_pick(m, cov, t, s2, cost, weight, taken, NULL);
+        size_t p = study_acq_pick_multi(m, cov, nt, tg, tw, s2, cost, weight, taken, NULL);
         if (p == STUDY_NONE)
             break;
         if (vr)
-            vr[n] = study_acq_vr(m, cov, p, t, s2);
+            vr[n] = study_acq_vr(m, cov, p, tg[0], s2);
         chosen[n] = p;
         taken[p] = 1; /* a repeat adds only run noise's averaging: never twice in a batch */
         study_acq_condition(m, cov, p, col, s2);
         if (var_t)
-            var_t[n] = cov[t * m + t];
+            var_t[n] = cov[tg[0] * m + tg[0]];
         n++;
     }
     return n;
+}
+
+size_t study_acq_batch(size_t m, double *cov, size_t t, double s2, const double *cost,
+                       const double *weight, unsigned char *taken, size_t k, size_t *chosen,
+                       double *vr, double *var_t, double *col)
+{
+    return study_acq_batch_multi(m, cov, 1, &t, NULL, s2, cost, weight, taken, k, chosen, vr, var_t,
+                                 col);
 }

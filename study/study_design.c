@@ -37,6 +37,8 @@ study_mode_options study_mode_options_default(void)
     o.noise_floor = 0.005;
     o.cost_power = 1;
     o.priors = 1;
+    o.decision = 0;
+    o.cost_floor = 0;
     return o;
 }
 

@@ -85,6 +85,20 @@ size_t study_acq_batch(size_t m, double *cov, size_t t, double s2, const double 
                        const double *weight, unsigned char *taken, size_t k, size_t *chosen,
                        double *vr, double *var_t, double *col);
 
+/* Several targets at once: the score of variable i is sum_j tw[j] VR(i, tg[j]) (tw NULL: all
+ * 1), e.g. the slopes of the large run's loss along each hyperparameter weighted by their
+ * regret per unit variance (docs/algorithms/study-mode.md). The targets are never picked;
+ * vr and var_t report VR(p, tg[0]) and var(tg[0]) (the large run's ln loss in study mode). */
+double study_acq_vr_multi(size_t m, const double *cov, size_t i, size_t nt, const size_t *tg,
+                          const double *tw, double s2);
+size_t study_acq_pick_multi(size_t m, const double *cov, size_t nt, const size_t *tg,
+                            const double *tw, double s2, const double *cost, const double *weight,
+                            const unsigned char *taken, double *score);
+size_t study_acq_batch_multi(size_t m, double *cov, size_t nt, const size_t *tg, const double *tw,
+                             double s2, const double *cost, const double *weight,
+                             unsigned char *taken, size_t k, size_t *chosen, double *vr,
+                             double *var_t, double *col);
+
 /* study_design.c: the searched parameters as a unit cube, the cost of a setting, the design. */
 typedef struct study_space {
     const runner_config *cfg;

@@ -22,6 +22,8 @@
  * JITTER_ND (sd), each hyperparameter's basic coordinate around its law by JITTER_HP. */
 #define JITTER_ND 0.35
 #define JITTER_HP 0.3
+/* The step (basic coordinate; ln N and ln D) of the decision targets' central differences. */
+#define DEC_STEP  0.25
 
 static double now_seconds(void)
 {
@@ -48,6 +50,9 @@ typedef struct plan_work {
     const fit_xp *xp;
     fit_xp_result res;
     size_t R, np, m, n_cand; /* replicates; values per setting; variables; candidates */
+    size_t t;                /* the large run's row (after the candidates and the pending) */
+    size_t nt, *tg;          /* the acquisition's targets (tg[0] = t) and their weights */
+    double *tw;
     double sigma;
     double *set;    /* m x np settings (candidates, then pending; the target's row unused) */
     double *ens;    /* m x R ln loss */
@@ -66,6 +71,8 @@ static void work_clear(plan_work *k)
     free(k->cost);
     free(k->weight);
     free(k->xe);
+    free(k->tg);
+    free(k->tw);
     gsl_rng_free(k->g);
 }
 
@@ -212,19 +219,121 @@ static st_status work_candidates(plan_work *k, uint64_t seed)
 
 static st_status work_alloc(plan_work *k, size_t n_pending)
 {
-    k->m = k->n_cand + n_pending + 1;
+    /* rows: candidates, pending, the large run, then up to P + 1 decision targets */
+    k->t = k->n_cand + n_pending;
+    k->m = k->t + 1 + k->sp.P + 1;
     k->set = calloc(k->m * k->np + 1, sizeof(double));
     k->ens = calloc(k->m * k->R + 1, sizeof(double));
     k->cost = calloc(k->m, sizeof(double));
     k->weight = calloc(k->m, sizeof(double));
     k->xe = calloc(k->sp.P + 1, sizeof(double));
-    return k->set && k->ens && k->cost && k->weight && k->xe ? ST_OK : ST_ENOMEM;
+    k->tg = calloc(k->sp.P + 2, sizeof(size_t));
+    k->tw = calloc(k->sp.P + 2, sizeof(double));
+    return k->set && k->ens && k->cost && k->weight && k->xe && k->tg && k->tw ? ST_OK : ST_ENOMEM;
+}
+
+/* The large run's setting moved by h along direction j in the engine's order: basic
+ * coordinate j by h, or (j == jN with D a parameter) ln N up and ln D down by h, at fixed
+ * compute. Fills k->xe, *N, *D. */
+static void target_moved(plan_work *k, size_t j, double h, double *N, double *D)
+{
+    for (size_t i = 0; i < k->sp.P; i++)
+        k->xe[i] = k->res.value[i];
+    *N = k->res.N;
+    *D = k->res.D;
+    if (j == k->sp.jN) {
+        *N *= exp(h);
+        *D *= exp(-h);
+        k->xe[k->sp.jN] = *N;
+        k->xe[k->sp.jD] = *D;
+        return;
+    }
+    fit_xp_space s = k->st->par[j].space;
+    k->xe[j] = from_basic(s, to_basic(s, k->res.value[j]) + h);
+}
+
+/* Replicate r's slope of ln loss along direction j (central differences, step DEC_STEP) into
+ * row `row`, and the ensemble's mean curvature; 0 when the direction does not apply. */
+static double dec_slope(plan_work *k, size_t j, size_t row, double *gp, double *gm)
+{
+    double N, D, h = DEC_STEP, c = 0;
+    const double *g0 = &k->ens[k->t * k->R];
+    target_moved(k, j, h, &N, &D);
+    if (fit_xp_predict_replicates(k->xp, k->xe, N, D, gp, NULL, NULL) != ST_OK)
+        return 0;
+    target_moved(k, j, -h, &N, &D);
+    if (fit_xp_predict_replicates(k->xp, k->xe, N, D, gm, NULL, NULL) != ST_OK)
+        return 0;
+    for (size_t r = 0; r < k->R; r++) {
+        if (!isfinite(gp[r]) || !isfinite(gm[r]))
+            return 0;
+        k->ens[row * k->R + r] = (gp[r] - gm[r]) / (2 * h);
+        c += (gp[r] - 2 * g0[r] + gm[r]) / (h * h) / (double)k->R;
+    }
+    return c;
+}
+
+/* The acquisition's targets (docs/algorithms/study-mode.md, "the decision"): decision 0, the
+ * large run's ln loss g; 1, the slopes d_j of ln loss at the recommendation along each
+ * direction j, weighted 1 / (2 c_j) (a quadratic bowl of curvature c_j: the recommendation's
+ * expected regret is sum_j var(d_j) / (2 c_j), and observing a run cuts it by sum_j
+ * VR(d_j) / (2 c_j)); 2, each replicate's loss at its own optimum, g - sum_j d_j^2 / (2 c_j).
+ * g stays target 0 (weight 0 unless decision 0) for the interval the plan reports. */
+static st_status work_decision(plan_work *k)
+{
+    size_t R = k->R, t = k->t, P = k->sp.P, nd = 0;
+    int dec = k->sp.o.decision;
+    k->nt = 1;
+    k->tg[0] = t;
+    k->tw[0] = dec == 0 ? 1 : 0;
+    k->m = t + 1;
+    if (dec == 0)
+        return ST_OK;
+    double *gp = malloc(2 * R * sizeof(double)), *c = malloc((P + 1) * sizeof(double));
+    if (!gp || !c) {
+        free(gp), free(c);
+        return ST_ENOMEM;
+    }
+    int nd_pair = k->sp.jN != STUDY_NONE && k->sp.jD != STUDY_NONE && isfinite(k->res.N) &&
+                  isfinite(k->res.D);
+    for (size_t j = 0; j < P; j++) {
+        fit_xp_role ro = fit_xp_param_role(k->xp, j);
+        if (j == k->sp.jD || ro == FIT_XP_SIZE || (j == k->sp.jN && !nd_pair) ||
+            (ro == FIT_XP_N || ro == FIT_XP_D) != (j == k->sp.jN))
+            continue;
+        double cj = dec_slope(k, j, t + 1 + nd, gp, gp + R);
+        if (!(cj > 1e-6))
+            continue;
+        c[nd] = cj;
+        if (dec == 1) {
+            k->tg[k->nt] = t + 1 + nd;
+            k->tw[k->nt++] = 1 / (2 * cj);
+        }
+        nd++;
+    }
+    if (dec == 2) { /* one row after the slopes: the loss at each replicate's optimum */
+        size_t row = t + 1 + nd;
+        for (size_t r = 0; r < R; r++) {
+            double h = k->ens[t * R + r];
+            for (size_t i = 0; i < nd; i++) {
+                double d = k->ens[(t + 1 + i) * R + r];
+                h -= d * d / (2 * c[i]);
+            }
+            k->ens[row * R + r] = h;
+        }
+        k->tg[k->nt] = row;
+        k->tw[k->nt++] = 1;
+        nd++;
+    }
+    k->m = t + 1 + nd;
+    free(gp), free(c);
+    return ST_OK;
 }
 
 /* The greedy batch on the covariance; fills the plan's picks. */
 static st_status work_choose(plan_work *k, size_t n_pending, size_t kk, study_plan *pl)
 {
-    size_t m = k->m, t = m - 1;
+    size_t m = k->m, t = k->t;
     double *cov = malloc(m * m * sizeof(double));
     double *col = malloc(m * sizeof(double)), *vr = malloc((kk + 1) * sizeof(double));
     double *vt = malloc((kk + 1) * sizeof(double));
@@ -259,9 +368,11 @@ static st_status work_choose(plan_work *k, size_t n_pending, size_t kk, study_pl
         free(cov), free(col), free(vr), free(vt), free(ch), free(taken);
         return ST_ENOMEM;
     }
+    double floor_c = isfinite(k->sp.cap) ? k->sp.o.cost_floor * k->sp.cap : 0;
     for (size_t i = 0; i < m; i++)
-        cp[i] = k->cost[i] > 0 ? pow(k->cost[i], k->sp.o.cost_power) : k->cost[i];
-    size_t n = study_acq_batch(m, cov, t, s2, cp, k->weight, taken, kk, ch, vr, vt, col);
+        cp[i] = k->cost[i] > 0 ? pow(fmax(k->cost[i], floor_c), k->sp.o.cost_power) : k->cost[i];
+    size_t n = study_acq_batch_multi(m, cov, k->nt, k->tg, k->tw, s2, cp, k->weight, taken, kk, ch,
+                                     vr, vt, col);
     free(cp);
     for (size_t i = 0; i < n; i++) {
         study_pick *pk = &pl->picks[i];
@@ -314,8 +425,10 @@ st_status study_plan_make(const runner_sweep *w, size_t n_use, const double *pen
         for (size_t j = 0; !rc && j < k.sp.P; j++)
             k.xe[j] = k.res.value[j];
         if (!rc)
-            rc = fit_xp_predict_replicates(k.xp, k.xe, k.res.N, k.res.D, &k.ens[(k.m - 1) * k.R],
-                                           NULL, &k.sigma);
+            rc = fit_xp_predict_replicates(k.xp, k.xe, k.res.N, k.res.D, &k.ens[k.t * k.R], NULL,
+                                           &k.sigma);
+        if (!rc)
+            rc = work_decision(&k);
         if (rc && errmsg && !errmsg[0])
             st_errf(errmsg, rc, "the engine could not predict the large run");
     }

@@ -4,6 +4,9 @@
  *  - the acquisition prefers the run that separates two candidate laws over one where both
  *    laws predict the same loss, and its score is the closed form cov^2 / (var + s2) / cost
  *    computed here from the two laws;
+ *  - the decision's target: a run that tells two candidate optima of the large run's learning
+ *    rate apart beats one that only pins its level, by the closed form, where the variance of
+ *    the predicted loss prefers the other;
  *  - the fantasy update is the Gaussian conditioning formula on a 3-variable case (numbers by
  *    hand), and a greedy batch never picks the same point twice: with a duplicate of the best
  *    candidate, the second pick is the other candidate the closed form prefers;
@@ -77,6 +80,43 @@ static void test_separates_laws(void)
     size_t want_p = v0 / cost2[0] > v1 / cost2[1] ? 0 : 1;
     CHECK(study_acq_pick(4, cov2, 2, s2, cost2, NULL, NULL, NULL) == want_p);
     CHECK(want_p == 0);
+}
+
+/* ---- the decision's targets ---------------------------------------------------------------- */
+
+static void test_decision_target(void)
+{
+    /* replicate b's large-run ln loss along u = ln lr: g_b(u) = L0_b + c (u - mu_b)^2, with
+     * L0_b = +-0.02 and mu_b = +-0.3 varying independently over R = 8 replicates; the
+     * recommendation u* = 0 (the mean optimum). Candidate A observes the level (f = L0_b), B a
+     * small run at a high lr, f = c (0.8 - mu_b)^2 (it tells the optima apart). g_b(0) = L0_b +
+     * 0.09 c: the loss's variance is the level's, so the variance target picks A; the decision's
+     * target is the slope d_b = g_b'(0) = -2 c mu_b with weight 1 / (2 curvature) = 1 / (4 c)
+     * (the bowl's expected regret sum var(d) / (2 curvature)), which A does not inform: it picks
+     * B, with score w cov(B, d)^2 / (var(B) + s2) / cost by the closed form. */
+    enum { R = 8, M = 4 }; /* rows: A, B, g, d */
+    double c = 0.05, ens[M * R], cov[M * M], cost[M] = {1, 1, 0, 0}, s2 = 1e-6;
+    for (size_t r = 0; r < R; r++) {
+        double L0 = (r & 1) ? 0.02 : -0.02, mu = (r & 2) ? 0.3 : -0.3;
+        ens[0 * R + r] = L0;
+        ens[1 * R + r] = c * (0.8 - mu) * (0.8 - mu);
+        ens[2 * R + r] = L0 + c * mu * mu;
+        ens[3 * R + r] = -2 * c * mu;
+    }
+    study_ens_cov(M, R, ens, cov);
+    size_t tg_var[1] = {2}, tg_dec[2] = {2, 3};
+    double tw_dec[2] = {0, 1 / (4 * c)}, score;
+    CHECK(study_acq_pick_multi(M, cov, 1, tg_var, NULL, s2, cost, NULL, NULL, NULL) == 0);
+    CHECK(study_acq_pick(M, cov, 2, s2, cost, NULL, NULL, NULL) == 0);
+    size_t p = study_acq_pick_multi(M, cov, 2, tg_dec, tw_dec, s2, cost, NULL, NULL, &score);
+    printf("decision target: pick %zu (want 1), score %.4g\n", p, score);
+    CHECK(p == 1);
+    /* closed form: B = c (0.8 - mu)^2 takes two values 0.0125 and 0.0605 (mu = +-0.3), half
+     * the replicates each, as d = -+0.03: sample cov over R with the R - 1 denominator */
+    double k = (double)R / (4.0 * (R - 1)), dB = c * 0.25 - c * 1.21, dd = -0.03 - 0.03;
+    double want = tw_dec[1] * (k * dB * dd) * (k * dB * dd) / (k * dB * dB + s2);
+    CHECK_REL(score, want, 1e-9);
+    CHECK_ABS(study_acq_vr_multi(M, cov, 0, 2, tg_dec, tw_dec, s2), 0, 1e-20);
 }
 
 /* ---- the fantasy update -------------------------------------------------------------------- */
@@ -461,6 +501,24 @@ static void test_proposer(void)
         }
     }
     study_plan_free(pl);
+    /* the decision's targets (1: the slopes at the recommendation, 2: each replicate's
+     * optimum): 3 distinct picks under the cap, the same plan twice */
+    for (int dec = 1; dec <= 2; dec++) {
+        study_mode_options o = study_mode_options_default();
+        o.decision = dec;
+        study_plan *d1 = NULL, *d2 = NULL;
+        CHECK_ST(study_plan_make(w, w->n_runs, NULL, 0, NAN, 100, 3, 7, &o, &d1, em), ST_OK);
+        CHECK_ST(study_plan_make(w, w->n_runs, NULL, 0, NAN, 100, 3, 7, &o, &d2, em), ST_OK);
+        CHECK(d1 && d2 && d1->n_picks == 3 && d2->n_picks == 3);
+        for (size_t i = 0; d1 && d2 && i < d1->n_picks && i < d2->n_picks; i++) {
+            CHECK(!memcmp(d1->picks[i].x, d2->picks[i].x, 6 * sizeof(double)));
+            CHECK(d1->picks[i].cost <= cfg->max_cost_per_run * (1 + 1e-9));
+            for (size_t j = 0; j < i; j++)
+                CHECK(memcmp(d1->picks[i].x, d1->picks[j].x, 6 * sizeof(double)) != 0);
+        }
+        study_plan_free(d1);
+        study_plan_free(d2);
+    }
     /* too few runs to fit: the plan says so, the proposer falls back to the design */
     CHECK(study_plan_make(w, 2, NULL, 0, NAN, 100, 1, 7, NULL, &pl, em) != ST_OK);
     CHECK(pl == NULL);
@@ -567,6 +625,7 @@ int main(int argc, char **argv)
     free(abs);
     st_global_init();
     test_separates_laws();
+    test_decision_target();
     test_fantasy();
     test_design();
     test_design_shape();
