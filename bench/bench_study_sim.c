@@ -5,7 +5,11 @@
  * search of the same size under the same cap, each judged as `scaletune extrapolate` judges:
  * the engine's recommendation at 100x the cap, its regret against the oracle at its compute,
  * its predicted interval and error. No runner, no store, no processes: the runs are sim_run's
- * (the simulator llmsim speaks). Not a test; prints a table.
+ * (the simulator llmsim speaks). Not a test; prints a table, and on stderr where each sweep's
+ * regret comes from (the oracle's terms against the recommendation's).
+ * Environment: STUDY_ONLY / RANDOM_ONLY run one mode; STUDY_COST_POWER, STUDY_PRIORS,
+ * STUDY_DECISION, STUDY_COST_FLOOR set study_mode_options; BENCH_DUMP lists the runs;
+ * BENCH_TRACE says from which run the acquisition's engine can fit.
  */
 #include <math.h>
 #include <stdio.h>
@@ -97,10 +101,11 @@ static void judge(const sim_law *law, const runner_sweep *w, outcome *o)
             fprintf(stderr,
                     "regret parts: L(N,D) %+.2f%% (N/N* %.2f) lr/lr* %.2f batch/batch* %.2f "
                     "penalties lr-batch %.2f%% warmup %.2f%% wd %.2f%% (oracle %.2f%% %.2f%% "
-                    "%.2f%%)\n",
+                    "%.2f%%) warmup %.3f (oracle %.3f) wd %.3g (oracle %.3g)\n",
                     100 * (t.loss_nd / tb.loss_nd - 1), s.N / best.N, s.lr / t.lr_opt,
                     s.batch / t.batch_opt, 100 * t.pen_lr_bs, 100 * t.pen_warmup, 100 * t.pen_wd,
-                    100 * tb.pen_lr_bs, 100 * tb.pen_warmup, 100 * tb.pen_wd);
+                    100 * tb.pen_lr_bs, 100 * tb.pen_warmup, 100 * tb.pen_wd, s.warmup, best.warmup,
+                    s.weight_decay, best.weight_decay);
     }
     o->halfwidth = 0.5 * (r.objective_hi - r.objective_lo) / r.objective;
     study_destroy(st);
@@ -205,7 +210,8 @@ int main(int argc, char **argv)
         cfg->seed = (uint64_t)world;
         cfg->target_factor = 100;
         cfg->budget_runs = n; /* the initial design: max(8, n / 4) */
-        for (int mode = 1; mode >= (only_study ? 1 : 0); mode--) {
+        int first_mode = getenv("RANDOM_ONLY") ? 0 : 1;
+        for (int mode = first_mode; mode >= (only_study ? 1 : 0); mode--) {
             outcome o;
             sweep(&law, cfg, world, mode, n, &o);
             printf("| %d | %s | %zu | %zu | %.3g | %.2f%% | %.2f%% | %+.2f%% | %.0f |\n", world,
