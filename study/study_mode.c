@@ -3,7 +3,8 @@
  * each suggestion of a sweep whose goal is the large run, and the plan behind it and behind
  * `scaletune suggest-next`: fit the engine on the released runs, score a few hundred candidate
  * runs by the expected reduction of the variance of the large run's predicted loss per unit
- * cost over the bootstrap replicates, condition on the pending runs, pick greedily. Depends on
+ * cost over the bootstrap replicates (or, with the option `decision`, of the recommendation's
+ * expected regret), condition on the pending runs, pick greedily. Depends on
  * study.c (the input policy and the engine call), study_design.c and study_acq.c.
  */
 #include <math.h>
