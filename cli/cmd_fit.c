@@ -77,20 +77,15 @@ static int push(const char **list, size_t *n, const char *v)
 /* An option with a string value; 1 if it was one, -1 on a full list. */
 static int parse_string_opt(fit_cli *c, const char *a, const char *v)
 {
-    if (!strcmp(a, "--data"))
-        c->data = v;
-    else if (!strcmp(a, "--law"))
+    int t = fit_cli_table_opt(c, a, v);
+    if (t)
+        return t;
+    if (!strcmp(a, "--law"))
         c->law_name = v;
-    else if (!strcmp(a, "--columns"))
-        c->columns = v;
     else if (!strcmp(a, "--inputs"))
         snprintf(c->inputs_buf, sizeof(c->inputs_buf), "%s", v);
-    else if (!strcmp(a, "--target"))
-        c->target = v;
     else if (!strcmp(a, "--m-from"))
         c->m_from = v;
-    else if (!strcmp(a, "--where"))
-        return push(c->where, &c->n_where, v) ? 1 : -1;
     else if (!strcmp(a, "--fix"))
         return push(c->fix, &c->n_fix, v) ? 1 : -1;
     else if (!strcmp(a, "--predict"))

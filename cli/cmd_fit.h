@@ -65,6 +65,10 @@ int fit_cli_table(fit_cli *c);
  * Returns 0 or the exit status (1 bad data, 2 bad usage) after printing the error. */
 int fit_cli_load(fit_cli *c);
 
+/* cmd_fit_data.c: the options every `fit` subcommand reads its table with (--data, --columns,
+ * --target, --where): 1 if `a` was one (value v), -1 when --where's list is full, 0 otherwise. */
+int fit_cli_table_opt(fit_cli *c, const char *a, const char *v);
+
 /* cmd_fit_data.c: parses "K=V,K=V" (at most max pairs) into keys (pointers into buf) and
  * values; returns the count or -1 on a malformed pair or a bad number. */
 int fit_cli_pairs(char *buf, size_t max, const char **keys, double *vals);

@@ -276,3 +276,20 @@ int fit_cli_load(fit_cli *c)
         warn_raw_grid(c);
     return rc;
 }
+
+int fit_cli_table_opt(fit_cli *c, const char *a, const char *v)
+{
+    if (!strcmp(a, "--data"))
+        c->data = v;
+    else if (!strcmp(a, "--columns"))
+        c->columns = v;
+    else if (!strcmp(a, "--target"))
+        c->target = v;
+    else if (!strcmp(a, "--where")) {
+        if (c->n_where == FIT_CLI_MAX_LIST)
+            return -1;
+        c->where[c->n_where++] = v;
+    } else
+        return 0;
+    return 1;
+}

@@ -67,14 +67,8 @@ static int parse_hp(hp_cli *s, int argc, char **argv)
         } else if (!v) {
             cli_error("run 'scaletune fit hp --help'", "unknown option or missing value: '%s'", a);
             return 2;
-        } else if (i++, !strcmp(a, "--data")) {
-            c->data = v;
-        } else if (!strcmp(a, "--columns")) {
-            c->columns = v;
-        } else if (!strcmp(a, "--target")) {
-            c->target = v;
-        } else if (!strcmp(a, "--where") && c->n_where < FIT_CLI_MAX_LIST) {
-            c->where[c->n_where++] = v;
+        } else if (i++, fit_cli_table_opt(c, a, v) > 0) {
+            /* --data, --columns, --target, --where */
         } else if (!strcmp(a, "--predict") && c->n_predict < FIT_CLI_MAX_LIST) {
             c->predict[c->n_predict++] = v;
         } else if (!strcmp(a, "--select") && (!strcmp(v, "band") || !strcmp(v, "quadratic"))) {

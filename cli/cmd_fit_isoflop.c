@@ -69,17 +69,11 @@ static int parse_iso(iso_cli *s, int argc, char **argv)
             cli_error("run 'scaletune fit isoflop --help'", "unknown option or missing value: '%s'",
                       a);
             return 2;
-        } else if (i++, !strcmp(a, "--data")) {
-            c->data = v;
-        } else if (!strcmp(a, "--columns")) {
-            c->columns = v;
-        } else if (!strcmp(a, "--target")) {
-            c->target = v;
+        } else if (i++, fit_cli_table_opt(c, a, v) > 0) {
+            /* --data, --columns, --target, --where */
         } else if (!strcmp(a, "--by")) {
             snprintf(s->by_buf, sizeof(s->by_buf), "%s", v);
             c->by = v;
-        } else if (!strcmp(a, "--where") && c->n_where < FIT_CLI_MAX_LIST) {
-            c->where[c->n_where++] = v;
         } else if (num && !strcmp(a, "--bootstrap") && d >= 2) {
             s->o.n_boot = (size_t)d;
         } else if (num && !strcmp(a, "--noise") && d >= 0) {
