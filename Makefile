@@ -50,8 +50,10 @@ $(STATIC): $(LIB_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-$(SHARED): $(LIB_OBJ)
-	$(CC) $(LDFLAGS) -shared -Wl,-soname,lib$(NAME).so.$(SOVER) $^ $(LDLIBS) -o $@.$(LIBVER)
+# common/scaletune.map: only the module-prefixed public API is exported (issue 21)
+$(SHARED): $(LIB_OBJ) common/scaletune.map
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,lib$(NAME).so.$(SOVER) \
+	  -Wl,--version-script=common/scaletune.map $(LIB_OBJ) $(LDLIBS) -o $@.$(LIBVER)
 	ln -sf lib$(NAME).so.$(LIBVER) $@.$(SOVER)
 	ln -sf lib$(NAME).so.$(LIBVER) $@
 
