@@ -184,14 +184,20 @@ FUZZ_LIBSRC  := $(filter-out %_main.c,$(wildcard runner/*.c carbs/*.c common/*.c
 $(FUZZ_BUILD)/%: fuzz/%.c $(FUZZ_LIBSRC) $(wildcard runner/*.h)
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) $< $(FUZZ_LIBSRC) $(LDLIBS) -o $@
-fuzz: $(FUZZ_BUILD)/fuzz_metrics $(FUZZ_BUILD)/fuzz_config $(FUZZ_BUILD)/fuzz_carbs_import
-	@mkdir -p $(FUZZ_BUILD)/corpus_metrics $(FUZZ_BUILD)/corpus_config $(FUZZ_BUILD)/corpus_carbs
+fuzz: $(FUZZ_BUILD)/fuzz_metrics $(FUZZ_BUILD)/fuzz_config $(FUZZ_BUILD)/fuzz_carbs_import \
+      $(FUZZ_BUILD)/fuzz_csv $(FUZZ_BUILD)/fuzz_store
+	@mkdir -p $(FUZZ_BUILD)/corpus_metrics $(FUZZ_BUILD)/corpus_config $(FUZZ_BUILD)/corpus_carbs \
+	  $(FUZZ_BUILD)/corpus_csv $(FUZZ_BUILD)/corpus_store
 	$(FUZZ_BUILD)/fuzz_metrics -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
 	  $(FUZZ_BUILD)/corpus_metrics fuzz/corpus/metrics
 	$(FUZZ_BUILD)/fuzz_config -max_total_time=$(FUZZ_SECONDS) -max_len=8192 \
 	  $(FUZZ_BUILD)/corpus_config fuzz/corpus/config
 	$(FUZZ_BUILD)/fuzz_carbs_import -max_total_time=$(FUZZ_SECONDS) -max_len=8192 \
 	  $(FUZZ_BUILD)/corpus_carbs fuzz/corpus/carbs_state
+	$(FUZZ_BUILD)/fuzz_csv -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+	  $(FUZZ_BUILD)/corpus_csv fuzz/corpus/csv
+	$(FUZZ_BUILD)/fuzz_store -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+	  $(FUZZ_BUILD)/corpus_store fuzz/corpus/store
 .PHONY: fuzz
 
 # ---- bindings ------------------------------------------------------------------------------

@@ -272,7 +272,7 @@ st_status runner_resume(const char *sweep, const runner_options *opts, runner **
         sqlite3_bind_int64(st, 1, r->sweep);
         if (sqlite3_step(st) == SQLITE_ROW) {
             r->generation = sqlite3_column_int64(st, 0);
-            r->log_dir = strdup((const char *)sqlite3_column_text(st, 1));
+            r->log_dir = strdup(store_col_text(st, 1));
         }
         sqlite3_reset(st);
         rc = r->log_dir ? ST_OK : ST_EDB;
@@ -417,11 +417,11 @@ static st_status add_active_from_row(runner *r, sqlite3_stmt *st)
     a->attempt_id = sqlite3_column_int64(st, 0);
     a->run_id = sqlite3_column_int64(st, 1);
     a->number = (unsigned)sqlite3_column_int(st, 2);
-    const char *state = (const char *)sqlite3_column_text(st, 3);
-    const char *jid = (const char *)sqlite3_column_text(st, 4);
+    const char *state = store_col_text(st, 3);
+    const char *jid = store_col_text(st, 4);
     if (!strcmp(state, "running") && jid)
         snprintf(a->job_id, sizeof(a->job_id), "%s", jid);
-    a->dir = strdup((const char *)sqlite3_column_text(st, 5));
+    a->dir = strdup(store_col_text(st, 5));
     a->slot = slot;
     a->started = sqlite3_column_double(st, 7);
     a->last_metric =
@@ -433,7 +433,7 @@ static st_status add_active_from_row(runner *r, sqlite3_stmt *st)
     a->max_cost = sqlite3_column_type(st, 13) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 13);
     a->diverged = sqlite3_column_int(st, 14);
     if (sqlite3_column_type(st, 15) != SQLITE_NULL)
-        a->final_line = strdup((const char *)sqlite3_column_text(st, 15));
+        a->final_line = strdup(store_col_text(st, 15));
     size_t nb = r->cfg->n_params * sizeof(double);
     a->x_all = malloc(nb);
     if (!a->dir || !a->x_all)

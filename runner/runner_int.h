@@ -60,6 +60,13 @@ double runner_mono(void);
 /* A prepared statement for `sql` (a string literal), reset and unbound; NULL on error with
  * s->errmsg set. Owned by the store. */
 sqlite3_stmt *store_stmt(runner_store *s, const char *sql);
+/* Column `col` of the current row as text, "" when it is NULL (a damaged or hand-edited store
+ * may hold NULL where the schema says NOT NULL; a reader must not crash on it). */
+static inline const char *store_col_text(sqlite3_stmt *st, int col)
+{
+    const unsigned char *t = sqlite3_column_text(st, col);
+    return t ? (const char *)t : "";
+}
 /* Maps a SQLite result code to st_status (SQLITE_FULL -> ST_ENOSPC, BUSY -> ST_EBUSY, ...) and
  * formats s->errmsg with `what` and sqlite3_errmsg. */
 st_status store_fail(runner_store *s, int src, const char *what);

@@ -390,7 +390,7 @@ st_status runner_store_list(runner_store *s, const char **names)
     buf[0] = '\0';
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *n = (const char *)sqlite3_column_text(st, 0);
+        const char *n = store_col_text(st, 0);
         size_t l = strlen(n);
         if (len + l + 2 > cap) {
             cap = (len + l + 2) * 2;
@@ -437,7 +437,7 @@ st_status runner_store_params(runner_store *s, const char *sweep, size_t *n,
     int src;
     while ((src = sqlite3_step(st)) == SQLITE_ROW) {
         char **np = realloc(s->params, (s->n_params + 1) * sizeof(char *));
-        char *name = strdup((const char *)sqlite3_column_text(st, 0));
+        char *name = strdup(store_col_text(st, 0));
         if (!np || !name) {
             free(name);
             if (np)
@@ -500,7 +500,7 @@ st_status store_fence_check(runner_store *s)
     int src = sqlite3_step(st);
     char cur[128] = "";
     if (src == SQLITE_ROW)
-        snprintf(cur, sizeof(cur), "%s", (const char *)sqlite3_column_text(st, 0));
+        snprintf(cur, sizeof(cur), "%s", store_col_text(st, 0));
     sqlite3_reset(st);
     if (src != SQLITE_ROW && src != SQLITE_DONE)
         return store_fail(s, src, "checking the lease");
@@ -529,8 +529,8 @@ st_status store_lease_take(runner_store *s, int64_t sweep, const char *owner, do
     sqlite3_bind_int64(st, 1, sweep);
     if (sqlite3_step(st) == SQLITE_ROW) {
         char cur[128];
-        snprintf(cur, sizeof(cur), "%s", (const char *)sqlite3_column_text(st, 0));
-        int same_host = !strcmp((const char *)sqlite3_column_text(st, 1), host);
+        snprintf(cur, sizeof(cur), "%s", store_col_text(st, 0));
+        int same_host = !strcmp(store_col_text(st, 1), host);
         pid_t pid = (pid_t)sqlite3_column_int64(st, 2);
         double expires = sqlite3_column_double(st, 3);
         sqlite3_reset(st);

@@ -32,8 +32,8 @@ st_status store_lease_state(runner_store *s, int64_t sweep, char *owner, size_t 
         gethostname(host, sizeof(host) - 1);
         host[sizeof(host) - 1] = '\0';
         if (cap)
-            snprintf(owner, cap, "%s", (const char *)sqlite3_column_text(st, 0));
-        int same_host = !strcmp((const char *)sqlite3_column_text(st, 1), host);
+            snprintf(owner, cap, "%s", store_col_text(st, 0));
+        int same_host = !strcmp(store_col_text(st, 1), host);
         pid_t pid = (pid_t)sqlite3_column_int64(st, 2);
         *heartbeat = sqlite3_column_double(st, 3);
         /* a process gone on this host is dead at once, whatever its lease still says */

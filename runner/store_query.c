@@ -274,9 +274,8 @@ st_status runner_store_export_json(runner_store *s, const char *sweep, char **ou
         at = store_stmt(s, "SELECT number, state, backend, job_id, host, dir, started, ended, "
                            "exit_code, signal, failure, n_lines, n_garbage FROM attempts "
                            "WHERE run_id = ?1 ORDER BY number");
-        if (!at) {
+        if (!at) { /* run owns params (set_new took the reference); atts is not in it yet */
             json_decref(run);
-            json_decref(params);
             json_decref(atts);
             src = SQLITE_ERROR;
             break;
@@ -372,7 +371,7 @@ static st_status final_fields(runner_store *s, int64_t sweep, sbuf *names, size_
     sb_add(names, "\n");
     while ((src = sqlite3_step(st)) == SQLITE_ROW) {
         runner_metrics_line fl;
-        const char *f = (const char *)sqlite3_column_text(st, 0);
+        const char *f = store_col_text(st, 0);
         if (runner_metrics_parse(f, strlen(f), &fl) != ST_OK)
             continue;
         for (size_t i = 0; i < fl.n_metrics; i++) {

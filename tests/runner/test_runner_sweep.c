@@ -15,6 +15,27 @@
 
 #include "tests/runner/runner_test_util.h"
 
+/* A store whose attempts table is gone (found by fuzz/fuzz_store.c: the export's error path
+ * freed a run's params twice): the export fails with a status and frees everything once. */
+static void export_damaged(const char *db)
+{
+    sqlite3 *h = NULL;
+    CHECK(sqlite3_open(db, &h) == SQLITE_OK);
+    CHECK(sqlite3_exec(h, "ALTER TABLE attempts RENAME TO attempts_gone", NULL, NULL, NULL) ==
+          SQLITE_OK);
+    sqlite3_close(h);
+    runner_store *s = NULL;
+    char em[ST_ERRMSG_MAX];
+    if (runner_store_open(db, &s, em) != ST_OK) {
+        CHECK(!"the damaged store still opens");
+        return;
+    }
+    char *js = NULL;
+    CHECK(runner_store_export_json(s, NULL, &js) != ST_OK);
+    CHECK(js == NULL);
+    runner_store_close(s);
+}
+
 static void test_success(void)
 {
     const char *db = tu_path("ok.db");
@@ -79,6 +100,7 @@ static void test_success(void)
     CHECK_ST(runner_launch(c, &o, &r, em), ST_ESTATE);
     runner_store_close(s);
     runner_config_destroy(c);
+    export_damaged(db);
 }
 
 /* One sweep whose every attempt behaves as `args` says; checks the run's final state. */
