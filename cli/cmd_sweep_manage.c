@@ -280,7 +280,7 @@ int sweep_do_status(const sweep_args *a)
     if (!s)
         return 1;
     runner_status st;
-    if (runner_store_status(s, a->sweep, &st))
+    if (runner_store_check(s) || runner_store_status(s, a->sweep, &st))
         return sweep_store_error(s);
     runner_sweep *w = NULL;
     if (runner_store_read_sweep(s, st.name, &w))

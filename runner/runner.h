@@ -419,6 +419,10 @@ st_status runner_store_delete(runner_store *s, const char *sweep);
  */
 st_status runner_store_rename(runner_store *s, const char *sweep, const char *new_name);
 
+/* SQLite's quick check of the whole store file (every page and index, not the contents' sense):
+ * ST_OK, or ST_EDB with the first problems in the message. Linear in the file's size. */
+st_status runner_store_check(runner_store *s);
+
 /* Asks the controller that owns the sweep to stop gracefully (it polls the store). */
 st_status runner_store_request_stop(runner_store *s, const char *sweep);
 

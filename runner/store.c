@@ -94,6 +94,8 @@ st_status store_fail(runner_store *s, int src, const char *what)
                                          "and resume)"
                                        : "";
     st_errf(s->errmsg, rc, "store: %s: %s%s", what, s->db ? sqlite3_errmsg(s->db) : "no db", hint);
+    if (rc == ST_ENOSPC && s->db) /* give the WAL's space back (best effort; see store_close) */
+        sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
     return rc;
 }
 
@@ -292,7 +294,9 @@ static st_status store_open_impl(const char *path, int create, runner_store **ou
         goto fail;
     /* WAL: readers (status, export) never block the controller. synchronous=NORMAL keeps
      * every commit across a crash of any process; only a power loss may drop the last ones. */
-    st = exec_sql(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
+    st = exec_sql(s,
+                  "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; "
+                  "PRAGMA journal_size_limit=1048576;",
                   "opening");
     if (!st)
         st = migrate(s);

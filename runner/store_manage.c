@@ -185,3 +185,37 @@ st_status runner_store_rename(runner_store *s, const char *sweep, const char *ne
     }
     return store_commit(s);
 }
+
+st_status runner_store_check(runner_store *s)
+{
+    s->errmsg[0] = '\0';
+    sqlite3_stmt *st = NULL;
+    int src = sqlite3_prepare_v2(s->db, "PRAGMA quick_check(3)", -1, &st, NULL);
+    char problems[600] = "";
+    size_t len = 0;
+    while (src == SQLITE_OK || src == SQLITE_ROW) {
+        if ((src = sqlite3_step(st)) != SQLITE_ROW)
+            break;
+        const char *t = store_col_text(st, 0);
+        if (!strcmp(t, "ok"))
+            continue;
+        if (!strncmp(t, "*** in database main ***", 24)) /* SQLite's heading, then "\n" */
+            t += t[24] == '\n' ? 25 : 24;
+        int n = snprintf(problems + len, sizeof(problems) - len, "%s%s", len ? "; " : "", t);
+        if (n > 0 && len + (size_t)n < sizeof(problems))
+            len += (size_t)n;
+    }
+    sqlite3_finalize(st);
+    if (src != SQLITE_DONE && src != SQLITE_OK)
+        snprintf(problems, sizeof(problems), "%s", sqlite3_errmsg(s->db));
+    if (!problems[0])
+        return ST_OK;
+    for (char *p = problems; *p; p++)
+        if (*p == '\n')
+            *p = ' ';
+    return st_errf(s->errmsg, ST_EDB,
+                   "the store %s is damaged (%s); keep a copy of the file; 'sqlite3 %s .dump' "
+                   "shows what is still readable",
+                   sqlite3_db_filename(s->db, "main"), problems,
+                   sqlite3_db_filename(s->db, "main"));
+}

@@ -130,6 +130,41 @@ static void test_several_sweeps(void)
     runner_store_close(s);
 }
 
+/* A store with damaged pages: runner_store_check says so (and `sweep status` exits non-zero);
+ * the same store before the damage checks clean. */
+static void test_damaged(void)
+{
+    const char *db = tu_path("damaged.db");
+    runner_config *c = tu_config("dmg", "--steps, '50'", "budget: {runs: 4}\n");
+    int fin = 0;
+    CHECK_ST(tu_sweep(db, c, NULL, &fin), ST_OK);
+    runner_config_destroy(c);
+    runner_store *s = NULL;
+    char em[ST_ERRMSG_MAX];
+    CHECK_ST(runner_store_open(db, &s, em), ST_OK);
+    CHECK_ST(runner_store_check(s), ST_OK);
+    runner_store_close(s); /* the last connection: the WAL is checkpointed into the file */
+    struct stat sb;
+    CHECK(stat(db, &sb) == 0 && sb.st_size >= 3 * 4096);
+    FILE *f = fopen(db, "r+b");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    char junk[4096];
+    memset(junk, 0xff, sizeof(junk));
+    fseek(f, 4096, SEEK_SET); /* every page but the first (the header and the schema) */
+    for (long p = 1; p < sb.st_size / 4096; p++)
+        fwrite(junk, 1, sizeof(junk), f);
+    fclose(f);
+    CHECK_ST(runner_store_open(db, &s, em), ST_OK);
+    if (!s)
+        return;
+    CHECK_ST(runner_store_check(s), ST_EDB);
+    CHECK(strstr(runner_store_errmsg(s), "is damaged (") != NULL);
+    CHECK(strstr(runner_store_errmsg(s), "damaged.db") != NULL);
+    runner_store_close(s);
+}
+
 static void test_full_disk(void)
 {
     char small[4200];
@@ -172,6 +207,11 @@ static void test_full_disk(void)
     int fin = 0;
     CHECK_ST(tu_sweep(db, NULL, "full", &fin), ST_OK);
     CHECK(fin);
+    /* the resumed sweep leaves no WAL larger than journal_size_limit (1 MiB) behind */
+    char wal[4400];
+    struct stat wst;
+    snprintf(wal, sizeof(wal), "%s-wal", db);
+    CHECK(stat(wal, &wst) != 0 || wst.st_size <= (1 << 20));
     CHECK(tu_query(db, "SELECT count(*) FROM runs WHERE status = 2") == 12);
     CHECK(tu_query(db, "SELECT count(*) FROM observations") == 12);
     CHECK(tu_query(db, "SELECT count(*) FROM observations WHERE id <= "
@@ -187,6 +227,7 @@ int main(int argc, char **argv)
     tu_init(argv[0]);
     test_schema();
     test_several_sweeps();
+    test_damaged();
     test_full_disk();
     char small[4200];
     snprintf(small, sizeof(small), "%s/small", tu_dir);
