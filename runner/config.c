@@ -475,13 +475,17 @@ static st_status load_retries(ctx *c, const yaml_node_t *n)
             rc = cfg_get_number(c, v, "retries.backoff_seconds", &c->cfg->backoff_seconds);
             if (!rc && !(c->cfg->backoff_seconds >= 0 && isfinite(c->cfg->backoff_seconds)))
                 rc = cfg_fail(c, v, "retries.backoff_seconds", ST_EINVAL, "must be >= 0");
+        } else if (key && !strcmp(key, "stop_after_identical")) {
+            rc = cfg_get_count(c, v, "retries.stop_after_identical", 0, 1000000, &d);
+            c->cfg->stop_after_identical = (unsigned)d;
         } else if (key && !strcmp(key, "backoff_max_seconds")) {
             rc = cfg_get_number(c, v, "retries.backoff_max_seconds", &c->cfg->backoff_max_seconds);
             if (!rc && !(c->cfg->backoff_max_seconds >= 0))
                 rc = cfg_fail(c, v, "retries.backoff_max_seconds", ST_EINVAL, "must be >= 0");
         } else
             rc = cfg_fail(c, k, "retries", ST_EINVAL,
-                          "unknown key '%s' (infrastructure, backoff_seconds, backoff_max_seconds)",
+                          "unknown key '%s' (infrastructure, backoff_seconds, "
+                          "backoff_max_seconds, stop_after_identical)",
                           key ? key : "?");
         if (rc)
             return rc;
@@ -720,6 +724,7 @@ st_status runner_config_load_string(const char *text, size_t len, const char *la
     cfg->target_compute = NAN;
     cfg->retries = 3;
     cfg->backoff_seconds = 5;
+    cfg->stop_after_identical = 5;
     cfg->backoff_max_seconds = 300;
     cfg->wall_seconds = INFINITY;
     cfg->no_metrics_seconds = INFINITY;

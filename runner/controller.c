@@ -380,6 +380,7 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
     int early = kind == RUNNER_FAIL_STOPPED && es_stopped(a, &bound, &bound_cost);
     if (early)
         kind = RUNNER_FAIL_NONE;
+    ctl_note_outcome(r, kind, job->state == RUNNER_JOB_EXITED ? job->exit_code : 0, why, a->dir);
 
     int hyper = runner_failure_is_hyperparameter(kind);
     /* over the cost cap: ended (never retried) and shown to the optimizer's cost model only */
@@ -983,6 +984,8 @@ static st_status step(runner *r, int *done, int *changed)
         ctl_progress(r, r->finished ? "sweep finished"
                                     : "sweep stopped; 'scaletune sweep resume' "
                                       "goes on");
+        if (r->streak_stop) /* stopped because the trainer cannot work: an error (streak.c) */
+            return st_errf(r->errmsg, ST_EBACKEND, "%s", r->streak_msg);
     }
     return ST_OK;
 }

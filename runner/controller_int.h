@@ -76,9 +76,22 @@ struct runner {
     void *propose_user;
     runner_stop_fn stop_fn; /* early stopping (runner_set_stop_check); NULL: off */
     void *stop_ctx;
+    /* attempts in a row that failed the same deterministic way (streak.c) */
+    runner_failure streak_kind;
+    int streak_code;
+    size_t streak_n;
+    int streak_stop; /* the streak reached cfg->stop_after_identical: stopping, an error */
+    char streak_msg[ST_ERRMSG_MAX];
     char errmsg[ST_ERRMSG_MAX];
     char event[256];
 };
+
+/* Counts attempts that fail the same deterministic way in a row (exit status, no final, a
+ * malformed final, launch failure) and stops the sweep when cfg->stop_after_identical is
+ * reached (streak.c); any other outcome ends the streak. `dir` is the attempt's log directory
+ * (its stderr.log's tail goes into the message). */
+void ctl_note_outcome(runner *r, runner_failure kind, int exit_code, const char *why,
+                      const char *dir);
 
 /* Reports an event to the progress callback (if any). */
 void ctl_progress(runner *r, const char *fmt, ...)

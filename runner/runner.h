@@ -157,13 +157,17 @@ typedef struct runner_config {
     size_t slots;            /* parallel runs, default 1 */
     int *gpus;               /* n_gpus ids handed out through CUDA_VISIBLE_DEVICES */
     size_t n_gpus;
-    unsigned retries;           /* infrastructure retries per run, default 3 */
-    double backoff_seconds;     /* first retry delay, doubled each retry, default 5 */
-    double backoff_max_seconds; /* default 300 */
-    double wall_seconds;        /* per attempt, +inf: none */
-    double no_metrics_seconds;  /* +inf: none */
-    double straggler_factor;    /* kill when cost > factor * predicted; default 10, 0 off */
-    double kill_grace_seconds;  /* SIGTERM, then SIGKILL after this; default 5 */
+    unsigned retries;              /* infrastructure retries per run, default 3 */
+    double backoff_seconds;        /* first retry delay, doubled each retry, default 5 */
+    double backoff_max_seconds;    /* default 300 */
+    unsigned stop_after_identical; /* retries.stop_after_identical: the sweep stops when this many
+                                      attempts in a row fail the same deterministic way (the
+                                      same exit status, no final record, a malformed final, no
+                                      launch); default 5, 0 never */
+    double wall_seconds;           /* per attempt, +inf: none */
+    double no_metrics_seconds;     /* +inf: none */
+    double straggler_factor;       /* kill when cost > factor * predicted; default 10, 0 off */
+    double kill_grace_seconds;     /* SIGTERM, then SIGKILL after this; default 5 */
     uint64_t seed;
     int deterministic;     /* 1 (default): results reach the optimizer in suggestion order, so a
                               parallel sweep is the same whatever the order runs finish in;

@@ -162,13 +162,32 @@ static runner_config *kill_config(const char *name, int slots)
     return tu_config(name, "--cost-pow2, '{x}', --steps, '3', --sleep-rand-ms, '20'", extra);
 }
 
+/* Whether the store at `db` holds sweep `name` (a launch killed before its first commit leaves
+ * no store, or an empty file: launch again, as a user would). */
+static int store_has_sweep(const char *db, const char *name)
+{
+    sqlite3 *h = NULL;
+    int has = 0;
+    if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(h, "SELECT count(*) FROM sweeps WHERE name = ?1", -1, &st, NULL) ==
+            SQLITE_OK) {
+            sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+            has = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) > 0;
+        }
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(h);
+    return has;
+}
+
 /* Runs the sweep in a child (launch, or resume when the store has it) and kills it with
  * SIGKILL after a random delay; until a child finishes. Returns the number of kills. */
 static int run_with_kills(const char *db, const char *name, int slots, unsigned *seed)
 {
     int kills = 0;
     for (int round = 0; round < 200; round++) {
-        int resume = access(db, F_OK) == 0;
+        int resume = store_has_sweep(db, name);
         pid_t pid = fork();
         if (pid == 0) {
             runner_config *c = kill_config(name, slots);

@@ -357,6 +357,52 @@ static void test_flaky(void)
     runner_config_destroy(c);
 }
 
+/* One sweep of 12 runs whose every attempt fails as `args` says; returns runner_run's status
+ * and its message in `msg`. */
+static st_status streak_sweep(const char *name, const char *args, const char *extra, char *msg)
+{
+    char full[512];
+    snprintf(
+        full, sizeof(full),
+        "budget: {runs: 12}\nparallel: 2\nretries: {infrastructure: 2, backoff_seconds: 0%s}\n",
+        extra);
+    runner_config *c = tu_config(name, args, full);
+    runner_options o = runner_options_default();
+    o.db_path = tu_path("streak.db");
+    o.poll_seconds = 0.005;
+    runner *r = NULL;
+    char em[ST_ERRMSG_MAX];
+    st_status rc = c ? runner_launch(c, &o, &r, em) : ST_EINVAL;
+    if (!rc)
+        rc = runner_run(r);
+    snprintf(msg, ST_ERRMSG_MAX, "%s", r ? runner_errmsg(r) : em);
+    runner_destroy(r);
+    runner_config_destroy(c);
+    return rc;
+}
+
+/* A trainer that can never work stops the sweep after 5 identical failures (not 12 runs x 3
+ * attempts), with an error naming the failure; stop_after_identical: 0 turns it off; a sweep in
+ * which a run worked is never stopped so (test_flaky: 30% crashes). */
+static void test_streak(void)
+{
+    char msg[ST_ERRMSG_MAX];
+    const char *db = tu_path("streak.db");
+    CHECK_ST(streak_sweep("exit2", "--mode, 'exit:2'", "", msg), ST_EBACKEND);
+    CHECK(strstr(msg, "the last 5 attempts all failed the same way (exit 2)") != NULL);
+    CHECK(strstr(msg, "sweep resume") != NULL);
+    CHECK(tu_query(db, "SELECT count(*) FROM attempts a JOIN runs r ON r.id = a.run_id JOIN "
+                       "sweeps s ON s.id = r.sweep_id WHERE s.name = 'exit2'") <= 6);
+    CHECK(tu_query(db, "SELECT count(*) FROM runs r JOIN sweeps s ON s.id = r.sweep_id WHERE "
+                       "s.name = 'exit2' AND r.status = 1") == 0); /* nothing left running */
+    CHECK_ST(streak_sweep("nofinal", "--mode, 'nofinal'", "", msg), ST_EBACKEND);
+    CHECK(strstr(msg, "failed the same way (exit 0 without a final record") != NULL);
+    /* off: the whole budget is spent, every run infra_failed, and runner_run is ST_OK */
+    CHECK_ST(streak_sweep("off", "--mode, 'exit:2'", ", stop_after_identical: 0", msg), ST_OK);
+    CHECK(tu_query(db, "SELECT count(*) FROM runs r JOIN sweeps s ON s.id = r.sweep_id WHERE "
+                       "s.name = 'off' AND r.status = 4") == 12);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -369,6 +415,7 @@ int main(int argc, char **argv)
     test_stop_resume();
     test_ask_tell();
     test_flaky();
+    test_streak();
     tu_cleanup();
     st_global_cleanup();
     return check_summary("runner.sweep");
