@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -174,7 +175,46 @@ typedef struct progress_state {
     int tty;
     int pipe_closed; /* stdout's reader went away (`launch ... | head`): stopped gracefully */
     size_t last_len;
+    double t0;     /* monotonic seconds at the first report of this controller */
+    size_t ended0; /* runs ended by then (a resumed sweep's earlier runs are not its rate) */
+    int started;
 } progress_state;
+
+static double mono_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* " | 12.3 runs/min, ETA 4m10s" from the runs this controller has seen end; "" until two have
+ * (or without a run budget, the rate alone). */
+static void rate_eta(progress_state *ps, const runner_progress *p, char *out, size_t cap)
+{
+    size_t ended = p->n_done + p->n_failed + p->n_infra_failed;
+    double now = mono_seconds();
+    out[0] = '\0';
+    if (!ps->started) {
+        ps->started = 1;
+        ps->t0 = now;
+        ps->ended0 = ended;
+        return;
+    }
+    double dt = now - ps->t0;
+    size_t n = ended > ps->ended0 ? ended - ps->ended0 : 0;
+    if (n < 2 || !(dt > 0))
+        return;
+    double per_min = 60.0 * (double)n / dt;
+    int k = snprintf(out, cap, " | %.3g runs/min", per_min);
+    if (k <= 0 || (size_t)k >= cap || !p->budget_runs || ended >= p->budget_runs)
+        return;
+    double eta = (double)(p->budget_runs - ended) * dt / (double)n;
+    long s = lround(eta);
+    if (s >= 3600)
+        snprintf(out + k, cap - (size_t)k, ", ETA %ldh%02ldm", s / 3600, s % 3600 / 60);
+    else
+        snprintf(out + k, cap - (size_t)k, ", ETA %ldm%02lds", s / 60, s % 60);
+}
 
 static void on_progress(const runner_progress *p, void *data)
 {
@@ -192,7 +232,11 @@ static void on_progress(const runner_progress *p, void *data)
                      p->n_runs, budget, p->n_running, p->n_pending, p->n_done, p->n_failed,
                      p->n_infra_failed, p->n_retried, best, p->spent_cost);
     if (isfinite(p->budget_cost) && n > 0 && (size_t)n < sizeof(line))
-        snprintf(line + n, sizeof(line) - (size_t)n, "/%.4g", p->budget_cost);
+        n += snprintf(line + n, sizeof(line) - (size_t)n, "/%.4g", p->budget_cost);
+    char rate[64];
+    rate_eta(ps, p, rate, sizeof(rate));
+    if (n > 0 && (size_t)n < sizeof(line))
+        snprintf(line + n, sizeof(line) - (size_t)n, "%s", rate);
     if (ps->tty) {
         size_t l = strlen(line);
         fprintf(stderr, "\r%s%*s", line, ps->last_len > l ? (int)(ps->last_len - l) : 0, "");
@@ -311,6 +355,7 @@ static void setup(runner_options *o, const args *a, progress_state *ps)
     ps->tty = isatty(2);
     ps->pipe_closed = 0;
     ps->last_len = 0;
+    ps->started = 0;
     signal(SIGPIPE, SIG_IGN);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);

@@ -69,9 +69,11 @@ struct runner {
     double next_bound; /* of the suggestion launch_run starts next (ctl_new_suggestion) */
     int next_phase;
     /* deterministic release (release.c): results reach the optimizer in suggestion order */
-    int det;          /* cfg->deterministic */
-    size_t released;  /* runs 0..released-1 (suggestion order) are released to the optimizer */
-    double rel_spent; /* their cost: what the budget check sees in deterministic mode */
+    int det;             /* cfg->deterministic */
+    size_t released;     /* runs 0..released-1 (suggestion order) are released to the optimizer */
+    int64_t released_id; /* the store id of run released-1 (0: none): the next is found by id,
+                            not by OFFSET, which SQLite walks row by row */
+    double rel_spent;    /* their cost: what the budget check sees in deterministic mode */
     runner_propose_fn propose; /* study mode: suggestions from here instead of carbs_suggest */
     void *propose_user;
     runner_stop_fn stop_fn; /* early stopping (runner_set_stop_check); NULL: off */

@@ -70,18 +70,19 @@ static double col_num(sqlite3_stmt *st, int i)
     return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
 }
 
-/* Run number `index` (suggestion order) of the sweep; *found 0 if there is none. */
-static st_status read_run(runner *r, size_t index, held *h, int *found)
+/* The sweep's first run after the one with store id `after` (suggestion order: ids grow);
+ * *found 0 if there is none. A range on the primary key: O(log n), where OFFSET was O(n). */
+static st_status read_run(runner *r, int64_t after, held *h, int *found)
 {
     sqlite3_stmt *st = store_stmt(r->st, "SELECT id, status, failure, n_attempts, carbs_id, "
                                          "generation, objective, cost, predicted_cost, x, "
                                          "stop_reason IS NOT NULL, bound_objective, bound_cost"
                                          " FROM runs"
-                                         " WHERE sweep_id = ?1 ORDER BY id LIMIT 1 OFFSET ?2");
+                                         " WHERE sweep_id = ?1 AND id > ?2 ORDER BY id LIMIT 1");
     if (!st)
         return ST_EDB;
     sqlite3_bind_int64(st, 1, r->sweep);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)index);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)after);
     int src = sqlite3_step(st);
     *found = src == SQLITE_ROW;
     st_status rc = ST_OK;
@@ -197,7 +198,7 @@ st_status ctl_release_upto(runner *r, size_t target, int *reached)
     st_status rc = ST_OK;
     while (r->released < target) {
         int found = 0;
-        if ((rc = read_run(r, r->released, &h, &found)) || !found)
+        if ((rc = read_run(r, r->released_id, &h, &found)) || !found)
             break;
         if (h.status != RUNNER_RUN_SUCCEEDED && h.status != RUNNER_RUN_FAILED &&
             h.status != RUNNER_RUN_INFRA_FAILED && !h.early)
@@ -205,6 +206,7 @@ st_status ctl_release_upto(runner *r, size_t target, int *reached)
         if ((rc = release_one(r, &h)))
             break;
         r->released++;
+        r->released_id = h.id;
     }
     free(h.x_all);
     *reached = r->released >= target;
@@ -214,12 +216,14 @@ st_status ctl_release_upto(runner *r, size_t target, int *reached)
 st_status ctl_release_load(runner *r)
 {
     r->released = 0;
+    r->released_id = 0;
     r->rel_spent = 0;
     if (!r->det)
         return ST_OK;
     /* released: the runs up to the last one observed (an infrastructure failure after it is
      * counted as held: it is forgotten again at the next release, before any suggestion) */
-    sqlite3_stmt *st = store_stmt(r->st, "SELECT count(*), sum(coalesce(cost, 0)) FROM runs "
+    sqlite3_stmt *st = store_stmt(r->st, "SELECT count(*), sum(coalesce(cost, 0)), "
+                                         "coalesce(max(id), 0) FROM runs "
                                          "WHERE sweep_id = ?1 AND id <= (SELECT "
                                          "coalesce(max(run_id), 0) FROM observations WHERE "
                                          "sweep_id = ?1)");
@@ -230,6 +234,7 @@ st_status ctl_release_load(runner *r)
     if (src == SQLITE_ROW) {
         r->released = (size_t)sqlite3_column_int64(st, 0);
         r->rel_spent = sqlite3_column_double(st, 1);
+        r->released_id = sqlite3_column_int64(st, 2);
     }
     sqlite3_reset(st);
     return src == SQLITE_ROW ? ST_OK : store_fail(r->st, src, "reading the release");
@@ -268,14 +273,18 @@ st_status ctl_release_view(runner *r, size_t *n_released, double **pending, size
     double *p = malloc(m * np * sizeof(double));
     if (!p)
         return ST_ENOMEM;
-    sqlite3_stmt *st = store_stmt(r->st, "SELECT x FROM runs WHERE sweep_id = ?1 ORDER BY id "
-                                         "LIMIT -1 OFFSET ?2");
+    /* deterministic: the runs after the last released one, by id; the other mode: by position */
+    sqlite3_stmt *st = r->det
+                           ? store_stmt(r->st, "SELECT x FROM runs WHERE sweep_id = ?1 AND id > ?2 "
+                                               "ORDER BY id")
+                           : store_stmt(r->st, "SELECT x FROM runs WHERE sweep_id = ?1 ORDER BY id "
+                                               "LIMIT -1 OFFSET ?2");
     if (!st) {
         free(p);
         return ST_EDB;
     }
     sqlite3_bind_int64(st, 1, r->sweep);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)*n_released);
+    sqlite3_bind_int64(st, 2, r->det ? r->released_id : (sqlite3_int64)*n_released);
     size_t i = 0;
     int src;
     while (i < m && (src = sqlite3_step(st)) == SQLITE_ROW)
