@@ -20,6 +20,11 @@ void carbs_param_init(carbs_param *p, const char *name, carbs_space_kind space, 
     p->base = 10.0;
     p->is_integer = 0;
     p->rounding = 1.0;
+    p->n_choices = 0;
+    p->active_if = NULL;
+    p->active_mask = 0;
+    if (space == CARBS_SPACE_CATEGORICAL)
+        p->min = 0.0;
 }
 
 /* Round half to even, as Python's round() and torch.round() do. */
@@ -31,6 +36,8 @@ static double round_even(double x)
 double space_to_basic(const carbs_param *p, double v)
 {
     switch (p->space) {
+    case CARBS_SPACE_CATEGORICAL:
+        return v; /* the choice index; the GPs one-hot encode it */
     case CARBS_SPACE_LINEAR:
         return v / p->scale;
     case CARBS_SPACE_LOG:
@@ -50,6 +57,8 @@ double space_to_basic(const carbs_param *p, double v)
 double space_from_basic(const carbs_param *p, double b)
 {
     switch (p->space) {
+    case CARBS_SPACE_CATEGORICAL:
+        return b;
     case CARBS_SPACE_LINEAR:
         return b * p->scale;
     case CARBS_SPACE_LOG:
@@ -63,6 +72,8 @@ double space_from_basic(const carbs_param *p, double b)
 /* v_int = round(v / r) * r (half to even); logit spaces are never rounded (CARBS). */
 static double round_value(const carbs_param *p, double v)
 {
+    if (p->space == CARBS_SPACE_CATEGORICAL)
+        return round_even(v);
     if (!p->is_integer || p->space == CARBS_SPACE_LOGIT)
         return v;
     return round_even(v / p->rounding) * p->rounding;
@@ -70,6 +81,8 @@ static double round_value(const carbs_param *p, double v)
 
 double space_round_basic(const carbs_param *p, double b)
 {
+    if (p->space == CARBS_SPACE_CATEGORICAL)
+        return round_even(b);
     if (!p->is_integer || p->space == CARBS_SPACE_LOGIT)
         return b;
     return space_to_basic(p, round_value(p, space_from_basic(p, b)));
@@ -82,6 +95,11 @@ double space_param_value(const carbs_param *p, double b)
 
 void space_bounds_basic(const carbs_param *p, double *lo, double *hi)
 {
+    if (p->space == CARBS_SPACE_CATEGORICAL) { /* every index rounds inside */
+        *lo = -0.5;
+        *hi = (double)p->n_choices - 0.5;
+        return;
+    }
     double pad = p->is_integer ? 0.1 : 0.0;
     double mn = p->min - pad, mx = p->max + pad;
     /* A padded log/logit bound below 0 (or a logit bound above 1) has no basic image: keep the
@@ -94,14 +112,34 @@ void space_bounds_basic(const carbs_param *p, double *lo, double *hi)
     *hi = isinf(mx) ? INFINITY : space_to_basic(p, mx);
 }
 
+static st_status validate_categorical(const carbs_param *p, char *msg)
+{
+    const char *n = p->name;
+    if (p->n_choices < 2 || p->n_choices > CARBS_CHOICES_MAX)
+        return st_errf(msg, ST_EINVAL, "parameter '%s': %zu choices (2 to %d)", n, p->n_choices,
+                       CARBS_CHOICES_MAX);
+    if (!(p->center >= 0 && p->center <= (double)(p->n_choices - 1)) ||
+        p->center != floor(p->center))
+        return st_errf(msg, ST_EINVAL, "parameter '%s': centre %g is not a choice index 0 .. %zu",
+                       n, p->center, p->n_choices - 1);
+    return ST_OK;
+}
+
 st_status space_validate(const carbs_param *p, char *msg)
 {
     const char *n = p->name;
     if (!n || !*n)
         return st_errf(msg, ST_EINVAL, "parameter has no name");
     if (p->space != CARBS_SPACE_LINEAR && p->space != CARBS_SPACE_LOG &&
-        p->space != CARBS_SPACE_LOGIT)
+        p->space != CARBS_SPACE_LOGIT && p->space != CARBS_SPACE_CATEGORICAL)
         return st_errf(msg, ST_EINVAL, "parameter '%s': unknown space %d", n, (int)p->space);
+    if (p->active_if && (!*p->active_if || !p->active_mask))
+        return st_errf(msg, ST_EINVAL,
+                       "parameter '%s': active_if needs a parameter name and a non-zero "
+                       "active_mask",
+                       n);
+    if (p->space == CARBS_SPACE_CATEGORICAL)
+        return validate_categorical(p, msg);
     if (isnan(p->min) || isnan(p->max))
         return st_errf(msg, ST_EINVAL, "parameter '%s': min or max is NaN", n);
     if (!(p->min < p->max))

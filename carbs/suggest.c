@@ -71,13 +71,55 @@ int carbs_priv_round(const carbs *c, double *b)
 {
     for (size_t i = 0; i < c->d; i++)
         b[i] = space_round_basic(&c->params[i], b[i]);
+    /* an inactive parameter sits at its centre, as the observations impute it (parents
+     * first, so each parent is already final) */
+    for (size_t i = 0; i < c->d; i++)
+        if (c->parent[i] != SIZE_MAX && !carbs_priv_active(c, b, i))
+            b[i] = c->center_b[i];
     return inside(c, b);
 }
 
 void carbs_priv_to_params(const carbs *c, const double *b, double *x)
 {
     for (size_t i = 0; i < c->d; i++)
-        x[i] = space_param_value(&c->params[i], b[i]);
+        x[i] = carbs_priv_active(c, b, i) ? space_param_value(&c->params[i], b[i]) : NAN;
+}
+
+/* Coordinate i of a point drawn near origin o from u in (0, 1): N(o, r^2) truncated to the
+ * bounds; a categorical keeps the origin's choice for u < 1/2 and else takes any choice
+ * uniformly (the GP, not the distance, then says which choice is good). */
+static double draw_coord(const carbs *c, size_t i, double o, double u)
+{
+    if (c->params[i].space == CARBS_SPACE_CATEGORICAL) {
+        double k = (double)c->params[i].n_choices;
+        return u < 0.5 ? o : floor(fmin((u - 0.5) * 2.0 * k, k - 1));
+    }
+    return trunc_normal(o, c->o.search_radius, c->lo_b[i], c->hi_b[i], u);
+}
+
+/* CARBS' locality weight over the ordered coordinates: a categorical coordinate has no
+ * distance (every choice is one step from every other) and is left out. */
+static double locality(const carbs *c, const double *b, size_t n_origins, const double *origins,
+                       double *tmp)
+{
+    size_t d = c->d;
+    int any = 0;
+    for (size_t i = 0; i < d; i++)
+        any |= c->params[i].space == CARBS_SPACE_CATEGORICAL;
+    if (!any)
+        return acq_locality(d, b, n_origins, origins, c->o.search_radius);
+    /* copy the point and the origins with categorical coordinates zeroed */
+    double best = 0;
+    for (size_t o = 0; o < n_origins; o++) {
+        for (size_t i = 0; i < d; i++) {
+            int cat = c->params[i].space == CARBS_SPACE_CATEGORICAL;
+            tmp[i] = cat ? 0.0 : b[i];
+            tmp[d + i] = cat ? 0.0 : origins[o * d + i];
+        }
+        double w = acq_locality(d, tmp, 1, tmp + d, c->o.search_radius);
+        best = w > best ? w : best;
+    }
+    return best;
 }
 
 /* A point near one of the origins (n_origins rows of D), rounded and inside the bounds. */
@@ -86,8 +128,7 @@ static void draw_near(carbs *c, size_t n_origins, const double *origins, double 
     for (int attempt = 0; attempt < 64; attempt++) {
         const double *o = origins + st_rng_uniform_int(c->rng, n_origins) * c->d;
         for (size_t i = 0; i < c->d; i++)
-            b[i] = trunc_normal(o[i], c->o.search_radius, c->lo_b[i], c->hi_b[i],
-                                st_rng_uniform_pos(c->rng));
+            b[i] = draw_coord(c, i, o[i], st_rng_uniform_pos(c->rng));
         if (carbs_priv_round(c, b))
             return;
     }
@@ -151,7 +192,10 @@ static void random_point(carbs *c, double *b)
         v -= floor(v);
         if (v <= 0.0)
             v = 0x1p-33;
-        b[i] = trunc_normal(c->center_b[i], c->o.search_radius, c->lo_b[i], c->hi_b[i], v);
+        if (c->params[i].space == CARBS_SPACE_CATEGORICAL) /* every choice equally */
+            b[i] = floor(fmin(v * (double)c->params[i].n_choices, c->hi_b[i] - 0.5));
+        else
+            b[i] = trunc_normal(c->center_b[i], c->o.search_radius, c->lo_b[i], c->hi_b[i], v);
     }
     st_rng_destroy(shift_rng);
     if (!carbs_priv_round(c, b))
@@ -228,6 +272,15 @@ st_status carbs_priv_fit_gp(carbs *c, size_t n, const double *X, const double *y
 {
     gp_fit_opts f = fit_opts(c);
     st_status s = gp_create(GP_KERNEL_LIN_MATERN32, c->d, out);
+    if (s != ST_OK)
+        return s;
+    size_t *lv = malloc((c->d ? c->d : 1) * sizeof(size_t));
+    if (!lv)
+        return ST_ENOMEM;
+    for (size_t i = 0; i < c->d; i++)
+        lv[i] = c->params[i].space == CARBS_SPACE_CATEGORICAL ? c->params[i].n_choices : 0;
+    s = gp_set_levels(*out, lv);
+    free(lv);
     if (s != ST_OK)
         return s;
     if (!faithful(c)) /* centre the linear kernel at the search centre (spec §2, note) */
@@ -443,6 +496,7 @@ typedef struct cands {
     int *ok;      /* not yet picked (every candidate kept is under the cap) */
     double *mu, *var;
     double *score;
+    double *ltmp; /* 2*D: locality()'s workspace */
 } cands;
 
 static void cands_clear(cands *k)
@@ -457,6 +511,7 @@ static void cands_clear(cands *k)
     free(k->mu);
     free(k->var);
     free(k->score);
+    free(k->ltmp);
     memset(k, 0, sizeof(*k));
 }
 
@@ -519,9 +574,8 @@ static st_status draw_cands(carbs *c, const models *m, cands *k, size_t N)
             double *b = k->X + n * d;
             const double *o = m->origins + st_rng_uniform_int(c->rng, m->n_sel) * d;
             for (size_t i = 0; i < d; i++)
-                b[i] = trunc_normal(o[i], c->o.search_radius, c->lo_b[i], c->hi_b[i],
-                                    st_rng_uniform_pos(c->rng));
-            k->w[n] = acq_locality(d, b, m->n_sel, m->origins, c->o.search_radius);
+                b[i] = draw_coord(c, i, o[i], st_rng_uniform_pos(c->rng));
+            k->w[n] = locality(c, b, m->n_sel, m->origins, k->ltmp);
             if (carbs_priv_round(c, b))
                 n++;
         }
@@ -556,9 +610,10 @@ static st_status make_cands(carbs *c, models *m, cands *k)
     k->mu = malloc(N * sizeof(double));
     k->var = malloc(N * sizeof(double));
     k->score = malloc(N * sizeof(double));
+    k->ltmp = malloc(2 * d * sizeof(double));
     double *tmp = malloc(2 * N * sizeof(double));
     if (!k->X || !k->w || !k->ps || !k->v || !k->chat || !k->capv || !k->ok || !k->mu || !k->var ||
-        !k->score || !tmp) {
+        !k->score || !k->ltmp || !tmp) {
         free(tmp);
         return ST_ENOMEM;
     }
@@ -765,10 +820,7 @@ static st_status remember(carbs *c, const double *x, uint64_t *id)
     size_t k = c->n_out++, d = c->d;
     c->out_id[k] = c->next_id;
     c->out_born[k] = c->n_obs;
-    if (d)
-        memcpy(c->out_x + k * d, x, d * sizeof(double));
-    for (size_t i = 0; i < d; i++)
-        c->out_b[k * d + i] = space_to_basic(&c->params[i], x[i]);
+    carbs_priv_to_basic(c, x, c->out_b + k * d, c->out_x + k * d);
     *id = c->next_id++;
     return ST_OK;
 }
@@ -910,15 +962,16 @@ st_status carbs_predict(carbs *c, size_t m_pts, const double *X, double *mean, d
     models m;
     memset(&m, 0, sizeof(m));
     st_status s = (!B || !mu || !var) ? ST_ENOMEM : ST_OK;
-    for (size_t j = 0; s == ST_OK && j < m_pts; j++)
+    for (size_t j = 0; s == ST_OK && j < m_pts; j++) {
+        carbs_priv_to_basic(c, X + j * d, B + j * d, NULL);
         for (size_t i = 0; i < d; i++) {
-            B[j * d + i] = space_to_basic(&c->params[i], X[j * d + i]);
             if (!isfinite(B[j * d + i]))
                 s = st_errf(c->errmsg, ST_EINVAL,
                             "point %zu: parameter '%s' value %g is not "
                             "valid",
                             j, c->params[i].name, X[j * d + i]);
         }
+    }
     st_rng_reseed(c->rng, st_mix64(c->o.seed ^ 0x9e3779b9u));
     if (s == ST_OK)
         s = models_fit(c, &m, 0);

@@ -392,3 +392,35 @@ int sweep_do_rename(const sweep_args *a)
     printf("renamed sweep '%s' to '%s'\n", a->file, a->file2);
     return 0;
 }
+
+int sweep_do_enqueue(const sweep_args *a)
+{
+    const char *use = "scaletune sweep enqueue NAME=VALUE ... [--db FILE] [--sweep NAME]";
+    if (a->file) {
+        cli_error(use, "unexpected argument '%s' (give NAME=VALUE pairs)", a->file);
+        return 2;
+    }
+    const char *names[SWEEP_KV_MAX], *values[SWEEP_KV_MAX];
+    char buf[SWEEP_KV_MAX][128];
+    for (size_t i = 0; i < a->n_kv; i++) {
+        const char *eq = strchr(a->kv[i], '=');
+        size_t l = (size_t)(eq - a->kv[i]);
+        if (l == 0 || l >= sizeof(buf[i])) {
+            cli_error(use, "'%s': expected NAME=VALUE", a->kv[i]);
+            return 2;
+        }
+        memcpy(buf[i], a->kv[i], l);
+        buf[i][l] = '\0';
+        names[i] = buf[i];
+        values[i] = eq + 1;
+    }
+    runner_store *s = sweep_open_store(a);
+    if (!s)
+        return 1;
+    uint64_t id = 0;
+    if (runner_store_enqueue_text(s, a->sweep, a->n_kv, names, values, &id))
+        return sweep_store_error(s);
+    runner_store_close(s);
+    printf("enqueued run %llu\n", (unsigned long long)id);
+    return 0;
+}

@@ -133,6 +133,8 @@ static st_status load_param(ctx *c, const char *name, const yaml_node_t *map, ru
             has_space = 1;
             space_node = v;
         }
+        if (!strcmp(key, "choices"))
+            return cfg_load_choices(c, field, map, ps); /* config_param.c */
     }
     if (has_value) {
         if (other)
@@ -154,7 +156,8 @@ static st_status load_param(ctx *c, const char *name, const yaml_node_t *map, ru
         return ST_OK;
     }
     if (!has_space)
-        return cfg_fail(c, map, field, ST_EINVAL, "needs 'space' (linear, log, logit) or 'value'");
+        return cfg_fail(c, map, field, ST_EINVAL,
+                        "needs 'space' (linear, log, logit), 'choices' or 'value'");
 
     carbs_space_kind kind;
     const char *sp = cfg_scalar(space_node);
@@ -192,10 +195,12 @@ static st_status load_param(ctx *c, const char *name, const yaml_node_t *map, ru
             rc = cfg_get_bool(c, v, f, &ps->p.is_integer);
         else if (!strcmp(key, "rounding"))
             rc = cfg_get_number(c, v, f, &ps->p.rounding);
+        else if (!strcmp(key, "when"))
+            rc = cfg_load_when(c, v, f, ps);
         else
             rc = cfg_fail(c, k, field, ST_EINVAL,
                           "unknown key '%s' (space, min, max, center, scale, base, integer, "
-                          "rounding, value)",
+                          "rounding, when, choices, value)",
                           key);
         if (rc)
             return rc;
@@ -258,7 +263,7 @@ static st_status load_params(ctx *c, const yaml_node_t *map)
             return rc;
     }
     /* all fixed is fine: a one-run sweep (the recommended large run) searches nothing */
-    return ST_OK;
+    return cfg_resolve_when(c, map);
 }
 
 /* ---- other sections ---------------------------------------------------------------------- */
@@ -835,10 +840,8 @@ void runner_config_destroy(runner_config *c)
     free(c->objective);
     free(c->cost_metric);
     free(c->cost_expr);
-    for (size_t i = 0; i < c->n_params; i++) {
-        free((char *)c->params[i].p.name);
-        free(c->params[i].fixed_text);
-    }
+    for (size_t i = 0; i < c->n_params; i++)
+        cfg_free_param(&c->params[i]);
     free(c->params);
     free(c->gpus);
     free_list(c->opt_names, c->n_opts);

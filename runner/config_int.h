@@ -5,6 +5,7 @@
  *   config_optimizer.c  the `optimizer:` block (carbs/ options, the study mode's fields) and
  *                       the `early_stopping:` block
  *   config_backend.c    the `backend:` block (local, Slurm)
+ *   config_param.c      categorical (`choices:`) and conditional (`when:`) parameters
  */
 #ifndef RUNNER_CONFIG_INT_H
 #define RUNNER_CONFIG_INT_H
@@ -56,6 +57,13 @@ st_status cfg_load_optimizer(ctx *c, const yaml_node_t *map);
 st_status cfg_check_optimizer(ctx *c);
 /* config_optimizer.c: the `early_stopping:` block. */
 st_status cfg_load_early_stopping(ctx *c, const yaml_node_t *map);
+/* config_param.c: a parameter with `choices:` (map: its mapping), a `when:` block, the masks
+ * of every `when` once all parameters are read, and freeing a parameter's strings. */
+st_status cfg_load_choices(ctx *c, const char *field, const yaml_node_t *map,
+                           runner_param_spec *ps);
+st_status cfg_load_when(ctx *c, const yaml_node_t *v, const char *f, runner_param_spec *ps);
+st_status cfg_resolve_when(ctx *c, const yaml_node_t *map);
+void cfg_free_param(runner_param_spec *ps);
 /* config_backend.c: the `backend:` block. */
 st_status cfg_load_backend(ctx *c, const yaml_node_t *map);
 

@@ -78,13 +78,38 @@ int runner_metrics_has_field(const char *line, size_t len, const char *name);
 
 /* ---- sweep files ------------------------------------------------------------------------- */
 
-/* One parameter: searched (a carbs_param) or fixed (`{value: X}`). */
+typedef struct runner_config runner_config;
+
+/* One parameter: searched (a carbs_param) or fixed (`{value: X}`). A categorical one
+ * (`{choices: [adamw, lion]}`) is searched as CARBS_SPACE_CATEGORICAL: its value everywhere
+ * (x arrays, the store) is the choice's index, and its choice string is what the command
+ * template gets and exports show. A conditional one (`when: {optimizer: adamw}`) has
+ * p.active_if/p.active_mask set and the value NaN in runs where it is inactive. */
 typedef struct runner_param_spec {
-    carbs_param p;      /* p.name is owned by the config; unused fields when fixed */
+    carbs_param p;      /* p.name (and p.active_if) owned by the config; unused when fixed */
     int is_fixed;       /* 1: `value:` given; not shown to the optimizer */
     char *fixed_text;   /* the scalar as written, substituted as is */
     double fixed_value; /* its numeric value, NaN if not a number */
+    char **choices;     /* categorical: p.n_choices strings (owned); NULL otherwise */
+    char **when_values; /* conditional: the parent's choices it is active for, n_when items */
+    size_t n_when;
 } runner_param_spec;
+
+/* The choice string of categorical parameter ps at value v (an index), borrowed; NULL when ps
+ * is not categorical or v is not one of its indices. */
+const char *runner_param_choice(const runner_param_spec *ps, double v);
+/* The value of parameter ps for `text` (as `sweep enqueue` and Sweep.enqueue take it): a
+ * categorical's choice (its index), else a number. "" or "none" for a conditional parameter
+ * means inactive (NaN). ST_OK or ST_EINVAL (why in errmsg, ST_ERRMSG_MAX bytes, may be NULL). */
+st_status runner_param_parse(const runner_param_spec *ps, const char *text, double *out,
+                             char *errmsg);
+/* 1 if parameter i of cfg is active at x (cfg->n_params values, file order): it has no `when`,
+ * or its parent is active and holds one of the choices the `when` names. */
+int runner_param_active(const runner_config *cfg, const double *x, size_t i);
+/* Checks x[i] for a run not suggested (enqueue, record): fixed as fixed, NaN where inactive,
+ * else inside the bounds (not at a log or logit space's edge; a categorical's index a whole
+ * number). ST_OK or ST_EINVAL (why in errmsg, ST_ERRMSG_MAX bytes, may be NULL). */
+st_status runner_param_check(const runner_config *cfg, const double *x, size_t i, char *errmsg);
 
 /* Where attempts run: `backend: {kind: local | slurm, ...}` (docs/backends/slurm.md). */
 typedef enum runner_backend_kind {
@@ -472,6 +497,35 @@ st_status runner_store_create_sweep(const char *db_path, const char *yaml, char 
  * store. *id (may be NULL) gets the run's id. Later asks see it as any observation. */
 st_status runner_store_record(runner_store *s, const char *sweep, const double *x, double objective,
                               double cost, int failed, const char *final, uint64_t *id);
+
+/*
+ * Enqueues a known configuration (x: n_params values in file order, checked as
+ * runner_param_check does: fixed ones as fixed, NaN where a conditional parameter is inactive,
+ * searched ones inside their bounds, a categorical's choice index) as a pending run of the
+ * sweep: a controller that resumes the sweep launches pending runs before asking the optimizer
+ * for new ones, and the next ask hands it out before making a suggestion; its result is
+ * observed like any other run's (the optimizer sees it as in flight until then). It counts on
+ * the budget. *id (may be NULL) gets the run's id. Returns ST_OK, ST_EINVAL, ST_ENOTFOUND,
+ * ST_EBUSY (a live controller holds the sweep: stop it, enqueue, resume), ST_ERANGE (budget
+ * spent), ST_EDB.
+ */
+st_status runner_store_enqueue(runner_store *s, const char *sweep, const double *x, uint64_t *id);
+/* runner_store_enqueue from text, as `scaletune sweep enqueue k=v ...` takes it: n names and
+ * values (runner_param_parse: a choice, a number, "none" for an inactive parameter); a
+ * parameter not named takes its centre (its fixed value; NaN where inactive). */
+st_status runner_store_enqueue_text(runner_store *s, const char *sweep, size_t n,
+                                    const char *const *names, const char *const *values,
+                                    uint64_t *id);
+/* The x (n_params values, file order; cap at least n_params) of n names and text values, as
+ * runner_store_enqueue_text reads them (not checked against the bounds). ST_OK, ST_EINVAL
+ * (an unknown name, a value that does not parse), ST_ENOTFOUND. */
+st_status runner_store_parse_params(runner_store *s, const char *sweep, size_t n,
+                                    const char *const *names, const char *const *values, double *x,
+                                    size_t cap);
+/* x (n_params values) as "name=value\n" lines, the values as commands get them (a choice's
+ * string, "" where inactive). *out: free with st_free(). ST_OK, ST_ENOTFOUND, ST_ENOMEM. */
+st_status runner_store_format_params(runner_store *s, const char *sweep, const double *x,
+                                     char **out);
 
 /* ---- the controller ---------------------------------------------------------------------- */
 

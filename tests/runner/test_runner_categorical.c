@@ -1,0 +1,194 @@
+/*
+ * test_runner_categorical.c — categorical and conditional parameters through the sweep file:
+ * what the reader accepts and refuses (with the field in the message), the command template
+ * (a choice substituted as its string; "--x {b2}" left out where b2 is inactive), and a
+ * parallel sweep of the fake trainer whose loss depends on the choice through --add-if: every
+ * run's objective equals the loss computed here from its exported parameters (so each value
+ * reached the trainer as written), the export holds choice strings and null where inactive,
+ * and two sweeps with the same seed hold the same runs.
+ */
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runner/runner_int.h"
+#include "tests/runner/runner_test_util.h"
+
+static const char *params_extra = "  opt: {choices: [adamw, lion, sgd], center: lion}\n"
+                                  "  b2: {space: linear, min: 0, max: 1, center: 0.3, "
+                                  "when: {opt: adamw}}\n";
+
+static void load_bad(const char *params, const char *want)
+{
+    char text[2048], em[ST_ERRMSG_MAX] = "";
+    snprintf(text, sizeof(text),
+             "name: bad\nobjective: {metric: loss}\nbudget: {runs: 2}\nparameters:\n%s", params);
+    runner_config *c = NULL;
+    CHECK_ST(runner_config_load_string(text, strlen(text), "bad.yaml", &c, em), ST_EINVAL);
+    if (!strstr(em, want))
+        fprintf(stderr, "  message '%s' lacks '%s'\n", em, want);
+    CHECK(strstr(em, want) != NULL);
+    runner_config_destroy(c);
+}
+
+static void test_config(void)
+{
+    runner_config *c = tu_config("cat", "",
+                                 "  opt: {choices: [adamw, lion, sgd], center: lion}\n"
+                                 "  b2: {space: linear, min: 0, max: 1, center: 0.3, "
+                                 "when: {opt: adamw}}\nbudget: {runs: 2}\n");
+    CHECK(c != NULL);
+    if (!c)
+        return;
+    CHECK(c->n_params == 4 && runner_config_dim(c) == 4);
+    const runner_param_spec *o = &c->params[2], *b = &c->params[3];
+    CHECK(o->p.space == CARBS_SPACE_CATEGORICAL && o->p.n_choices == 3 && o->p.center == 1);
+    CHECK(!strcmp(runner_param_choice(o, 2), "sgd") && !runner_param_choice(o, 3));
+    CHECK(b->p.active_if && !strcmp(b->p.active_if, "opt") && b->p.active_mask == 1);
+    double x[4] = {0, 1, 0, 0.5}, v;
+    CHECK(runner_param_active(c, x, 3));
+    x[2] = 1;
+    CHECK(!runner_param_active(c, x, 3));
+    CHECK_ST(runner_param_parse(o, "sgd", &v, NULL), ST_OK);
+    CHECK(v == 2);
+    CHECK_ST(runner_param_parse(o, "adam", &v, NULL), ST_EINVAL);
+    CHECK_ST(runner_param_parse(b, "none", &v, NULL), ST_OK);
+    CHECK(isnan(v));
+    CHECK_ST(runner_param_parse(b, "0.25", &v, NULL), ST_OK);
+    CHECK(v == 0.25);
+    x[3] = 0.5; /* inactive but given */
+    CHECK_ST(runner_param_check(c, x, 3, NULL), ST_EINVAL);
+    x[3] = NAN;
+    CHECK_ST(runner_param_check(c, x, 3, NULL), ST_OK);
+    x[2] = 0.5; /* not an index */
+    CHECK_ST(runner_param_check(c, x, 2, NULL), ST_EINVAL);
+
+    /* the command: choice strings; the flag and value of an inactive parameter left out */
+    char *t[6] = {"run", "--opt={opt}", "--b2", "{b2}", "--beta={b2}", "{_run}"};
+    char *out[6] = {0};
+    size_t n = 0;
+    double xa[4] = {0, 1, 2, NAN};
+    CHECK_ST(runner_command_expand(c, t, 6, 1, xa, 7, 1, "/d", out, &n), ST_OK);
+    CHECK(n == 3 && !strcmp(out[0], "run") && !strcmp(out[1], "--opt=sgd") && !strcmp(out[2], "7"));
+    for (size_t i = 0; i < 6; i++)
+        free(out[i]);
+    memset(out, 0, sizeof(out));
+    double xb[4] = {0, 1, 0, 0.25};
+    CHECK_ST(runner_command_expand(c, t, 6, 1, xb, 7, 1, "/d", out, &n), ST_OK);
+    CHECK(n == 6 && !strcmp(out[1], "--opt=adamw") && !strcmp(out[3], "0.25") &&
+          !strcmp(out[4], "--beta=0.25"));
+    for (size_t i = 0; i < 6; i++)
+        free(out[i]);
+    runner_config_destroy(c);
+
+    load_bad("  o: {choices: [a]}\n", "2 to 64 choices");
+    load_bad("  o: {choices: [a, a]}\n", "given twice");
+    load_bad("  o: {choices: [a, b], center: c}\n", "not one of the choices");
+    load_bad("  o: {choices: [a, b], min: 1}\n", "unknown key 'min'");
+    load_bad("  o: {choices: [a, b], space: log}\n", "categorical");
+    load_bad("  o: {choices: [a, b]}\n  x: {space: linear, min: 0, max: 1, center: 0.5, "
+             "when: {o: c}}\n",
+             "'c' is not a choice of 'o'");
+    load_bad("  x: {space: linear, min: 0, max: 1, center: 0.5, when: {o: a}}\n"
+             "  o: {choices: [a, b]}\n",
+             "not a parameter given before");
+    load_bad("  y: {space: linear, min: 0, max: 1, center: 0.5}\n"
+             "  x: {space: linear, min: 0, max: 1, center: 0.5, when: {y: a}}\n",
+             "not a searched categorical");
+}
+
+/* The fake trainer's loss for one exported run: 1 + (x-.5)^2 + (y-.5)^2 [+ (b2-.5)^2 with
+ * adamw] + 0.5 with lion + 1 with sgd. */
+static double want_loss(json_t *p, int *bad)
+{
+    double x = json_number_value(json_object_get(p, "x"));
+    double y = json_number_value(json_object_get(p, "y"));
+    const char *o = json_string_value(json_object_get(p, "opt"));
+    json_t *b2 = json_object_get(p, "b2");
+    if (!o) {
+        (*bad)++;
+        return NAN;
+    }
+    double l = 1 + (x - .5) * (x - .5) + (y - .5) * (y - .5);
+    if (!strcmp(o, "adamw")) {
+        *bad += !json_is_number(b2);
+        double b = json_number_value(b2);
+        l += (b - .5) * (b - .5);
+    } else {
+        *bad += !json_is_null(b2);
+    }
+    return l + (!strcmp(o, "lion") ? 0.5 : !strcmp(o, "sgd") ? 1.0 : 0.0);
+}
+
+static char *sweep_export(const char *db, int *n_ok, int *bad, int *seen)
+{
+    const char *args = "'--add-if', '{opt}', 'lion', '0.5', '--add-if', '{opt}', 'sgd', '1', "
+                       "'--x', '{b2}'";
+    char extra[1024];
+    snprintf(extra, sizeof(extra), "%sbudget: {runs: 16}\nparallel: 2\nseed: 4\n", params_extra);
+    runner_config *c = tu_config("cat-sweep", args, extra);
+    int fin = 0;
+    CHECK(c != NULL);
+    if (!c)
+        return NULL;
+    CHECK_ST(tu_sweep(db, c, NULL, &fin), ST_OK);
+    CHECK(fin);
+    runner_config_destroy(c);
+    runner_store *s = NULL;
+    char *js = NULL;
+    CHECK_ST(runner_store_open(db, &s, NULL), ST_OK);
+    CHECK_ST(runner_store_export_json(s, NULL, &js), ST_OK);
+    runner_store_close(s);
+    json_t *root = js ? json_loads(js, 0, NULL) : NULL;
+    json_t *runs = json_object_get(root, "runs"), *r, *sig = json_array();
+    size_t i;
+    json_array_foreach(runs, i, r)
+    {
+        /* what must be the same in two sweeps with one seed (not times, pids, dirs) */
+        json_array_append_new(sig, json_pack("{sOsOsO}", "params", json_object_get(r, "params"),
+                                             "objective", json_object_get(r, "objective"), "status",
+                                             json_object_get(r, "status")));
+        if (strcmp(json_string_value(json_object_get(r, "status")), "succeeded"))
+            continue;
+        json_t *p = json_object_get(r, "params");
+        double want = want_loss(p, bad), got = json_number_value(json_object_get(r, "objective"));
+        CHECK_ABS(got, want, 1e-9);
+        const char *o = json_string_value(json_object_get(p, "opt"));
+        for (int k = 0; o && k < 3; k++)
+            seen[k] += !strcmp(o, (const char *[]){"adamw", "lion", "sgd"}[k]);
+        (*n_ok)++;
+    }
+    json_decref(root);
+    st_free(js);
+    char *out = json_dumps(sig, JSON_COMPACT);
+    json_decref(sig);
+    return out;
+}
+
+static void test_sweep(void)
+{
+    int n_ok = 0, bad = 0, seen[3] = {0, 0, 0}, n2 = 0, bad2 = 0, seen2[3] = {0, 0, 0};
+    char *a = sweep_export(tu_path("cat-a.db"), &n_ok, &bad, seen);
+    char *b = sweep_export(tu_path("cat-b.db"), &n2, &bad2, seen2);
+    CHECK(n_ok == 16 && bad == 0);
+    CHECK(seen[0] > 0 && seen[1] > 0 && seen[2] > 0);
+    printf("categorical sweep: %d runs, adamw %d, lion %d, sgd %d\n", n_ok, seen[0], seen[1],
+           seen[2]);
+    CHECK(a && b && !strcmp(a, b)); /* same seed, parallel 2: the same runs */
+    if (a && b && strcmp(a, b) && getenv("ST_TEST_KEEP"))
+        fprintf(stderr, "%s\n----\n%s\n", a, b);
+    free(a);
+    free(b);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    st_global_init();
+    tu_init(argv[0]);
+    test_config();
+    test_sweep();
+    tu_cleanup();
+    return check_summary("test_runner_categorical");
+}
