@@ -197,10 +197,12 @@ static st_status load_param(ctx *c, const char *name, const yaml_node_t *map, ru
             rc = cfg_get_number(c, v, f, &ps->p.rounding);
         else if (!strcmp(key, "when"))
             rc = cfg_load_when(c, v, f, ps);
+        else if (!strcmp(key, "grid"))
+            rc = cfg_load_grid(c, v, f, ps);
         else
             rc = cfg_fail(c, k, field, ST_EINVAL,
                           "unknown key '%s' (space, min, max, center, scale, base, integer, "
-                          "rounding, when, choices, value)",
+                          "rounding, when, grid, choices, value)",
                           key);
         if (rc)
             return rc;
@@ -633,11 +635,13 @@ static st_status load_root(ctx *c, const yaml_node_t *root)
             rc = cfg_load_backend(c, v);
         } else if (!strcmp(key, "early_stopping")) {
             rc = cfg_load_early_stopping(c, v);
+        } else if (!strcmp(key, "method")) {
+            rc = cfg_load_method(c, v);
         } else {
             rc = cfg_fail(c, k, key, ST_EINVAL,
                           "unknown key (name, command, env, workdir, objective, cost, parameters, "
                           "budget, parallel, retries, timeouts, seed, deterministic, optimizer, "
-                          "backend, early_stopping)");
+                          "backend, early_stopping, method)");
         }
         if (rc)
             return rc;
@@ -663,7 +667,7 @@ static st_status load_root(ctx *c, const yaml_node_t *root)
     if (cfg->cost_expr && isinf(cfg->max_cost_per_run))
         return cfg_fail(c, cost, "cost.expr", ST_EINVAL,
                         "is used to refuse runs above budget.max_cost_per_run, which is not set");
-    if ((rc = cfg_check_optimizer(c)))
+    if ((rc = cfg_check_method(c)) || (rc = cfg_check_optimizer(c)))
         return rc;
     return check_refs(c, cmd, env, cost);
 }

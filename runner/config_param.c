@@ -177,6 +177,84 @@ void cfg_free_param(runner_param_spec *ps)
     for (size_t i = 0; i < ps->n_when; i++)
         free(ps->when_values[i]);
     free(ps->when_values);
+    free(ps->grid);
+}
+
+st_status cfg_load_grid(ctx *c, const yaml_node_t *v, const char *f, runner_param_spec *ps)
+{
+    if (cfg_scalar(v)) {
+        double n;
+        st_status rc = cfg_get_count(c, v, f, 1, 10000, &n);
+        ps->n_grid = (size_t)n;
+        return rc;
+    }
+    if (!v || v->type != YAML_SEQUENCE_NODE ||
+        v->data.sequence.items.top == v->data.sequence.items.start)
+        return cfg_fail(c, v, f, ST_EINVAL, "expected a number of points or a list of values");
+    size_t m = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+    free(ps->grid);
+    ps->grid = calloc(m, sizeof(double));
+    if (!ps->grid)
+        return ST_ENOMEM;
+    for (size_t i = 0; i < m; i++) {
+        yaml_node_t *it = yaml_document_get_node(c->doc, v->data.sequence.items.start[i]);
+        st_status rc = cfg_get_number(c, it, f, &ps->grid[i]);
+        if (rc)
+            return rc;
+        ps->n_grid = i + 1;
+    }
+    return ST_OK;
+}
+
+st_status cfg_load_method(ctx *c, const yaml_node_t *v)
+{
+    const char *s = cfg_scalar(v);
+    static const char *const names[] = {"carbs", "grid", "random", "study"};
+    for (size_t i = 0; s && i < 4; i++)
+        if (!strcmp(s, names[i])) {
+            c->cfg->method = (runner_method)i;
+            c->method = v;
+            return ST_OK;
+        }
+    return cfg_fail(c, v, "method", ST_EINVAL, "expected carbs, grid, random or study");
+}
+
+st_status cfg_check_method(ctx *c)
+{
+    runner_config *cfg = c->cfg;
+    if (cfg->method == RUNNER_METHOD_STUDY)
+        cfg->goal = RUNNER_GOAL_EXTRAPOLATE; /* checked with the optimizer block */
+    else if (c->method && cfg->goal == RUNNER_GOAL_EXTRAPOLATE)
+        return cfg_fail(c, c->method, "method", ST_EINVAL,
+                        "optimizer.goal extrapolate is the study mode: method study (or leave "
+                        "method out)");
+    if (cfg->method == RUNNER_METHOD_STUDY || cfg->goal == RUNNER_GOAL_EXTRAPOLATE)
+        for (size_t i = 0; i < cfg->n_params; i++)
+            if (!cfg->params[i].is_fixed && (cfg->params[i].choices || cfg->params[i].p.active_if))
+                return cfg_fail(c, c->method ? c->method : c->opt_goal, "method", ST_EINVAL,
+                                "parameter '%s': the study mode's engine fits ordered "
+                                "parameters only (no categorical or conditional ones); use "
+                                "method carbs, grid or random",
+                                cfg->params[i].p.name);
+    for (size_t i = 0; i < cfg->n_params; i++) {
+        const runner_param_spec *ps = &cfg->params[i];
+        char f[200];
+        snprintf(f, sizeof(f), "parameters.%s", ps->p.name);
+        if (ps->is_fixed || ps->choices)
+            continue;
+        int grid = cfg->method == RUNNER_METHOD_GRID, rnd = cfg->method == RUNNER_METHOD_RANDOM;
+        if ((grid && !ps->grid) || rnd)
+            if (!isfinite(ps->p.min) || !isfinite(ps->p.max))
+                return cfg_fail(c, c->method, f, ST_EINVAL,
+                                "method %s needs its min and max (or, for grid, grid: [values])",
+                                grid ? "grid" : "random");
+        for (size_t k = 0; ps->grid && k < ps->n_grid; k++)
+            if (!(ps->grid[k] >= ps->p.min && ps->grid[k] <= ps->p.max))
+                return cfg_fail(c, c->method ? c->method : NULL, f, ST_EINVAL,
+                                "grid value %g is outside [%g, %g]", ps->grid[k], ps->p.min,
+                                ps->p.max);
+    }
+    return ST_OK;
 }
 
 const char *runner_param_choice(const runner_param_spec *ps, double v)

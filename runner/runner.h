@@ -93,6 +93,8 @@ typedef struct runner_param_spec {
     char **choices;     /* categorical: p.n_choices strings (owned); NULL otherwise */
     char **when_values; /* conditional: the parent's choices it is active for, n_when items */
     size_t n_when;
+    double *grid;  /* method grid: explicit values (`grid: [..]`, n_grid items) or NULL */
+    size_t n_grid; /* with grid NULL: `grid: N` points (0: the default, 5) */
 } runner_param_spec;
 
 /* The choice string of categorical parameter ps at value v (an index), borrowed; NULL when ps
@@ -151,6 +153,14 @@ typedef struct runner_slurm_config {
     char *token_env;   /* environment variable holding the JWT, default SLURM_JWT */
     char *token_file;  /* or a file holding it (re-read at each request) */
 } runner_slurm_config;
+
+/* How a sweep makes its suggestions (`method:`, docs/config.md). */
+typedef enum runner_method {
+    RUNNER_METHOD_CARBS = 0,  /* carbs/ (default) */
+    RUNNER_METHOD_GRID = 1,   /* the grid of the parameters' `grid:` values (runner_method_point) */
+    RUNNER_METHOD_RANDOM = 2, /* uniform in each parameter's space between its bounds */
+    RUNNER_METHOD_STUDY = 3,  /* study mode: the same as optimizer.goal: extrapolate */
+} runner_method;
 
 /* What the optimizer searches for (`optimizer: {goal: ...}`, docs/config.md). */
 typedef enum runner_goal {
@@ -215,6 +225,7 @@ typedef struct runner_config {
     char *text;             /* the file's text, stored with the sweep so resume needs no file */
     runner_backend_kind backend; /* default local */
     runner_slurm_config slurm;   /* when backend is RUNNER_BACKEND_SLURM */
+    runner_method method;        /* method: carbs (default), grid, random, study */
 } runner_config;
 
 /*
@@ -618,6 +629,22 @@ typedef struct runner_propose_request {
  * by the controller) or returns an error with a message in errmsg (ST_ERRMSG_MAX bytes). */
 typedef st_status (*runner_propose_fn)(void *user, const runner_propose_request *req, double *x,
                                        char *errmsg);
+
+/*
+ * Suggestion `index` (0-based) of a sweep whose method is grid or random (cfg->n_params values
+ * into x, file order; NaN where a conditional parameter is inactive): grid: the product of
+ * every searched parameter's grid values (`grid: [values]`, `grid: N` points spread evenly in
+ * its space between its bounds, default 5; a categorical's choices), in file order with the
+ * last parameter varying fastest, combinations that differ only in an inactive parameter once,
+ * and from the start again past the last; random: each parameter uniform in its space between
+ * its bounds (log-uniform for log, uniform log-odds for logit, integers rounded, a choice
+ * uniformly), from cfg->seed and index alone. ST_OK, ST_EINVAL (another method), ST_ENOMEM.
+ * runner_launch and runner_resume install runner_method_proposer for these methods, and
+ * runner_store_ask uses the same points.
+ */
+st_status runner_method_point(const runner_config *cfg, size_t index, double *x, char *errmsg);
+st_status runner_method_proposer(void *user, const runner_propose_request *req, double *x,
+                                 char *errmsg);
 
 /* Makes fn the source of suggestions for r (fn NULL: carbs/ again). carbs/ still keeps the
  * observations and the cost model (each proposal is outstanding in carbs under its run id),

@@ -152,11 +152,14 @@ static st_status new_run(runner_store *s, int64_t sweep, const runner_config *cf
     size_t born = carbs_n_observations(cb);
     if (!x)
         rc = ST_ENOMEM;
+    else if (cfg->method == RUNNER_METHOD_GRID || cfg->method == RUNNER_METHOD_RANDOM)
+        rc = runner_method_point(cfg, n_runs, all, s->errmsg); /* the same points as launch */
     else if ((rc = carbs_suggest(cb, x, NULL)))
         st_errf(s->errmsg, rc, "optimizer: %s", carbs_errmsg(cb));
+    else
+        runner_x_from_carbs(cfg, x, all);
     sqlite3_stmt *st = NULL;
     if (!rc) {
-        runner_x_from_carbs(cfg, x, all);
         st = store_stmt(s, "INSERT INTO runs(sweep_id, status, x, created, expires) "
                            "VALUES(?1, 1, ?2, ?3, ?4)");
         rc = st ? ST_OK : ST_EDB;

@@ -108,6 +108,19 @@ class TestSweep(unittest.TestCase):
                                                       "x": -1.0})
             self.assertTrue(math.isfinite(s.trials[-1]["objective"]))
 
+    def test_method_random(self):
+        s = Sweep.create(self.db, "rnd", space(), objective="loss", budget_runs=40, seed=1,
+                         method="random")
+        with s:
+            seen = set()
+            for _ in range(40):
+                p, rid = s.ask()
+                self.assertTrue(-2 <= p["x"] <= 2)
+                self.assertEqual(p["beta2"] is None, p["optimizer"] != "adamw")
+                seen.add(p["optimizer"])
+                s.tell(rid, objective=loss(p), cost=1.0)
+            self.assertEqual(seen, set(SHIFT))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -5,7 +5,9 @@
  * parallel sweep of the fake trainer whose loss depends on the choice through --add-if: every
  * run's objective equals the loss computed here from its exported parameters (so each value
  * reached the trainer as written), the export holds choice strings and null where inactive,
- * and two sweeps with the same seed hold the same runs.
+ * and two sweeps with the same seed hold the same runs. Also `method: grid | random`: the
+ * points against a grid written out by hand and the moments of a log-uniform draw, through
+ * the controller and through ask.
  */
 #include <jansson.h>
 #include <math.h>
@@ -182,6 +184,121 @@ static void test_sweep(void)
     free(b);
 }
 
+static runner_config *load_ok(const char *text)
+{
+    char em[ST_ERRMSG_MAX] = "";
+    runner_config *c = NULL;
+    CHECK_ST(runner_config_load_string(text, strlen(text), "m.yaml", &c, em), ST_OK);
+    if (!c)
+        fprintf(stderr, "  %s\n", em);
+    return c;
+}
+
+/* method grid: 3 x values times (a with 2 b2 values, or b with b2 inactive) = 9 distinct runs,
+ * in order, then again; method random: inside the bounds, log-uniform, a function of seed and
+ * index; the refusals. */
+static void test_method_points(void)
+{
+    runner_config *c = load_ok("name: g\nobjective: {metric: l}\nbudget: {runs: 9}\n"
+                               "method: grid\nparameters:\n"
+                               "  x: {space: linear, min: 0, max: 1, center: 0.5, grid: 3}\n"
+                               "  o: {choices: [a, b]}\n"
+                               "  b2: {space: linear, min: 0, max: 1, center: 0.5, "
+                               "grid: [0.2, 0.8], when: {o: a}}\n");
+    if (!c)
+        return;
+    double want[9][3] = {{0, 0, .2},   {0, 0, .8}, {0, 1, NAN}, {.5, 0, .2}, {.5, 0, .8},
+                         {.5, 1, NAN}, {1, 0, .2}, {1, 0, .8},  {1, 1, NAN}};
+    int bad = 0;
+    for (size_t k = 0; k < 10; k++) {
+        double x[3];
+        CHECK_ST(runner_method_point(c, k, x, NULL), ST_OK);
+        for (int i = 0; i < 3; i++) {
+            double w = want[k % 9][i];
+            bad += !(x[i] == w || (isnan(x[i]) && isnan(w)));
+        }
+    }
+    CHECK(bad == 0);
+    runner_config_destroy(c);
+
+    c = load_ok("name: r\nobjective: {metric: l}\nbudget: {runs: 9}\nmethod: random\n"
+                "seed: 3\nparameters:\n"
+                "  lr: {space: log, min: 1.0e-4, max: 0.1, center: 0.001}\n"
+                "  n: {space: linear, min: 2, max: 40, center: 10, integer: true}\n"
+                "  o: {choices: [a, b, c]}\n");
+    if (!c)
+        return;
+    double sum = 0, x[3], y[3];
+    int out = 0, seen[3] = {0, 0, 0};
+    for (size_t k = 0; k < 400; k++) {
+        CHECK_ST(runner_method_point(c, k, x, NULL), ST_OK);
+        out += !(x[0] >= 1e-4 && x[0] <= 0.1) || !(x[1] >= 2 && x[1] <= 40) || x[1] != floor(x[1]);
+        sum += log10(x[0]);
+        seen[(int)x[2]]++;
+    }
+    CHECK(out == 0);
+    CHECK_ABS(sum / 400, -2.5, 0.15); /* log-uniform: the mean of log10 is the midpoint */
+    CHECK(seen[0] > 100 && seen[1] > 100 && seen[2] > 100);
+    CHECK_ST(runner_method_point(c, 17, x, NULL), ST_OK);
+    CHECK_ST(runner_method_point(c, 17, y, NULL), ST_OK);
+    CHECK(!memcmp(x, y, sizeof(x)));
+    runner_config_destroy(c);
+
+    load_bad("  x: {space: linear, center: 0}\nmethod: random\n", "needs its min and max");
+    load_bad("  x: {space: linear, min: 0, max: 1, center: 0.5, grid: [2]}\nmethod: grid\n",
+             "outside");
+    load_bad("  o: {choices: [a, b]}\nmethod: study\n", "ordered parameters only");
+    load_bad("  x: {space: linear, min: 0, max: 1, center: 0.5}\nmethod: grid\n"
+             "optimizer: {goal: extrapolate, target_compute: 10}\n",
+             "method study");
+    load_bad("  x: {space: linear, min: 0, max: 1, center: 0.5}\nmethod: tpe\n",
+             "carbs, grid, random or study");
+}
+
+/* method random through the controller (parallel 2) and grid through ask: the runs are the
+ * method's points, in order. */
+static void test_method_sweeps(void)
+{
+    runner_config *c = tu_config("rnd", "",
+                                 "method: random\nbudget: {runs: 6}\nparallel: 2\n"
+                                 "seed: 9\n");
+    int fin = 0;
+    CHECK(c != NULL);
+    if (!c)
+        return;
+    const char *db = tu_path("rnd.db");
+    CHECK_ST(tu_sweep(db, c, NULL, &fin), ST_OK);
+    runner_store *s = NULL;
+    runner_sweep *w = NULL;
+    CHECK_ST(runner_store_open(db, &s, NULL), ST_OK);
+    CHECK_ST(runner_store_read_sweep(s, NULL, &w), ST_OK);
+    int bad = 0;
+    for (size_t k = 0; w && k < w->n_runs; k++) {
+        double x[2];
+        CHECK_ST(runner_method_point(c, k, x, NULL), ST_OK);
+        bad += memcmp(x, w->runs[k].x, sizeof(x)) != 0;
+    }
+    CHECK(w && w->n_runs == 6 && bad == 0);
+    runner_sweep_free(w);
+    runner_store_close(s);
+    runner_config_destroy(c);
+
+    const char *yaml = "name: gask\nobjective: {metric: l}\nbudget: {runs: 4}\nmethod: grid\n"
+                       "parameters:\n  x: {space: log, min: 1, max: 100, center: 10, grid: 3}\n";
+    const char *db2 = tu_path("gask.db");
+    CHECK_ST(runner_store_create_sweep(db2, yaml, NULL), ST_OK);
+    CHECK_ST(runner_store_open(db2, &s, NULL), ST_OK);
+    double want[4] = {1, 10, 100, 1};
+    for (int k = 0; k < 4; k++) {
+        uint64_t id;
+        double x[1];
+        CHECK_ST(runner_store_ask(s, NULL, &id, x, 1), ST_OK);
+        CHECK_REL(x[0], want[k], 1e-12);
+        CHECK_ST(runner_store_tell(s, NULL, id, x[0], 1, 0), ST_OK);
+    }
+    runner_store_close(s);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -189,6 +306,8 @@ int main(int argc, char **argv)
     tu_init(argv[0]);
     test_config();
     test_sweep();
+    test_method_points();
+    test_method_sweeps();
     tu_cleanup();
     return check_summary("test_runner_categorical");
 }

@@ -314,11 +314,11 @@ class Sweep:
 
     @classmethod
     def create(cls, db, name, space, objective="objective", cost="cost", goal="minimize",
-               budget_runs=None, budget_cost=None, seed=0, fixed=None, **options):
+               budget_runs=None, budget_cost=None, seed=0, fixed=None, method=None, **options):
         """Records a new ask/tell sweep (no command) in the store at `db` (created if there
         is none) and opens it: `space` a Space (or a list of Params), `fixed` a dict of fixed
-        parameters, keyword arguments the carbs options by name. Without a budget, the runs
-        are not limited."""
+        parameters, `method` "carbs" (default), "grid", "random" or "study", keyword
+        arguments the carbs options by name. Without a budget, the runs are not limited."""
         from .optimizer import Space
 
         if not isinstance(space, Space):
@@ -326,6 +326,8 @@ class Sweep:
         err = _lib.errbuf()
         yaml = _sweep_yaml(name, space, objective, cost, goal, budget_runs, budget_cost, seed,
                            fixed or {}, options)
+        if method is not None:
+            yaml += "method: %s\n" % json.dumps(str(method))
         check(lib.runner_store_create_sweep(enc(db), enc(yaml), err), err)
         return cls(db, name)
 
