@@ -174,7 +174,9 @@ st_status carbs_create(const carbs_param *params, size_t n_params, const carbs_o
     if (s != ST_OK)
         return s;
     for (size_t i = 0; i < n_params; i++) {
-        s = space_validate(&params[i], msg);
+        carbs_param q = params[i];
+        q.scale = space_scale(&q, o.mode == CARBS_MODE_FAITHFUL);
+        s = space_validate(&q, msg);
         if (s != ST_OK)
             return s;
         for (size_t j = 0; j < i; j++)
@@ -205,8 +207,10 @@ st_status carbs_create(const carbs_param *params, size_t n_params, const carbs_o
             c->d = i + 1;
             goto oom;
         }
-        c->center_b[i] = space_to_basic(&params[i], params[i].center);
-        space_bounds_basic(&params[i], &c->lo_b[i], &c->hi_b[i]);
+        if (params[i].space != CARBS_SPACE_CATEGORICAL)
+            c->params[i].scale = space_scale(&params[i], o.mode == CARBS_MODE_FAITHFUL);
+        c->center_b[i] = space_to_basic(&c->params[i], params[i].center);
+        space_bounds_basic(&c->params[i], &c->lo_b[i], &c->hi_b[i]);
     }
     c->d = n_params;
     if (st_rng_create(o.seed, &c->rng) != ST_OK)

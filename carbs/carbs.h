@@ -58,7 +58,11 @@ typedef enum carbs_space_kind {
  *  center      search centre in parameter units: where the random phase looks. Must lie strictly
  *              inside the bounds (an integer may sit on its bound).
  *  scale       > 0; divides the basic coordinate, so a larger scale makes the same search radius
- *              cover more of the space. Default 1.
+ *              cover more of the space. Default NAN, "auto": a linear space with both bounds
+ *              finite gets (max - min) / 4 (at least 2 * rounding for an integer), so that
+ *              its range spans 4 basic units as four decades of a log space do; every other
+ *              space, and every space in faithful mode, gets CARBS' 1. carbs_get_param gives
+ *              the scale in force.
  *  base        log base (> 1) for CARBS_SPACE_LOG. Default 10.
  *  is_integer  round suggested values to a multiple of `rounding` (linear and log spaces).
  *  rounding    > 0, default 1 (e.g. 16 for model widths).

@@ -94,6 +94,12 @@ st_status gp_loo_z2(const gp *g, double *z2);
 
 /* ---- space.c ----------------------------------------------------------------------------- */
 
+/* The scale in force: p->scale, or for NaN (auto, the default): CARBS' 1 in faithful mode and
+ * for log, logit and unbounded spaces; a bounded linear space's (max - min) / 4 (the range
+ * spans 4 basic units, as four decades of a log space do), at least 2 roundings for an
+ * integer. */
+#define CARBS_AUTO_SCALE_SPAN 4.0
+double space_scale(const carbs_param *p, int faithful);
 /* Validates p (fills msg naming the parameter and field). ST_OK or ST_EINVAL. */
 st_status space_validate(const carbs_param *p, char *msg);
 double space_to_basic(const carbs_param *p, double v);

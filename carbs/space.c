@@ -16,7 +16,7 @@ void carbs_param_init(carbs_param *p, const char *name, carbs_space_kind space, 
     p->min = space == CARBS_SPACE_LINEAR ? -INFINITY : 0.0;
     p->max = space == CARBS_SPACE_LOGIT ? 1.0 : INFINITY;
     p->center = center;
-    p->scale = 1.0;
+    p->scale = NAN; /* auto: space_scale */
     p->base = 10.0;
     p->is_integer = 0;
     p->rounding = 1.0;
@@ -25,6 +25,24 @@ void carbs_param_init(carbs_param *p, const char *name, carbs_space_kind space, 
     p->active_mask = 0;
     if (space == CARBS_SPACE_CATEGORICAL)
         p->min = 0.0;
+}
+
+double space_scale(const carbs_param *p, int faithful)
+{
+    if (!isnan(p->scale))
+        return p->scale;
+    if (faithful || p->space != CARBS_SPACE_LINEAR || !isfinite(p->min) || !isfinite(p->max))
+        return 1.0; /* CARBS' default */
+    double s = (p->max - p->min) / CARBS_AUTO_SCALE_SPAN;
+    if (p->is_integer && s < 2 * p->rounding) /* a step of the search moves an integer */
+        s = 2 * p->rounding;
+    return s > 0 && isfinite(s) ? s : 1.0;
+}
+
+/* The scale of a parameter as given (NaN: auto, recommended mode's rule). */
+static double sc(const carbs_param *p)
+{
+    return isnan(p->scale) ? space_scale(p, 0) : p->scale;
 }
 
 /* Round half to even, as Python's round() and torch.round() do. */
@@ -39,17 +57,17 @@ double space_to_basic(const carbs_param *p, double v)
     case CARBS_SPACE_CATEGORICAL:
         return v; /* the choice index; the GPs one-hot encode it */
     case CARBS_SPACE_LINEAR:
-        return v / p->scale;
+        return v / sc(p);
     case CARBS_SPACE_LOG:
         if (v == 0.0)
             return -INFINITY;
-        return log(v) / log(p->base) / p->scale;
+        return log(v) / log(p->base) / sc(p);
     case CARBS_SPACE_LOGIT:
         if (v == 0.0)
             return -INFINITY;
         if (v == 1.0)
             return INFINITY;
-        return log10(v / (1.0 - v)) / p->scale;
+        return log10(v / (1.0 - v)) / sc(p);
     }
     return NAN;
 }
@@ -60,11 +78,11 @@ double space_from_basic(const carbs_param *p, double b)
     case CARBS_SPACE_CATEGORICAL:
         return b;
     case CARBS_SPACE_LINEAR:
-        return b * p->scale;
+        return b * sc(p);
     case CARBS_SPACE_LOG:
-        return pow(p->base, b * p->scale);
+        return pow(p->base, b * sc(p));
     case CARBS_SPACE_LOGIT:
-        return 1.0 / (pow(10.0, -b * p->scale) + 1.0);
+        return 1.0 / (pow(10.0, -b * sc(p)) + 1.0);
     }
     return NAN;
 }
@@ -145,7 +163,7 @@ st_status space_validate(const carbs_param *p, char *msg)
     if (!(p->min < p->max))
         return st_errf(msg, ST_EINVAL, "parameter '%s': min %g is not below max %g", n, p->min,
                        p->max);
-    if (!(p->scale > 0) || !isfinite(p->scale))
+    if (!(sc(p) > 0) || !isfinite(sc(p)))
         return st_errf(msg, ST_EINVAL, "parameter '%s': scale %g must be positive and finite", n,
                        p->scale);
     if (p->space == CARBS_SPACE_LOG && (!(p->base > 1.0) || !isfinite(p->base)))

@@ -220,7 +220,7 @@ static st_status load_param(ctx *c, const char *name, const yaml_node_t *map, ru
         return cfg_fail(c, map, field, ST_EINVAL, "a log space needs min >= 0");
     if (kind == CARBS_SPACE_LOGIT && (ps->p.min < 0 || ps->p.max > 1))
         return cfg_fail(c, map, field, ST_EINVAL, "a logit space lies within [0, 1]");
-    if (!(ps->p.scale > 0) || !(ps->p.rounding > 0) || !(ps->p.base > 1))
+    if (!(ps->p.scale > 0 || isnan(ps->p.scale)) || !(ps->p.rounding > 0) || !(ps->p.base > 1))
         return cfg_fail(c, map, field, ST_EINVAL, "scale and rounding must be > 0, base > 1");
     return ST_OK;
 }

@@ -190,11 +190,45 @@ static void test_suggest_observe(void)
     carbs_destroy(c);
 }
 
+/* The scale in force: (max - min) / 4 for a bounded linear space (at least 2 roundings for an
+ * integer), CARBS' 1 for the rest and for everything in faithful mode; an explicit scale kept. */
+static void test_auto_scale(void)
+{
+    carbs_param p[4];
+    carbs_param_init(&p[0], "steps", CARBS_SPACE_LINEAR, 10);
+    p[0].min = 2;
+    p[0].max = 40;
+    p[0].is_integer = 1;
+    carbs_param_init(&p[1], "k", CARBS_SPACE_LINEAR, 2);
+    p[1].min = 1;
+    p[1].max = 4;
+    p[1].is_integer = 1;
+    carbs_param_init(&p[2], "lr", CARBS_SPACE_LOG, 1e-3);
+    carbs_param_init(&p[3], "free", CARBS_SPACE_LINEAR, 0);
+    for (int faithful = 0; faithful < 2; faithful++) {
+        carbs_options o = carbs_options_default();
+        o.mode = faithful ? CARBS_MODE_FAITHFUL : CARBS_MODE_RECOMMENDED;
+        carbs *c = NULL;
+        CHECK_ST(carbs_create(p, 4, &o, &c, NULL), ST_OK);
+        CHECK(carbs_get_param(c, 0)->scale == (faithful ? 1.0 : 9.5));
+        CHECK(carbs_get_param(c, 1)->scale == (faithful ? 1.0 : 2.0)); /* 0.75 < 2 roundings */
+        CHECK(carbs_get_param(c, 2)->scale == 1.0);
+        CHECK(carbs_get_param(c, 3)->scale == 1.0);
+        carbs_destroy(c);
+    }
+    p[0].scale = 3;
+    carbs *c = NULL;
+    CHECK_ST(carbs_create(p, 4, NULL, &c, NULL), ST_OK);
+    CHECK(carbs_get_param(c, 0)->scale == 3.0);
+    carbs_destroy(c);
+}
+
 int main(void)
 {
     st_global_init();
     test_onehot_gp();
     test_validation();
     test_suggest_observe();
+    test_auto_scale();
     return check_summary("test_carbs_categorical");
 }

@@ -299,6 +299,27 @@ static void test_method_sweeps(void)
     runner_store_close(s);
 }
 
+/* examples/fake-trainer.yaml's steps (linear in [2, 40], centre 10, integer): with CARBS' scale
+ * 1 all 24 runs had steps 10; with the default scale the sweep explores it. */
+static void test_steps_explored(void)
+{
+    runner_config *c = tu_config("steps", "'--steps', '{steps}'",
+                                 "  steps: {space: linear, min: 2, max: 40, center: 10, "
+                                 "integer: true}\nbudget: {runs: 24}\nseed: 1\n"
+                                 "optimizer: {num_random_samples: 6}\n");
+    int fin = 0;
+    CHECK(c != NULL);
+    if (!c)
+        return;
+    const char *db = tu_path("steps.db");
+    CHECK_ST(tu_sweep(db, c, NULL, &fin), ST_OK);
+    long long distinct =
+        tu_query(db, "SELECT count(DISTINCT substr(x, 17, 8)) FROM runs"); /* the 3rd double */
+    printf("fake-trainer steps: %lld distinct values in 24 runs\n", distinct);
+    CHECK(distinct >= 5);
+    runner_config_destroy(c);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -308,6 +329,7 @@ int main(int argc, char **argv)
     test_sweep();
     test_method_points();
     test_method_sweeps();
+    test_steps_explored();
     tu_cleanup();
     return check_summary("test_runner_categorical");
 }

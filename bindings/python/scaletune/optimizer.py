@@ -22,7 +22,8 @@ PHASES = {0: "random", 1: "resample", 2: "bayes", 3: "fallback"}
 class Param:
     """One search dimension (carbs_param). Unset bounds take the space's defaults: linear
     (-inf, inf), log (0, inf), logit (0, 1). `integer` rounds suggestions to a multiple of
-    `rounding`. `choices` (a list of strings) makes a categorical parameter (space
+    `rounding`. `scale` None (the default) follows the range: (max - min) / 4 for a bounded
+    linear space (at least 2 roundings for an integer), else 1 (carbs.h). `choices` (a list of strings) makes a categorical parameter (space
     "categorical"; center: a choice, default the first); suggestions give the choice string.
     `when` ({"optimizer": "adamw"} or {"optimizer": ["adamw", "sgd"]}, a categorical given
     before it) makes it conditional: None in suggestions where inactive, and None (or
@@ -35,7 +36,7 @@ class Param:
         center=None,
         min=None,
         max=None,
-        scale=1.0,
+        scale=None,
         base=10.0,
         integer=False,
         rounding=1.0,
@@ -71,7 +72,7 @@ class Param:
         self.center = float(center)
         self.min = None if min is None else float(min)
         self.max = None if max is None else float(max)
-        self.scale = float(scale)
+        self.scale = None if scale is None else float(scale)  # None: auto (carbs.h)
         self.base = float(base)
         self.integer = bool(integer)
         self.rounding = float(rounding)
@@ -94,7 +95,8 @@ class Param:
             cp.min = self.min
         if self.max is not None:
             cp.max = self.max
-        cp.scale = self.scale
+        if self.scale is not None:
+            cp.scale = self.scale
         cp.base = self.base
         cp.is_integer = 1 if self.integer else 0
         cp.rounding = self.rounding

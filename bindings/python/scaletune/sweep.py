@@ -405,7 +405,7 @@ def _sweep_yaml(name, space, objective, cost, goal, budget_runs, budget_cost, se
             f.append("min: %s" % _yaml_num(p.min))
         if p.max is not None:
             f.append("max: %s" % _yaml_num(p.max))
-        if p.scale != 1.0:
+        if p.scale is not None:
             f.append("scale: %s" % _yaml_num(p.scale))
         if p.base != 10.0:
             f.append("base: %s" % _yaml_num(p.base))
