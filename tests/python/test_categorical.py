@@ -129,6 +129,14 @@ class TestSweep(unittest.TestCase):
             self.assertEqual(s.trials[-1]["params"], {"optimizer": "lion", "beta2": None,
                                                       "x": -1.0})
             self.assertTrue(math.isfinite(s.trials[-1]["objective"]))
+            # the engine fits ordered parameters only: extrapolate refuses by name; the report
+            # still shows the runs
+            with self.assertRaises(ScaletuneError) as e:
+                s.recommend(factor=10)
+            self.assertIn("'optimizer' is categorical", str(e.exception))
+            out = os.path.join(self.tmp.name, "r.json")
+            s.report(out)
+            self.assertTrue(os.path.getsize(out) > 0)
 
     def test_method_random(self):
         s = Sweep.create(self.db, "rnd", space(), objective="loss", budget_runs=40, seed=1,
