@@ -637,11 +637,13 @@ static st_status load_root(ctx *c, const yaml_node_t *root)
             rc = cfg_load_early_stopping(c, v);
         } else if (!strcmp(key, "method")) {
             rc = cfg_load_method(c, v);
+        } else if (!strcmp(key, "constraints")) {
+            rc = cfg_load_constraints(c, v);
         } else {
             rc = cfg_fail(c, k, key, ST_EINVAL,
                           "unknown key (name, command, env, workdir, objective, cost, parameters, "
                           "budget, parallel, retries, timeouts, seed, deterministic, optimizer, "
-                          "backend, early_stopping, method)");
+                          "backend, early_stopping, method, constraints)");
         }
         if (rc)
             return rc;
@@ -851,6 +853,9 @@ void runner_config_destroy(runner_config *c)
     free_list(c->opt_names, c->n_opts);
     free_list(c->opt_values, c->n_opts);
     free(c->text);
+    free_list(c->con_names, c->n_con);
+    free(c->con_le);
+    free(c->con_bound);
     runner_slurm_config *sc = &c->slurm;
     free(sc->partition);
     free(sc->account);
@@ -923,6 +928,8 @@ const char *runner_failure_name(runner_failure f)
         return "time_limit";
     case RUNNER_FAIL_BAD_FINAL:
         return "bad_final";
+    case RUNNER_FAIL_CONSTRAINT:
+        return "constraint";
     }
     return "unknown";
 }
@@ -933,5 +940,5 @@ int runner_failure_is_hyperparameter(runner_failure f)
      * such a run teaches the optimizer's cost model only (ARCHITECTURE.md, "Failures have
      * kinds") */
     return f == RUNNER_FAIL_DIVERGED || f == RUNNER_FAIL_OOM || f == RUNNER_FAIL_WALL_TIMEOUT ||
-           f == RUNNER_FAIL_STRAGGLER;
+           f == RUNNER_FAIL_STRAGGLER || f == RUNNER_FAIL_CONSTRAINT;
 }

@@ -70,6 +70,8 @@ void cfg_free_param(runner_param_spec *ps);
 st_status cfg_load_grid(ctx *c, const yaml_node_t *v, const char *f, runner_param_spec *ps);
 st_status cfg_load_method(ctx *c, const yaml_node_t *v);
 st_status cfg_check_method(ctx *c);
+/* config_param.c: `constraints: {name: "<= 80", other: ">= 0.5"}`. */
+st_status cfg_load_constraints(ctx *c, const yaml_node_t *map);
 /* config_backend.c: the `backend:` block. */
 st_status cfg_load_backend(ctx *c, const yaml_node_t *map);
 

@@ -8,6 +8,7 @@
  */
 #include "runner/config_int.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -336,4 +337,69 @@ st_status runner_param_check(const runner_config *cfg, const double *x, size_t i
         return st_errf(errmsg, ST_EINVAL, "parameter '%s' = %g is not a choice index", ps->p.name,
                        v);
     return ST_OK;
+}
+
+/* ---- constraints -------------------------------------------------------------------------- */
+
+st_status cfg_load_constraints(ctx *c, const yaml_node_t *map)
+{
+    st_status rc = cfg_expect_map(c, map, "constraints");
+    if (rc)
+        return rc;
+    runner_config *cfg = c->cfg;
+    size_t m = (size_t)(map->data.mapping.pairs.top - map->data.mapping.pairs.start);
+    cfg->con_names = calloc(m ? m : 1, sizeof(char *));
+    cfg->con_le = calloc(m ? m : 1, sizeof(int));
+    cfg->con_bound = calloc(m ? m : 1, sizeof(double));
+    if (!cfg->con_names || !cfg->con_le || !cfg->con_bound)
+        return ST_ENOMEM;
+    yaml_node_t *k, *v;
+    const char *key;
+    FOREACH_PAIR(c, map, k, v, key)
+    {
+        char f[200];
+        snprintf(f, sizeof(f), "constraints.%s", key ? key : "?");
+        const char *s = cfg_scalar(v);
+        if (!key || !*key)
+            return cfg_fail(c, k, "constraints", ST_EINVAL, "keys must be metric names");
+        while (s && *s == ' ')
+            s++;
+        int le = s && !strncmp(s, "<=", 2), ge = s && !strncmp(s, ">=", 2);
+        char *end = NULL;
+        double b = (le || ge) ? strtod(s + 2, &end) : NAN;
+        while (end && *end == ' ')
+            end++;
+        if (!(le || ge) || !end || end == s + 2 || *end || !isfinite(b))
+            return cfg_fail(c, v, f, ST_EINVAL, "expected \"<= NUMBER\" or \">= NUMBER\"");
+        size_t i = cfg->n_con;
+        if (!(cfg->con_names[i] = cfg_strdup(key)))
+            return ST_ENOMEM;
+        cfg->con_le[i] = le;
+        cfg->con_bound[i] = b;
+        cfg->n_con = i + 1;
+    }
+    return ST_OK;
+}
+
+int runner_constraints_broken(const runner_config *cfg, const char *final, char *why, size_t cap)
+{
+    if (!cfg->n_con || !final)
+        return 0;
+    json_t *root = json_loads(final, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+    json_t *nested = json_object_get(root, "constraints");
+    int broken = 0;
+    for (size_t i = 0; i < cfg->n_con && !broken; i++) {
+        json_t *v = json_object_get(nested, cfg->con_names[i]);
+        if (!v)
+            v = json_object_get(root, cfg->con_names[i]);
+        if (!v)
+            continue; /* not reported: taken as held */
+        double x = json_is_number(v) ? json_number_value(v) : NAN;
+        broken = cfg->con_le[i] ? !(x <= cfg->con_bound[i]) : !(x >= cfg->con_bound[i]);
+        if (broken && why && cap)
+            snprintf(why, cap, "constraint %s %s %g broken: %g", cfg->con_names[i],
+                     cfg->con_le[i] ? "<=" : ">=", cfg->con_bound[i], x);
+    }
+    json_decref(root);
+    return broken;
 }

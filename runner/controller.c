@@ -370,6 +370,8 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
             if (cost > r->cfg->max_cost_per_run) {
                 kind = RUNNER_FAIL_OVER_BUDGET;
                 over_budget_why(r, a, cost, "finished at", why, sizeof(why));
+            } else if (runner_constraints_broken(r->cfg, fline, why, sizeof(why))) {
+                kind = RUNNER_FAIL_CONSTRAINT; /* observed as failed, objective kept */
             }
         }
     }

@@ -226,7 +226,20 @@ typedef struct runner_config {
     runner_backend_kind backend; /* default local */
     runner_slurm_config slurm;   /* when backend is RUNNER_BACKEND_SLURM */
     runner_method method;        /* method: carbs (default), grid, random, study */
+    char **con_names;            /* constraints: `{memory_gb: "<= 80"}`, n_con items: */
+    int *con_le;                 /* 1: value <= bound holds; 0: value >= bound holds */
+    double *con_bound;
+    size_t n_con;
 } runner_config;
+
+/*
+ * Whether a final record (a metrics-protocol line) breaks one of cfg's constraints. A
+ * constraint's value is read from the record's "constraints" object
+ * ({"event":"final",...,"constraints":{"memory_gb":71}}), else from a top-level numeric field
+ * of that name; a constraint the record does not report is taken as held. Returns 1 and why
+ * (cap bytes, may be NULL) when one is broken (a NaN value breaks it), else 0.
+ */
+int runner_constraints_broken(const runner_config *cfg, const char *final, char *why, size_t cap);
 
 /*
  * Loads and validates a sweep file. On failure *out is NULL and errmsg says
@@ -303,12 +316,16 @@ typedef enum runner_failure {
      * finite number). Never retried (it would say the same again), never observed; the run
      * ends infra_failed (without an observation) and its event quotes the line */
     RUNNER_FAIL_BAD_FINAL = 16,
+    /* the run finished but its final record breaks one of the sweep's `constraints:` (memory
+     * over its limit): a hyperparameter failure, observed as failed so the optimizer learns
+     * where the constraint holds (as Optuna's trial.set_constraint); objective and cost kept */
+    RUNNER_FAIL_CONSTRAINT = 17,
 } runner_failure;
 
 /* "diverged", "oom", ... (static). */
 const char *runner_failure_name(runner_failure f);
 /* 1 for the hyperparameter kinds (observed as failures): diverged, oom, wall_timeout,
- * straggler; 0 otherwise (over_budget included: it teaches the cost model only). */
+ * straggler, constraint; 0 otherwise (over_budget included: it teaches the cost model only). */
 int runner_failure_is_hyperparameter(runner_failure f);
 
 /* ---- the store (read-side and ask/tell; no lease needed) --------------------------------- */

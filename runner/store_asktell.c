@@ -286,8 +286,11 @@ static st_status check_final(runner_store *s, const char *final)
 
 /* Settles run `run` (running, parameters x) with its outcome and writes its observation. */
 static st_status settle(runner_store *s, int64_t sweep, uint64_t run, const void *x, int x_len,
-                        double objective, double cost, int failed, const char *final)
+                        double objective, double cost, int failed, const char *final, int broken)
 {
+    /* a final record breaking a constraint: failed for the optimizer, the objective kept */
+    int keep = !failed || broken;
+    failed |= broken;
     sqlite3_stmt *st = store_stmt(s, "UPDATE runs SET status = ?2, failure = ?3, objective = ?4,"
                                      " cost = ?5, ended = ?6, final = ?7, expires = NULL "
                                      "WHERE id = ?1");
@@ -296,8 +299,11 @@ static st_status settle(runner_store *s, int64_t sweep, uint64_t run, const void
     double now = runner_now();
     sqlite3_bind_int64(st, 1, (int64_t)run);
     sqlite3_bind_int(st, 2, failed ? RUNNER_RUN_FAILED : RUNNER_RUN_SUCCEEDED);
-    sqlite3_bind_int(st, 3, failed ? RUNNER_FAIL_DIVERGED : RUNNER_FAIL_NONE);
-    if (!failed)
+    sqlite3_bind_int(st, 3,
+                     broken   ? RUNNER_FAIL_CONSTRAINT
+                     : failed ? RUNNER_FAIL_DIVERGED
+                              : RUNNER_FAIL_NONE);
+    if (keep)
         sqlite3_bind_double(st, 4, objective);
     if (isfinite(cost) && cost > 0)
         sqlite3_bind_double(st, 5, cost);
@@ -341,7 +347,10 @@ st_status runner_store_tell_final(runner_store *s, const char *sweep, uint64_t r
 {
     clear(s);
     int64_t id;
-    st_status rc = store_find_sweep(s, sweep, &id, NULL);
+    runner_config *cfg = NULL;
+    st_status rc = load_cfg(s, sweep, &id, &cfg);
+    int broken = !rc && !failed && runner_constraints_broken(cfg, final, NULL, 0);
+    runner_config_destroy(cfg);
     if (!rc)
         rc = check_outcome(s, objective, cost, failed);
     if (!rc)
@@ -373,7 +382,7 @@ st_status runner_store_tell_final(runner_store *s, const char *sweep, uint64_t r
     else if (!x)
         rc = ST_ENOMEM;
     if (!rc)
-        rc = settle(s, id, run, x, x_len, objective, cost, failed, final);
+        rc = settle(s, id, run, x, x_len, objective, cost, failed, final, broken);
     free(x);
     if (rc) {
         store_rollback(s);
@@ -426,7 +435,8 @@ st_status runner_store_record(runner_store *s, const char *sweep, const double *
         }
         uint64_t run = (uint64_t)sqlite3_last_insert_rowid(s->db);
         if (!rc)
-            rc = settle(s, id, run, x, len, objective, cost, failed, final);
+            rc = settle(s, id, run, x, len, objective, cost, failed, final,
+                        !failed && runner_constraints_broken(cfg, final, NULL, 0));
         if (!rc && !(rc = store_commit(s)) && out_id)
             *out_id = run;
         else if (rc)

@@ -138,6 +138,25 @@ class TestSweep(unittest.TestCase):
             s.report(out)
             self.assertTrue(os.path.getsize(out) > 0)
 
+    def test_constraint_tell(self):
+        """A told final field over a constraint of the sweep file: failed as `constraint`,
+        objective kept; within it: a success."""
+        path = os.path.join(self.tmp.name, "c.yaml")
+        with open(path, "w") as f:
+            f.write("name: con\nobjective: {metric: loss}\ncost: {metric: flops}\n"
+                    "parameters:\n  x: {space: linear, min: 0, max: 1, center: 0.5}\n"
+                    "constraints: {memory_gb: \"<= 80\"}\nbudget: {runs: 4}\n")
+        stutil.run([stutil.CLI, "sweep", "create", path, "--db", self.db])
+        with Sweep(self.db) as s:
+            _, a = s.ask()
+            s.tell(a, objective=1.5, cost=1.0, memory_gb=81)
+            _, b = s.ask()
+            s.tell(b, objective=1.7, cost=1.0, memory_gb=80)
+            runs = {r["suggestion_id"]: r for r in s.export()["runs"]}
+            self.assertEqual((runs[a]["status"], runs[a]["failure"]), ("failed", "constraint"))
+            self.assertEqual(runs[a]["objective"], 1.5)
+            self.assertEqual(runs[b]["status"], "succeeded")
+
     def test_method_random(self):
         s = Sweep.create(self.db, "rnd", space(), objective="loss", budget_runs=40, seed=1,
                          method="random")

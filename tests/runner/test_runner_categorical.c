@@ -320,6 +320,69 @@ static void test_steps_explored(void)
     runner_config_destroy(c);
 }
 
+/* One sweep of the fake trainer reporting memory_gb = 40 x (x in [-2, 3], the loss's optimum at
+ * x = 0.5), with or without `constraints: {memory_gb: "<= 12"}` (x <= 0.3): the runs over the
+ * limit in the last 10 of 20; with the constraint, every run over it failed as `constraint`
+ * with its objective kept (*wrong counts the others). */
+static int con_sweep(const char *tag, int with, int *wrong, int *n_broken)
+{
+    char extra[256];
+    snprintf(extra, sizeof(extra),
+             "%sbudget: {runs: 20}\nseed: 2\n"
+             "optimizer: {num_random_samples: 6}\n",
+             with ? "constraints: {memory_gb: \"<= 12\"}\n" : "");
+    runner_config *c = tu_config(tag, "'--memory', '{x}'", extra);
+    int fin = 0, late = 0;
+    CHECK(c != NULL);
+    if (!c)
+        return -1;
+    const char *db = tu_path(tag);
+    CHECK_ST(tu_sweep(db, c, NULL, &fin), ST_OK);
+    runner_store *s = NULL;
+    runner_sweep *w = NULL;
+    CHECK_ST(runner_store_open(db, &s, NULL), ST_OK);
+    CHECK_ST(runner_store_read_sweep(s, NULL, &w), ST_OK);
+    for (size_t k = 0; w && k < w->n_runs; k++) {
+        const runner_sweep_run *r = &w->runs[k];
+        int over = 40 * r->x[0] > 12, got = r->failure == RUNNER_FAIL_CONSTRAINT;
+        if (with)
+            *wrong += over != got || (got && !isfinite(r->objective));
+        *n_broken += over;
+        late += over && k >= 10;
+    }
+    runner_sweep_free(w);
+    runner_store_close(s);
+    runner_config_destroy(c);
+    return late;
+}
+
+/* constraints learned like failures: fewer runs over the limit late in the sweep than when the
+ * optimizer is not told; the parsing; the same through tell with a flat field (Python). */
+static void test_constraints(void)
+{
+    runner_config *c = tu_config("con", "",
+                                 "constraints: {memory_gb: \"<= 12\"}\n"
+                                 "budget: {runs: 2}\n");
+    CHECK(c && c->n_con == 1 && c->con_le[0] && c->con_bound[0] == 12);
+    if (c) {
+        CHECK(runner_constraints_broken(
+            c, "{\"event\":\"final\",\"constraints\":{\"memory_gb\":13}}", NULL, 0));
+        CHECK(!runner_constraints_broken(c, "{\"event\":\"final\",\"memory_gb\":12}", NULL, 0));
+        CHECK(!runner_constraints_broken(c, "{\"event\":\"final\"}", NULL, 0)); /* unreported */
+    }
+    runner_config_destroy(c);
+    int wrong = 0, nb_with = 0, nb_without = 0;
+    int late_with = con_sweep("con-with.db", 1, &wrong, &nb_with);
+    int late_without = con_sweep("con-without.db", 0, &wrong, &nb_without);
+    printf("constraints: runs over memory_gb <= 12: %d of 20 (%d of the last 10) told, %d (%d) "
+           "not told\n",
+           nb_with, late_with, nb_without, late_without);
+    CHECK(wrong == 0 && nb_with > 0);
+    CHECK(late_with < late_without);
+    load_bad("  x: {space: linear, min: 0, max: 1, center: 0.5}\nconstraints: {m: \"< 3\"}\n",
+             "<= NUMBER");
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -330,6 +393,7 @@ int main(int argc, char **argv)
     test_method_points();
     test_method_sweeps();
     test_steps_explored();
+    test_constraints();
     tu_cleanup();
     return check_summary("test_runner_categorical");
 }
