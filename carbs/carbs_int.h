@@ -283,7 +283,15 @@ st_status cap_descend(carbs *c, const capm *cm, double *b, double *v);
 typedef void (*cap_draw_fn)(carbs *c, void *ctx, double *b);
 st_status cap_enforce(carbs *c, const capm *cm, double *b, cap_draw_fn draw, void *ctx,
                       size_t tries, double *v);
-/* Whether the next suggestion comes from the initial design (suggest.c). */
+/* sample.c: coordinate i of a point drawn near origin o from u in (0, 1); the locality weight
+ * of basic point b (tmp: 2*D doubles); a rounded point inside the bounds near one of n
+ * origins; design point n_design (the random phase). */
+double carbs_priv_draw_coord(const carbs *c, size_t i, double o, double u);
+double carbs_priv_locality(const carbs *c, const double *b, size_t n_origins, const double *origins,
+                           double *tmp);
+void carbs_priv_draw_near(carbs *c, size_t n_origins, const double *origins, double *b);
+void carbs_priv_random_point(carbs *c, double *b);
+/* Whether the next suggestion comes from the initial design (sample.c). */
 int carbs_priv_random_phase(const carbs *c);
 
 #endif

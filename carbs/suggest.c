@@ -40,168 +40,6 @@ static double sign_of(const carbs *c)
     return c->o.maximize ? 1.0 : -1.0; /* CARBS' better_direction_sign */
 }
 
-static int inside(const carbs *c, const double *b)
-{
-    for (size_t i = 0; i < c->d; i++)
-        if (!(b[i] > c->lo_b[i] && b[i] < c->hi_b[i]))
-            return 0;
-    return 1;
-}
-
-/* One coordinate from N(o, r^2) truncated to (lo, hi), by the inverse CDF at u in (0, 1).
- * The origin is first moved inside the bounds so the interval always has mass. */
-static double trunc_normal(double o, double r, double lo, double hi, double u)
-{
-    if (isfinite(lo) && o <= lo)
-        o = isfinite(hi) ? lo + 1e-3 * (hi - lo) : lo + 1e-3 * r;
-    if (isfinite(hi) && o >= hi)
-        o = isfinite(lo) ? hi - 1e-3 * (hi - lo) : hi - 1e-3 * r;
-    double pa = isfinite(lo) ? gsl_cdf_ugaussian_P((lo - o) / r) : 0.0;
-    double pb = isfinite(hi) ? gsl_cdf_ugaussian_P((hi - o) / r) : 1.0;
-    double p = pa + u * (pb - pa);
-    double x = o + r * gsl_cdf_ugaussian_Pinv(p);
-    if (!(x > lo))
-        x = isfinite(hi) ? lo + 1e-9 * (hi - lo) : lo + 1e-9;
-    if (!(x < hi))
-        x = isfinite(lo) ? hi - 1e-9 * (hi - lo) : hi - 1e-9;
-    return x;
-}
-
-int carbs_priv_round(const carbs *c, double *b)
-{
-    for (size_t i = 0; i < c->d; i++)
-        b[i] = space_round_basic(&c->params[i], b[i]);
-    /* an inactive parameter sits at its centre, as the observations impute it (parents
-     * first, so each parent is already final) */
-    for (size_t i = 0; i < c->d; i++)
-        if (c->parent[i] != SIZE_MAX && !carbs_priv_active(c, b, i))
-            b[i] = c->center_b[i];
-    return inside(c, b);
-}
-
-void carbs_priv_to_params(const carbs *c, const double *b, double *x)
-{
-    for (size_t i = 0; i < c->d; i++)
-        x[i] = carbs_priv_active(c, b, i) ? space_param_value(&c->params[i], b[i]) : NAN;
-}
-
-/* Coordinate i of a point drawn near origin o from u in (0, 1): N(o, r^2) truncated to the
- * bounds; a categorical keeps the origin's choice for u < 1/2 and else takes any choice
- * uniformly (the GP, not the distance, then says which choice is good). */
-static double draw_coord(const carbs *c, size_t i, double o, double u)
-{
-    if (c->params[i].space == CARBS_SPACE_CATEGORICAL) {
-        double k = (double)c->params[i].n_choices;
-        return u < 0.5 ? o : floor(fmin((u - 0.5) * 2.0 * k, k - 1));
-    }
-    return trunc_normal(o, c->o.search_radius, c->lo_b[i], c->hi_b[i], u);
-}
-
-/* CARBS' locality weight over the ordered coordinates: a categorical coordinate has no
- * distance (every choice is one step from every other) and is left out. */
-static double locality(const carbs *c, const double *b, size_t n_origins, const double *origins,
-                       double *tmp)
-{
-    size_t d = c->d;
-    int any = 0;
-    for (size_t i = 0; i < d; i++)
-        any |= c->params[i].space == CARBS_SPACE_CATEGORICAL;
-    if (!any)
-        return acq_locality(d, b, n_origins, origins, c->o.search_radius);
-    /* copy the point and the origins with categorical coordinates zeroed */
-    double best = 0;
-    for (size_t o = 0; o < n_origins; o++) {
-        for (size_t i = 0; i < d; i++) {
-            int cat = c->params[i].space == CARBS_SPACE_CATEGORICAL;
-            tmp[i] = cat ? 0.0 : b[i];
-            tmp[d + i] = cat ? 0.0 : origins[o * d + i];
-        }
-        double w = acq_locality(d, tmp, 1, tmp + d, c->o.search_radius);
-        best = w > best ? w : best;
-    }
-    return best;
-}
-
-/* A point near one of the origins (n_origins rows of D), rounded and inside the bounds. */
-static void draw_near(carbs *c, size_t n_origins, const double *origins, double *b)
-{
-    for (int attempt = 0; attempt < 64; attempt++) {
-        const double *o = origins + st_rng_uniform_int(c->rng, n_origins) * c->d;
-        for (size_t i = 0; i < c->d; i++)
-            b[i] = draw_coord(c, i, o[i], st_rng_uniform_pos(c->rng));
-        if (carbs_priv_round(c, b))
-            return;
-    }
-    /* Rounding kept throwing the point out (an integer range narrower than its rounding): fall
-     * back to the centre, which was validated at creation. */
-    memcpy(b, c->center_b, c->d * sizeof(double));
-    carbs_priv_round(c, b);
-}
-
-/* ---- random phase ------------------------------------------------------------------------ */
-
-int carbs_priv_random_phase(const carbs *c)
-{
-    int count_fail =
-        c->o.failures_count_as_random < 0 ? !faithful(c) : c->o.failures_count_as_random;
-    size_t n = c->n_succ + (count_fail ? c->n_fail : 0);
-    if (n < c->o.num_random_samples)
-        return 1;
-    /* a model needs data: CARBS needs >= 1 success; we ask for 2 in recommended mode */
-    return c->n_succ < (faithful(c) ? 1u : 2u);
-}
-
-/* Design point n_design: a scrambled low-discrepancy point u in (0,1)^D (GSL's reverse-Halton
- * digit permutation, or Sobol, with a Cranley-Patterson random shift drawn from the seed),
- * mapped through the normal inverse CDF truncated to the bounds around the centre; or, in
- * faithful mode, i.i.d. Gaussian draws around the centre as CARBS does. */
-static void random_point(carbs *c, double *b)
-{
-    carbs_design dsg = c->o.design;
-    if (dsg == CARBS_DESIGN_AUTO)
-        dsg = faithful(c) ? CARBS_DESIGN_GAUSSIAN : CARBS_DESIGN_HALTON;
-    if (dsg == CARBS_DESIGN_SOBOL && c->d > 40) /* GSL's Sobol stops at 40 dimensions */
-        dsg = CARBS_DESIGN_HALTON;
-    if (dsg == CARBS_DESIGN_HALTON && c->d > 1229)
-        dsg = CARBS_DESIGN_GAUSSIAN;
-    if (dsg == CARBS_DESIGN_GAUSSIAN) {
-        draw_near(c, 1, c->center_b, b);
-        return;
-    }
-
-    size_t d = c->d, k = c->n_design % 65536; /* the design repeats after 65536 points */
-    double *u = b;                            /* the unit point is built in place */
-    gsl_qrng *q = gsl_qrng_alloc(
-        dsg == CARBS_DESIGN_SOBOL ? gsl_qrng_sobol : gsl_qrng_reversehalton, (unsigned)d);
-    if (!q) {
-        draw_near(c, 1, c->center_b, b);
-        return;
-    }
-    for (size_t j = 0; j <= k; j++)
-        gsl_qrng_get(q, u);
-    gsl_qrng_free(q);
-
-    /* the shift depends on the seed only, so every design point shares it */
-    st_rng *shift_rng;
-    if (st_rng_create(st_mix64(c->o.seed ^ 0x5ca1e7u), &shift_rng) != ST_OK) {
-        draw_near(c, 1, c->center_b, b);
-        return;
-    }
-    for (size_t i = 0; i < d; i++) {
-        double v = u[i] + st_rng_uniform(shift_rng);
-        v -= floor(v);
-        if (v <= 0.0)
-            v = 0x1p-33;
-        if (c->params[i].space == CARBS_SPACE_CATEGORICAL) /* every choice equally */
-            b[i] = floor(fmin(v * (double)c->params[i].n_choices, c->hi_b[i] - 0.5));
-        else
-            b[i] = trunc_normal(c->center_b[i], c->o.search_radius, c->lo_b[i], c->hi_b[i], v);
-    }
-    st_rng_destroy(shift_rng);
-    if (!carbs_priv_round(c, b))
-        draw_near(c, 1, c->center_b, b);
-}
-
 /* ---- the models -------------------------------------------------------------------------- */
 
 typedef struct models {
@@ -574,8 +412,8 @@ static st_status draw_cands(carbs *c, const models *m, cands *k, size_t N)
             double *b = k->X + n * d;
             const double *o = m->origins + st_rng_uniform_int(c->rng, m->n_sel) * d;
             for (size_t i = 0; i < d; i++)
-                b[i] = draw_coord(c, i, o[i], st_rng_uniform_pos(c->rng));
-            k->w[n] = locality(c, b, m->n_sel, m->origins, k->ltmp);
+                b[i] = carbs_priv_draw_coord(c, i, o[i], st_rng_uniform_pos(c->rng));
+            k->w[n] = carbs_priv_locality(c, b, m->n_sel, m->origins, k->ltmp);
             if (carbs_priv_round(c, b))
                 n++;
         }
@@ -759,13 +597,13 @@ typedef struct near_ctx {
 static void redraw_near(carbs *c, void *ctx, double *b)
 {
     const near_ctx *o = ctx;
-    draw_near(c, o->n, o->origins, b);
+    carbs_priv_draw_near(c, o->n, o->origins, b);
 }
 
 static void redraw_design(carbs *c, void *ctx, double *b)
 {
     (void)ctx;
-    random_point(c, b);
+    carbs_priv_random_point(c, b);
     c->n_design++;
 }
 
@@ -781,7 +619,7 @@ static st_status fallback(carbs *c, double *b)
     if (s == ST_OK && m.ns > 0 && fit_pareto(c, &m, c->o.pareto_conservative) == ST_OK &&
         m.n_sel > 0)
         o = (near_ctx){m.n_sel, m.origins};
-    draw_near(c, o.n, o.origins, b);
+    carbs_priv_draw_near(c, o.n, o.origins, b);
     double v = NAN;
     s = cap_init(c, &cm);
     if (s == ST_OK)
@@ -798,7 +636,7 @@ static st_status fallback(carbs *c, double *b)
 static st_status random_capped(carbs *c, double *b)
 {
     capm cm;
-    random_point(c, b);
+    carbs_priv_random_point(c, b);
     c->n_design++;
     double v = NAN;
     st_status s = cap_init(c, &cm);
