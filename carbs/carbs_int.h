@@ -51,7 +51,9 @@ void gp_destroy(gp *g);
  * for an ordered input and K for one holding a choice index 0 .. K-1, which the GP sees as K
  * one-hot columns, each with its own lengthscale (one-hot encoding: Garrido-Merchan and
  * Hernandez-Lobato 2020, "Dealing with categorical and integer-valued variables in Bayesian
- * optimization with Gaussian processes"). Every input, centre and point of the calls below
+ * optimization with Gaussian processes"); the one-hot columns' lengthscales start, and their
+ * MAP prior is centred, GP_ONEHOT_LS_FACTOR (gp_int.h) times longer. Every input, centre and
+ * point of the calls below
  * keeps its d values; theta grows to (sum of columns) + 3. ST_OK, ST_ESTATE, ST_ENOMEM. */
 st_status gp_set_levels(gp *g, const size_t *levels);
 /* Linear-kernel centre c (d values, copied); default all zeros. One-hot columns: 0. */

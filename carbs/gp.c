@@ -157,6 +157,7 @@ void gp_destroy(gp *g)
     free(g->pw);
     free(g->v);
     free(g->levels);
+    free(g->onehot);
     free(g);
 }
 
@@ -218,7 +219,8 @@ void gp_default_theta(const gp *g, double init_lengthscale, double *theta)
         theta[0] = 0;
         theta[1] = 0;
         for (size_t i = 0; i < g->d; i++)
-            theta[2 + i] = log(init_lengthscale);
+            theta[2 + i] = log(init_lengthscale) +
+                           (g->onehot && g->onehot[i] ? log(GP_ONEHOT_LS_FACTOR) : 0.0);
         theta[g->d + 2] = GP_NOISE_MU;
     } else {
         theta[0] = 0;
@@ -491,7 +493,10 @@ static double neg_log_prior(const gp *g, const double *theta, double *grad, int 
         if (j < n_var)
             f += neg_log_normal(theta[j], 0.0, GP_PRIOR_VAR_SD, &dj);
         else
-            f += neg_log_normal(theta[j], g->prior_ls, GP_PRIOR_LS_SD, &dj);
+            f += neg_log_normal(
+                theta[j],
+                g->prior_ls + (g->onehot && g->onehot[j - n_var] ? log(GP_ONEHOT_LS_FACTOR) : 0.0),
+                GP_PRIOR_LS_SD, &dj);
         if (grad)
             grad[j] += dj;
     }

@@ -34,9 +34,16 @@ struct gp {
     size_t n_ks;          /* capacity of pw (training points) */
     double *v;            /* append: cap */
     /* one-hot input map (gp_set_levels): callers give d_in values per point */
-    size_t d_in;    /* input dimension callers use (d when levels is NULL) */
-    size_t *levels; /* d_in: 0 for an ordered input, K for a categorical one; NULL: none */
+    size_t d_in;           /* input dimension callers use (d when levels is NULL) */
+    size_t *levels;        /* d_in: 0 for an ordered input, K for a categorical one; NULL: none */
+    unsigned char *onehot; /* d: 1 for a one-hot column (its lengthscale starts, and its prior
+                              is centred, GP_ONEHOT_LS_FACTOR times longer); NULL: none */
 };
+
+#define GP_ONEHOT_LS_FACTOR                                                                        \
+    10.0 /* 0.3 -> 3: choices correlated about 0.8 a priori;                                       \
+          bench/bench_categorical.py: 7 of 8 seeds to the band,                                    \
+          6 with 5, 4 with 1 (the plain default) */
 
 /* gp.c: the calls on model inputs (g->d values per point); the public gp_set_data,
  * gp_predict and gp_append (gp_onehot.c) encode the callers' inputs first. */

@@ -24,7 +24,9 @@ st_status gp_set_levels(gp *g, const size_t *levels)
     size_t *lv = malloc(g->d * sizeof(size_t));
     double *c = calloc(de, sizeof(double)), *theta = malloc((de + 3) * sizeof(double));
     double *il = malloc(de * sizeof(double)), *ilw = malloc(de * sizeof(double));
-    if (!lv || !c || !theta || !il || !ilw) {
+    unsigned char *oh = calloc(de, 1);
+    if (!lv || !c || !theta || !il || !ilw || !oh) {
+        free(oh);
         free(lv);
         free(c);
         free(theta);
@@ -37,6 +39,10 @@ st_status gp_set_levels(gp *g, const size_t *levels)
     free(g->theta);
     free(g->il);
     free(g->ilw);
+    for (size_t i = 0, o = 0; i < g->d; o += levels[i] ? levels[i] : 1, i++)
+        for (size_t j = 0; levels[i] && j < levels[i]; j++)
+            oh[o + j] = 1;
+    g->onehot = oh;
     g->levels = lv;
     g->c = c;
     g->theta = theta;

@@ -15,7 +15,8 @@
 #include "carbs/carbs_int.h"
 #include "tests/check.h"
 
-/* gp_set_levels({0, 3}) on inputs (x, k) == a plain GP on (x, [k==0], [k==1], [k==2]). */
+/* gp_set_levels({0, 3}) on inputs (x, k) == a plain GP on (x, [k==0], [k==1], [k==2]) at
+ * the same theta (predictions, likelihood, appends). */
 static void test_onehot_gp(void)
 {
     const size_t n = 9, lv[2] = {0, 3};
@@ -51,7 +52,13 @@ static void test_onehot_gp(void)
         CHECK_ABS(ma[j], mb[j], 1e-12);
         CHECK_ABS(va[j], vb[j], 1e-12);
     }
-    CHECK_ABS(gp_objective(a, th, NULL, 1), gp_objective(b, th, NULL, 1), 1e-9);
+    CHECK_ABS(gp_objective(a, th, NULL, 0), gp_objective(b, th, NULL, 0), 1e-9);
+    /* the one-hot columns' lengthscales start (and their prior is centred) 10x longer */
+    double t0[7];
+    gp_default_theta(a, 0.3, t0);
+    CHECK_ABS(t0[2], log(0.3), 1e-15);
+    CHECK_ABS(t0[3], log(3.0), 1e-12);
+    CHECK_ABS(t0[5], log(3.0), 1e-12);
     CHECK_ST(gp_append(a, xs, 0.2), ST_OK);
     CHECK_ST(gp_append(b, es, 0.2), ST_OK);
     CHECK_ST(gp_predict(a, 1, xs + 2, ma, va), ST_OK);
