@@ -85,9 +85,12 @@ void carbs_destroy(carbs *c)
 {
     if (!c)
         return;
-    for (size_t i = 0; i < c->d; i++)
+    for (size_t i = 0; i < c->d && c->params; i++) {
         free((char *)c->params[i].name);
+        free((char *)c->params[i].active_if);
+    }
     free(c->params);
+    free(c->parent);
     free(c->center_b);
     free(c->lo_b);
     free(c->hi_b);
@@ -107,6 +110,56 @@ void carbs_destroy(carbs *c)
     free(c);
 }
 
+/* active_if of parameter i names an earlier categorical parameter, and the mask only its
+ * choices (parents first: no cycles, and activity is decided in one pass). */
+static st_status check_condition(const carbs_param *params, size_t i, char *msg)
+{
+    const carbs_param *p = &params[i];
+    for (size_t j = 0; j < i; j++) {
+        if (strcmp(params[j].name, p->active_if))
+            continue;
+        if (params[j].space != CARBS_SPACE_CATEGORICAL)
+            return st_errf(msg, ST_EINVAL, "parameter '%s': active_if '%s' is not categorical",
+                           p->name, p->active_if);
+        size_t k = params[j].n_choices;
+        if (k < 64 && (p->active_mask >> k))
+            return st_errf(msg, ST_EINVAL,
+                           "parameter '%s': active_mask names a choice beyond the %zu of '%s'",
+                           p->name, k, p->active_if);
+        return ST_OK;
+    }
+    return st_errf(msg, ST_EINVAL,
+                   "parameter '%s': active_if '%s' is not a parameter given before it", p->name,
+                   p->active_if);
+}
+
+/* Copies parameter p into c's slot i: owned strings, a categorical's fixed bounds. */
+static st_status copy_param(carbs *c, size_t i, const carbs_param *p)
+{
+    c->params[i] = *p;
+    c->params[i].name = NULL;
+    c->params[i].active_if = NULL;
+    c->parent[i] = SIZE_MAX;
+    if (p->space == CARBS_SPACE_CATEGORICAL) {
+        c->params[i].min = 0.0;
+        c->params[i].max = (double)(p->n_choices - 1);
+        c->params[i].scale = 1.0;
+        c->params[i].is_integer = 0;
+    }
+    c->params[i].name = strdup(p->name);
+    if (!c->params[i].name)
+        return ST_ENOMEM;
+    if (p->active_if) {
+        c->params[i].active_if = strdup(p->active_if);
+        if (!c->params[i].active_if)
+            return ST_ENOMEM;
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(c->params[j].name, p->active_if))
+                c->parent[i] = j;
+    }
+    return ST_OK;
+}
+
 st_status carbs_create(const carbs_param *params, size_t n_params, const carbs_options *opts,
                        carbs **out, char *errmsg)
 {
@@ -121,12 +174,16 @@ st_status carbs_create(const carbs_param *params, size_t n_params, const carbs_o
     if (s != ST_OK)
         return s;
     for (size_t i = 0; i < n_params; i++) {
-        s = space_validate(&params[i], msg);
+        carbs_param q = params[i];
+        q.scale = space_scale(&q, o.mode == CARBS_MODE_FAITHFUL);
+        s = space_validate(&q, msg);
         if (s != ST_OK)
             return s;
         for (size_t j = 0; j < i; j++)
             if (!strcmp(params[i].name, params[j].name))
                 return st_errf(msg, ST_EINVAL, "parameter '%s' is given twice", params[i].name);
+        if (params[i].active_if && (s = check_condition(params, i, msg)) != ST_OK)
+            return s;
     }
 
     carbs *c = calloc(1, sizeof(*c));
@@ -141,16 +198,21 @@ st_status carbs_create(const carbs_param *params, size_t n_params, const carbs_o
     c->center_b = malloc((n_params ? n_params : 1) * sizeof(double));
     c->lo_b = malloc((n_params ? n_params : 1) * sizeof(double));
     c->hi_b = malloc((n_params ? n_params : 1) * sizeof(double));
-    if (!c->params || !c->center_b || !c->lo_b || !c->hi_b)
+    c->parent = malloc((n_params ? n_params : 1) * sizeof(size_t));
+    if (!c->params || !c->center_b || !c->lo_b || !c->hi_b || !c->parent)
         goto oom;
     for (size_t i = 0; i < n_params; i++) {
-        c->params[i] = params[i];
-        c->params[i].name = strdup(params[i].name);
-        if (!c->params[i].name)
+        c->d = i; /* what carbs_destroy frees on the way out */
+        if (copy_param(c, i, &params[i]) != ST_OK) {
+            c->d = i + 1;
             goto oom;
-        c->center_b[i] = space_to_basic(&params[i], params[i].center);
-        space_bounds_basic(&params[i], &c->lo_b[i], &c->hi_b[i]);
+        }
+        if (params[i].space != CARBS_SPACE_CATEGORICAL)
+            c->params[i].scale = space_scale(&params[i], o.mode == CARBS_MODE_FAITHFUL);
+        c->center_b[i] = space_to_basic(&c->params[i], params[i].center);
+        space_bounds_basic(&c->params[i], &c->lo_b[i], &c->hi_b[i]);
     }
+    c->d = n_params;
     if (st_rng_create(o.seed, &c->rng) != ST_OK)
         goto oom;
     *out = c;
@@ -161,6 +223,27 @@ oom:
 }
 
 /* ---- observations ------------------------------------------------------------------------ */
+
+int carbs_priv_active(const carbs *c, const double *v, size_t i)
+{
+    /* parents come first, so their own activity is decided before */
+    for (size_t j = c->parent[i]; j != SIZE_MAX; i = j, j = c->parent[j]) {
+        double k = v[j];
+        if (!(k >= 0 && k < 64) || !((c->params[i].active_mask >> (unsigned)nearbyint(k)) & 1u))
+            return 0;
+    }
+    return 1;
+}
+
+void carbs_priv_to_basic(const carbs *c, const double *x, double *b, double *x_copy)
+{
+    for (size_t i = 0; i < c->d; i++) {
+        int on = carbs_priv_active(c, x, i);
+        b[i] = on ? space_to_basic(&c->params[i], x[i]) : c->center_b[i];
+        if (x_copy)
+            x_copy[i] = on ? x[i] : NAN;
+    }
+}
 
 static st_status grow(void **p, size_t elem, size_t cap)
 {
@@ -231,10 +314,7 @@ static st_status add_observation(carbs *c, const double *x, double output, doubl
     if (reserve_obs(c, c->n_obs + 1) != ST_OK)
         return st_errf(c->errmsg, ST_ENOMEM, "out of memory");
     size_t n = c->n_obs, d = c->d;
-    for (size_t i = 0; i < d; i++) {
-        c->obs_x[n * d + i] = x[i];
-        c->obs_b[n * d + i] = space_to_basic(&c->params[i], x[i]);
-    }
+    carbs_priv_to_basic(c, x, c->obs_b + n * d, c->obs_x + n * d);
     c->obs_y[n] = output;
     c->obs_c[n] = cost;
     c->obs_fail[n] = failed;
@@ -250,7 +330,14 @@ static st_status add_observation(carbs *c, const double *x, double output, doubl
 static st_status check_x(carbs *c, const double *x)
 {
     for (size_t i = 0; i < c->d; i++) {
+        if (!carbs_priv_active(c, x, i))
+            continue;
         double b = space_to_basic(&c->params[i], x[i]);
+        if (c->params[i].space == CARBS_SPACE_CATEGORICAL &&
+            (x[i] != floor(x[i]) || x[i] < 0 || x[i] > c->params[i].max))
+            return st_errf(c->errmsg, ST_EINVAL,
+                           "parameter '%s': value %g is not a choice index 0 .. %g",
+                           c->params[i].name, x[i], c->params[i].max);
         if (isnan(x[i]) || isnan(b))
             return st_errf(c->errmsg, ST_EINVAL, "parameter '%s': value %g is not valid",
                            c->params[i].name, x[i]);
@@ -269,7 +356,7 @@ static st_status check_bounds(carbs *c, const double *x)
     for (size_t i = 0; i < c->d; i++) {
         const carbs_param *p = &c->params[i];
         double pad = p->is_integer ? 0.1 : 0.0;
-        if (x[i] < p->min - pad || x[i] > p->max + pad)
+        if (carbs_priv_active(c, x, i) && (x[i] < p->min - pad || x[i] > p->max + pad))
             return st_errf(c->errmsg, ST_EINVAL,
                            "parameter '%s': value %g is outside its bounds [%g, %g]: an "
                            "observation outside the search space is refused",
@@ -373,10 +460,7 @@ st_status carbs_observe_cost(carbs *c, uint64_t id, const double *x, double cost
     if (reserve_cobs(c, c->n_cobs + 1) != ST_OK)
         return st_errf(c->errmsg, ST_ENOMEM, "out of memory");
     size_t n = c->n_cobs, d = c->d;
-    for (size_t i = 0; i < d; i++) {
-        c->cobs_x[n * d + i] = x[i];
-        c->cobs_b[n * d + i] = space_to_basic(&c->params[i], x[i]);
-    }
+    carbs_priv_to_basic(c, x, c->cobs_b + n * d, c->cobs_x + n * d);
     c->cobs_c[n] = cost;
     c->n_cobs++;
     if (k >= 0) /* after the copy: x may point into the outstanding array */
@@ -429,7 +513,7 @@ st_status carbs_add_outstanding(carbs *c, uint64_t id, const double *x)
                        (unsigned long long)id);
     for (size_t i = 0; i < c->d; i++) {
         double b = space_to_basic(&c->params[i], x[i]);
-        if (!isfinite(b))
+        if (!isfinite(b) && carbs_priv_active(c, x, i))
             return st_errf(c->errmsg, ST_EINVAL, "parameter '%s': value %g is not valid",
                            c->params[i].name, x[i]);
     }
@@ -438,10 +522,7 @@ st_status carbs_add_outstanding(carbs *c, uint64_t id, const double *x)
     size_t k = c->n_out++, d = c->d;
     c->out_id[k] = id;
     c->out_born[k] = c->n_obs;
-    for (size_t i = 0; i < d; i++) {
-        c->out_x[k * d + i] = x[i];
-        c->out_b[k * d + i] = space_to_basic(&c->params[i], x[i]);
-    }
+    carbs_priv_to_basic(c, x, c->out_b + k * d, c->out_x + k * d);
     if (id >= c->next_id)
         c->next_id = id + 1;
     /* the run stands for a suggestion that was made: count it, so that a rebuilt optimizer

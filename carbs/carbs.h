@@ -40,7 +40,13 @@ typedef enum carbs_space_kind {
     CARBS_SPACE_LINEAR = 0, /* basic b = v / scale */
     CARBS_SPACE_LOG = 1,    /* basic b = log_base(v) / scale */
     CARBS_SPACE_LOGIT = 2,  /* basic b = log10(v / (1 - v)) / scale */
+    /* one of n_choices unordered choices; the value is the choice's index 0 .. n_choices - 1
+     * (a double holding an integer). The GPs see it one-hot encoded, with a lengthscale per
+     * choice (docs/algorithms/carbs.md, "Categorical and conditional parameters") */
+    CARBS_SPACE_CATEGORICAL = 3,
 } carbs_space_kind;
+
+#define CARBS_CHOICES_MAX 64 /* choices of a categorical parameter (active_mask has 64 bits) */
 
 /*
  * One search dimension. Fill with carbs_param_init() and then change fields.
@@ -52,10 +58,25 @@ typedef enum carbs_space_kind {
  *  center      search centre in parameter units: where the random phase looks. Must lie strictly
  *              inside the bounds (an integer may sit on its bound).
  *  scale       > 0; divides the basic coordinate, so a larger scale makes the same search radius
- *              cover more of the space. Default 1.
+ *              cover more of the space. Default NAN, "auto": a linear space with both bounds
+ *              finite gets (max - min) / 4 (at least 2 * rounding for an integer), so that
+ *              its range spans 4 basic units as four decades of a log space do; every other
+ *              space, and every space in faithful mode, gets CARBS' 1. carbs_get_param gives
+ *              the scale in force.
  *  base        log base (> 1) for CARBS_SPACE_LOG. Default 10.
  *  is_integer  round suggested values to a multiple of `rounding` (linear and log spaces).
  *  rounding    > 0, default 1 (e.g. 16 for model widths).
+ *  n_choices   CARBS_SPACE_CATEGORICAL: 2 .. CARBS_CHOICES_MAX. min, max, scale, base,
+ *              is_integer and rounding are then ignored (the bounds become 0 and n_choices - 1);
+ *              center is the index of the choice the search starts from. Default 0.
+ *  active_if   NULL (default): always active. Else the name of a categorical parameter that
+ *              comes earlier in the list; this parameter is active only when that one is
+ *              active and its choice index k has bit k set in active_mask (beta2 only when
+ *              optimizer == adamw). An inactive parameter's value is NaN in every suggestion,
+ *              any value (NaN included) is accepted for it by observe, and the models see it
+ *              at its search centre (imputation, as in Levesque et al. 2017, "Bayesian
+ *              optimization for conditional hyperparameter spaces").
+ *  active_mask bit k: active when active_if's choice is k; non-zero when active_if is set.
  */
 typedef struct carbs_param {
     const char *name;
@@ -66,9 +87,13 @@ typedef struct carbs_param {
     double base;
     int is_integer;
     double rounding;
+    size_t n_choices;
+    const char *active_if;
+    uint64_t active_mask;
 } carbs_param;
 
-/* Sets the defaults above for `space`, with the given name (not copied here) and centre. */
+/* Sets the defaults above for `space`, with the given name (not copied here) and centre. For
+ * CARBS_SPACE_CATEGORICAL set n_choices afterwards. */
 void carbs_param_init(carbs_param *p, const char *name, carbs_space_kind space, double center);
 
 /* ---- options ----------------------------------------------------------------------------- */

@@ -47,7 +47,16 @@ gp_fit_opts gp_fit_opts_default(void);
 /* A GP over d-dimensional inputs (d = 1 for RBF). */
 st_status gp_create(gp_kernel kernel, size_t d, gp **out);
 void gp_destroy(gp *g);
-/* Linear-kernel centre c (d values, copied); default all zeros. */
+/* Declares categorical inputs (LIN_MATERN32 only, before any data): levels[i] (d values) is 0
+ * for an ordered input and K for one holding a choice index 0 .. K-1, which the GP sees as K
+ * one-hot columns, each with its own lengthscale (one-hot encoding: Garrido-Merchan and
+ * Hernandez-Lobato 2020, "Dealing with categorical and integer-valued variables in Bayesian
+ * optimization with Gaussian processes"); the one-hot columns' lengthscales start, and their
+ * MAP prior is centred, GP_ONEHOT_LS_FACTOR (gp_int.h) times longer. Every input, centre and
+ * point of the calls below
+ * keeps its d values; theta grows to (sum of columns) + 3. ST_OK, ST_ESTATE, ST_ENOMEM. */
+st_status gp_set_levels(gp *g, const size_t *levels);
+/* Linear-kernel centre c (d values, copied); default all zeros. One-hot columns: 0. */
 void gp_set_linear_center(gp *g, const double *c);
 /* Training data X (n*d row-major) and targets y (n), copied. Invalidates the factorisation. */
 st_status gp_set_data(gp *g, size_t n, const double *X, const double *y);
@@ -87,6 +96,12 @@ st_status gp_loo_z2(const gp *g, double *z2);
 
 /* ---- space.c ----------------------------------------------------------------------------- */
 
+/* The scale in force: p->scale, or for NaN (auto, the default): CARBS' 1 in faithful mode and
+ * for log, logit and unbounded spaces; a bounded linear space's (max - min) / 4 (the range
+ * spans 4 basic units, as four decades of a log space do), at least 2 roundings for an
+ * integer. */
+#define CARBS_AUTO_SCALE_SPAN 4.0
+double space_scale(const carbs_param *p, int faithful);
 /* Validates p (fills msg naming the parameter and field). ST_OK or ST_EINVAL. */
 st_status space_validate(const carbs_param *p, char *msg);
 double space_to_basic(const carbs_param *p, double v);
@@ -164,6 +179,7 @@ struct carbs {
     carbs_options o;
     double *center_b;    /* D: search centre, basic */
     double *lo_b, *hi_b; /* D: exclusive basic bounds */
+    size_t *parent;      /* D: index of the parameter's active_if, SIZE_MAX for none */
 
     /* observations, in the order observed */
     size_t n_obs, cap_obs, n_succ, n_fail;
@@ -206,7 +222,13 @@ st_status carbs_priv_observe(carbs *c, uint64_t id, const double *x, double outp
 /* A Linear+Matern GP on (X n*D basic, y n), fitted with the handle's options and `rng`. */
 st_status carbs_priv_fit_gp(carbs *c, size_t n, const double *X, const double *y, st_rng *rng,
                             gp **out);
-/* Parameter values of a basic point (integers rounded). */
+/* Whether parameter i is active at v (D values, parameter units or basic: a categorical's
+ * basic coordinate is its index). */
+int carbs_priv_active(const carbs *c, const double *v, size_t i);
+/* Basic coordinates b of x (D values, parameter units); inactive parameters get the search
+ * centre. x_copy (may be NULL): x with NaN at the inactive parameters. */
+void carbs_priv_to_basic(const carbs *c, const double *x, double *b, double *x_copy);
+/* Parameter values of a basic point (integers rounded; NaN where inactive). */
 void carbs_priv_to_params(const carbs *c, const double *b, double *x);
 /* Rounds integer dimensions in place; 0 if the rounded point left the bounds. */
 int carbs_priv_round(const carbs *c, double *b);
@@ -263,7 +285,15 @@ st_status cap_descend(carbs *c, const capm *cm, double *b, double *v);
 typedef void (*cap_draw_fn)(carbs *c, void *ctx, double *b);
 st_status cap_enforce(carbs *c, const capm *cm, double *b, cap_draw_fn draw, void *ctx,
                       size_t tries, double *v);
-/* Whether the next suggestion comes from the initial design (suggest.c). */
+/* sample.c: coordinate i of a point drawn near origin o from u in (0, 1); the locality weight
+ * of basic point b (tmp: 2*D doubles); a rounded point inside the bounds near one of n
+ * origins; design point n_design (the random phase). */
+double carbs_priv_draw_coord(const carbs *c, size_t i, double o, double u);
+double carbs_priv_locality(const carbs *c, const double *b, size_t n_origins, const double *origins,
+                           double *tmp);
+void carbs_priv_draw_near(carbs *c, size_t n_origins, const double *origins, double *b);
+void carbs_priv_random_point(carbs *c, double *b);
+/* Whether the next suggestion comes from the initial design (sample.c). */
 int carbs_priv_random_phase(const carbs *c);
 
 #endif

@@ -7,7 +7,7 @@
  * Storage: every n x n matrix is column-major (LAPACK's native order, no LAPACKE transposes);
  * the factor L lives in a cap x cap buffer (leading dimension cap) so rows can be appended.
  */
-#include "carbs/carbs_int.h"
+#include "carbs/gp_int.h"
 
 #include <cblas.h>
 #include <lapacke.h>
@@ -39,34 +39,6 @@
 #define GP_LOG_LS_HI    6.907755278982137     /* log 1e3 */
 #define GP_LOG_NOISE_LO (-13.815510557964274) /* log 1e-6 */
 #define GP_LOG_NOISE_HI 2.302585092994046     /* log 10 */
-
-struct gp {
-    gp_kernel kernel;
-    size_t d;        /* input dimension */
-    size_t n_theta;  /* d + 3 (LIN_MATERN32) or 3 (RBF) */
-    size_t n, cap;   /* points, allocated points */
-    double *X;       /* cap*d, row-major */
-    double *y;       /* cap */
-    double *c;       /* d: linear-kernel centre */
-    double *theta;   /* n_theta log hyperparameters */
-    double prior_ls; /* log lengthscale the MAP prior is centred on */
-    /* factorisation at theta */
-    int factored;
-    double jit;    /* extra diagonal jitter the last factorisation needed (0 usually) */
-    double *L;     /* cap*cap column-major, lower Cholesky factor of K (n x n used) */
-    double *alpha; /* cap: K^-1 y */
-    double *il;    /* d: inverse lengthscales at theta */
-    /* workspaces, grown on demand and kept */
-    double *ws;           /* objective: one block holding the following (see ensure_work) */
-    double *Kw, *Ew, *Mw; /* n_w x n_w: K then W then M; exponential factors; Matern part */
-    double *Xt, *Xc, *Pw; /* d x n_w: scaled inputs, centred inputs, products with W or M */
-    double *aw, *qw, *sw; /* n_w: alpha, |xt_a|^2, rowsums of M */
-    double *ilw;          /* d inverse lengthscales */
-    size_t n_w;           /* capacity of the objective workspace (points) */
-    double *pw;           /* predict: one block (see gp_predict) */
-    size_t n_ks;          /* capacity of pw (training points) */
-    double *v;            /* append: cap */
-};
 
 /* Natural hyperparameters for kernel evaluation. */
 typedef struct hyp {
@@ -153,6 +125,7 @@ st_status gp_create(gp_kernel kernel, size_t d, gp **out)
         return ST_ENOMEM;
     g->kernel = kernel;
     g->d = d;
+    g->d_in = d;
     g->n_theta = kernel == GP_KERNEL_LIN_MATERN32 ? d + 3 : 3;
     g->c = calloc(d, sizeof(double));
     g->theta = malloc(g->n_theta * sizeof(double));
@@ -183,13 +156,9 @@ void gp_destroy(gp *g)
     free(g->ilw);
     free(g->pw);
     free(g->v);
+    free(g->levels);
+    free(g->onehot);
     free(g);
-}
-
-void gp_set_linear_center(gp *g, const double *c)
-{
-    memcpy(g->c, c, g->d * sizeof(double));
-    g->factored = 0;
 }
 
 size_t gp_n(const gp *g)
@@ -250,7 +219,8 @@ void gp_default_theta(const gp *g, double init_lengthscale, double *theta)
         theta[0] = 0;
         theta[1] = 0;
         for (size_t i = 0; i < g->d; i++)
-            theta[2 + i] = log(init_lengthscale);
+            theta[2 + i] = log(init_lengthscale) +
+                           (g->onehot && g->onehot[i] ? log(GP_ONEHOT_LS_FACTOR) : 0.0);
         theta[g->d + 2] = GP_NOISE_MU;
     } else {
         theta[0] = 0;
@@ -293,7 +263,7 @@ static st_status grow(gp *g, size_t want)
     return ST_OK;
 }
 
-st_status gp_set_data(gp *g, size_t n, const double *X, const double *y)
+st_status gp_priv_set_data(gp *g, size_t n, const double *X, const double *y)
 {
     for (size_t i = 0; i < n * g->d; i++)
         if (!isfinite(X[i]))
@@ -374,7 +344,7 @@ static void scale_points(const gp *g, const hyp *h, size_t m, const double *X, d
     }
 }
 
-st_status gp_predict(gp *g, size_t m, const double *Xs, double *mean, double *var)
+st_status gp_priv_predict(gp *g, size_t m, const double *Xs, double *mean, double *var)
 {
     if (!g->factored)
         return ST_ESTATE;
@@ -446,7 +416,7 @@ st_status gp_predict(gp *g, size_t m, const double *Xs, double *mean, double *va
     return ST_OK;
 }
 
-st_status gp_append(gp *g, const double *x, double y)
+st_status gp_priv_append(gp *g, const double *x, double y)
 {
     size_t d = g->d;
     for (size_t i = 0; i < d; i++)
@@ -523,7 +493,10 @@ static double neg_log_prior(const gp *g, const double *theta, double *grad, int 
         if (j < n_var)
             f += neg_log_normal(theta[j], 0.0, GP_PRIOR_VAR_SD, &dj);
         else
-            f += neg_log_normal(theta[j], g->prior_ls, GP_PRIOR_LS_SD, &dj);
+            f += neg_log_normal(
+                theta[j],
+                g->prior_ls + (g->onehot && g->onehot[j - n_var] ? log(GP_ONEHOT_LS_FACTOR) : 0.0),
+                GP_PRIOR_LS_SD, &dj);
         if (grad)
             grad[j] += dj;
     }

@@ -16,10 +16,33 @@ void carbs_param_init(carbs_param *p, const char *name, carbs_space_kind space, 
     p->min = space == CARBS_SPACE_LINEAR ? -INFINITY : 0.0;
     p->max = space == CARBS_SPACE_LOGIT ? 1.0 : INFINITY;
     p->center = center;
-    p->scale = 1.0;
+    p->scale = NAN; /* auto: space_scale */
     p->base = 10.0;
     p->is_integer = 0;
     p->rounding = 1.0;
+    p->n_choices = 0;
+    p->active_if = NULL;
+    p->active_mask = 0;
+    if (space == CARBS_SPACE_CATEGORICAL)
+        p->min = 0.0;
+}
+
+double space_scale(const carbs_param *p, int faithful)
+{
+    if (!isnan(p->scale))
+        return p->scale;
+    if (faithful || p->space != CARBS_SPACE_LINEAR || !isfinite(p->min) || !isfinite(p->max))
+        return 1.0; /* CARBS' default */
+    double s = (p->max - p->min) / CARBS_AUTO_SCALE_SPAN;
+    if (p->is_integer && s < 2 * p->rounding) /* a step of the search moves an integer */
+        s = 2 * p->rounding;
+    return s > 0 && isfinite(s) ? s : 1.0;
+}
+
+/* The scale of a parameter as given (NaN: auto, recommended mode's rule). */
+static double sc(const carbs_param *p)
+{
+    return isnan(p->scale) ? space_scale(p, 0) : p->scale;
 }
 
 /* Round half to even, as Python's round() and torch.round() do. */
@@ -31,18 +54,20 @@ static double round_even(double x)
 double space_to_basic(const carbs_param *p, double v)
 {
     switch (p->space) {
+    case CARBS_SPACE_CATEGORICAL:
+        return v; /* the choice index; the GPs one-hot encode it */
     case CARBS_SPACE_LINEAR:
-        return v / p->scale;
+        return v / sc(p);
     case CARBS_SPACE_LOG:
         if (v == 0.0)
             return -INFINITY;
-        return log(v) / log(p->base) / p->scale;
+        return log(v) / log(p->base) / sc(p);
     case CARBS_SPACE_LOGIT:
         if (v == 0.0)
             return -INFINITY;
         if (v == 1.0)
             return INFINITY;
-        return log10(v / (1.0 - v)) / p->scale;
+        return log10(v / (1.0 - v)) / sc(p);
     }
     return NAN;
 }
@@ -50,12 +75,14 @@ double space_to_basic(const carbs_param *p, double v)
 double space_from_basic(const carbs_param *p, double b)
 {
     switch (p->space) {
+    case CARBS_SPACE_CATEGORICAL:
+        return b;
     case CARBS_SPACE_LINEAR:
-        return b * p->scale;
+        return b * sc(p);
     case CARBS_SPACE_LOG:
-        return pow(p->base, b * p->scale);
+        return pow(p->base, b * sc(p));
     case CARBS_SPACE_LOGIT:
-        return 1.0 / (pow(10.0, -b * p->scale) + 1.0);
+        return 1.0 / (pow(10.0, -b * sc(p)) + 1.0);
     }
     return NAN;
 }
@@ -63,6 +90,8 @@ double space_from_basic(const carbs_param *p, double b)
 /* v_int = round(v / r) * r (half to even); logit spaces are never rounded (CARBS). */
 static double round_value(const carbs_param *p, double v)
 {
+    if (p->space == CARBS_SPACE_CATEGORICAL)
+        return round_even(v);
     if (!p->is_integer || p->space == CARBS_SPACE_LOGIT)
         return v;
     return round_even(v / p->rounding) * p->rounding;
@@ -70,6 +99,8 @@ static double round_value(const carbs_param *p, double v)
 
 double space_round_basic(const carbs_param *p, double b)
 {
+    if (p->space == CARBS_SPACE_CATEGORICAL)
+        return round_even(b);
     if (!p->is_integer || p->space == CARBS_SPACE_LOGIT)
         return b;
     return space_to_basic(p, round_value(p, space_from_basic(p, b)));
@@ -82,6 +113,11 @@ double space_param_value(const carbs_param *p, double b)
 
 void space_bounds_basic(const carbs_param *p, double *lo, double *hi)
 {
+    if (p->space == CARBS_SPACE_CATEGORICAL) { /* every index rounds inside */
+        *lo = -0.5;
+        *hi = (double)p->n_choices - 0.5;
+        return;
+    }
     double pad = p->is_integer ? 0.1 : 0.0;
     double mn = p->min - pad, mx = p->max + pad;
     /* A padded log/logit bound below 0 (or a logit bound above 1) has no basic image: keep the
@@ -94,20 +130,40 @@ void space_bounds_basic(const carbs_param *p, double *lo, double *hi)
     *hi = isinf(mx) ? INFINITY : space_to_basic(p, mx);
 }
 
+static st_status validate_categorical(const carbs_param *p, char *msg)
+{
+    const char *n = p->name;
+    if (p->n_choices < 2 || p->n_choices > CARBS_CHOICES_MAX)
+        return st_errf(msg, ST_EINVAL, "parameter '%s': %zu choices (2 to %d)", n, p->n_choices,
+                       CARBS_CHOICES_MAX);
+    if (!(p->center >= 0 && p->center <= (double)(p->n_choices - 1)) ||
+        p->center != floor(p->center))
+        return st_errf(msg, ST_EINVAL, "parameter '%s': centre %g is not a choice index 0 .. %zu",
+                       n, p->center, p->n_choices - 1);
+    return ST_OK;
+}
+
 st_status space_validate(const carbs_param *p, char *msg)
 {
     const char *n = p->name;
     if (!n || !*n)
         return st_errf(msg, ST_EINVAL, "parameter has no name");
     if (p->space != CARBS_SPACE_LINEAR && p->space != CARBS_SPACE_LOG &&
-        p->space != CARBS_SPACE_LOGIT)
+        p->space != CARBS_SPACE_LOGIT && p->space != CARBS_SPACE_CATEGORICAL)
         return st_errf(msg, ST_EINVAL, "parameter '%s': unknown space %d", n, (int)p->space);
+    if (p->active_if && (!*p->active_if || !p->active_mask))
+        return st_errf(msg, ST_EINVAL,
+                       "parameter '%s': active_if needs a parameter name and a non-zero "
+                       "active_mask",
+                       n);
+    if (p->space == CARBS_SPACE_CATEGORICAL)
+        return validate_categorical(p, msg);
     if (isnan(p->min) || isnan(p->max))
         return st_errf(msg, ST_EINVAL, "parameter '%s': min or max is NaN", n);
     if (!(p->min < p->max))
         return st_errf(msg, ST_EINVAL, "parameter '%s': min %g is not below max %g", n, p->min,
                        p->max);
-    if (!(p->scale > 0) || !isfinite(p->scale))
+    if (!(sc(p) > 0) || !isfinite(sc(p)))
         return st_errf(msg, ST_EINVAL, "parameter '%s': scale %g must be positive and finite", n,
                        p->scale);
     if (p->space == CARBS_SPACE_LOG && (!(p->base > 1.0) || !isfinite(p->base)))

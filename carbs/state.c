@@ -2,7 +2,8 @@
  * state.c — carbs_export/carbs_import: the whole optimizer state as bytes ("CARBSST1" magic,
  * a format version, a byte-order mark, then options, parameters, search centre, counters,
  * observations and outstanding suggestions; version 2 adds cost_cap_quantile and the
- * cost-only observations, version 1 is still read), and the same through a file written
+ * cost-only observations, version 3 the categorical and conditional fields of each parameter;
+ * versions 1 and 2 are still read), and the same through a file written
  * atomically.
  * The RNG is not stored: it is reseeded from the seed and the suggestion counter each time.
  */
@@ -15,7 +16,7 @@
 #include "carbs/carbs_int.h"
 
 #define MAGIC   "CARBSST1"
-#define VERSION 2u
+#define VERSION 3u
 #define BOM     0x01020304u
 
 typedef struct wbuf {
@@ -101,6 +102,11 @@ st_status carbs_export(const carbs *c, void **buf, size_t *len)
         put_f64(&w, p->base);
         put_u64(&w, (uint64_t)p->is_integer);
         put_f64(&w, p->rounding);
+        uint64_t cl = p->active_if ? strlen(p->active_if) : 0; /* version 3 */
+        put_u64(&w, (uint64_t)p->n_choices);
+        put_u64(&w, p->active_mask);
+        put_u64(&w, cl);
+        put(&w, p->active_if ? p->active_if : "", cl);
     }
     put(&w, c->center_b, c->d * sizeof(double));
     put_u64(&w, c->next_id);
@@ -238,7 +244,7 @@ st_status carbs_import(const void *buf, size_t len, carbs **out, char *errmsg)
     if (r.bad || d > (len - r.at) / 16) /* d = 0: an empty space (carbs_create) */
         return st_errf(msg, ST_EFORMAT, "optimizer state is truncated or corrupt (dimension)");
     carbs_param *params = calloc(d ? d : 1, sizeof(*params));
-    char **names = calloc(d ? d : 1, sizeof(*names));
+    char **names = calloc(d ? 2 * d : 1, sizeof(*names)); /* names, then active_if */
     carbs *c = NULL;
     double *x = NULL;
     st_status s = ST_OK;
@@ -267,6 +273,22 @@ st_status carbs_import(const void *buf, size_t len, carbs **out, char *errmsg)
         params[i].base = get_f64(&r);
         params[i].is_integer = (int)get_u64(&r);
         params[i].rounding = get_f64(&r);
+        if (v >= 3) {
+            params[i].n_choices = (size_t)get_u64(&r);
+            params[i].active_mask = get_u64(&r);
+            uint64_t cl = get_u64(&r);
+            if (r.bad || cl > len - r.at || cl > 4096) {
+                r.bad = 1;
+                break;
+            }
+            names[d + i] = calloc(cl + 1, 1);
+            if (!names[d + i]) {
+                s = st_errf(msg, ST_ENOMEM, "out of memory");
+                goto done;
+            }
+            get(&r, names[d + i], cl);
+            params[i].active_if = cl ? names[d + i] : NULL;
+        }
     }
     if (r.bad) {
         s = st_errf(msg, ST_EFORMAT, "optimizer state is truncated or corrupt (parameters)");
@@ -344,7 +366,7 @@ st_status carbs_import(const void *buf, size_t len, carbs **out, char *errmsg)
     c->n_suggest = n_suggest; /* carbs_add_outstanding counted them again */
     c->n_design = n_design;
 done:
-    for (size_t i = 0; names && i < d; i++)
+    for (size_t i = 0; names && i < 2 * d; i++)
         free(names[i]);
     free(names);
     free(params);

@@ -40,124 +40,6 @@ static double sign_of(const carbs *c)
     return c->o.maximize ? 1.0 : -1.0; /* CARBS' better_direction_sign */
 }
 
-static int inside(const carbs *c, const double *b)
-{
-    for (size_t i = 0; i < c->d; i++)
-        if (!(b[i] > c->lo_b[i] && b[i] < c->hi_b[i]))
-            return 0;
-    return 1;
-}
-
-/* One coordinate from N(o, r^2) truncated to (lo, hi), by the inverse CDF at u in (0, 1).
- * The origin is first moved inside the bounds so the interval always has mass. */
-static double trunc_normal(double o, double r, double lo, double hi, double u)
-{
-    if (isfinite(lo) && o <= lo)
-        o = isfinite(hi) ? lo + 1e-3 * (hi - lo) : lo + 1e-3 * r;
-    if (isfinite(hi) && o >= hi)
-        o = isfinite(lo) ? hi - 1e-3 * (hi - lo) : hi - 1e-3 * r;
-    double pa = isfinite(lo) ? gsl_cdf_ugaussian_P((lo - o) / r) : 0.0;
-    double pb = isfinite(hi) ? gsl_cdf_ugaussian_P((hi - o) / r) : 1.0;
-    double p = pa + u * (pb - pa);
-    double x = o + r * gsl_cdf_ugaussian_Pinv(p);
-    if (!(x > lo))
-        x = isfinite(hi) ? lo + 1e-9 * (hi - lo) : lo + 1e-9;
-    if (!(x < hi))
-        x = isfinite(lo) ? hi - 1e-9 * (hi - lo) : hi - 1e-9;
-    return x;
-}
-
-int carbs_priv_round(const carbs *c, double *b)
-{
-    for (size_t i = 0; i < c->d; i++)
-        b[i] = space_round_basic(&c->params[i], b[i]);
-    return inside(c, b);
-}
-
-void carbs_priv_to_params(const carbs *c, const double *b, double *x)
-{
-    for (size_t i = 0; i < c->d; i++)
-        x[i] = space_param_value(&c->params[i], b[i]);
-}
-
-/* A point near one of the origins (n_origins rows of D), rounded and inside the bounds. */
-static void draw_near(carbs *c, size_t n_origins, const double *origins, double *b)
-{
-    for (int attempt = 0; attempt < 64; attempt++) {
-        const double *o = origins + st_rng_uniform_int(c->rng, n_origins) * c->d;
-        for (size_t i = 0; i < c->d; i++)
-            b[i] = trunc_normal(o[i], c->o.search_radius, c->lo_b[i], c->hi_b[i],
-                                st_rng_uniform_pos(c->rng));
-        if (carbs_priv_round(c, b))
-            return;
-    }
-    /* Rounding kept throwing the point out (an integer range narrower than its rounding): fall
-     * back to the centre, which was validated at creation. */
-    memcpy(b, c->center_b, c->d * sizeof(double));
-    carbs_priv_round(c, b);
-}
-
-/* ---- random phase ------------------------------------------------------------------------ */
-
-int carbs_priv_random_phase(const carbs *c)
-{
-    int count_fail =
-        c->o.failures_count_as_random < 0 ? !faithful(c) : c->o.failures_count_as_random;
-    size_t n = c->n_succ + (count_fail ? c->n_fail : 0);
-    if (n < c->o.num_random_samples)
-        return 1;
-    /* a model needs data: CARBS needs >= 1 success; we ask for 2 in recommended mode */
-    return c->n_succ < (faithful(c) ? 1u : 2u);
-}
-
-/* Design point n_design: a scrambled low-discrepancy point u in (0,1)^D (GSL's reverse-Halton
- * digit permutation, or Sobol, with a Cranley-Patterson random shift drawn from the seed),
- * mapped through the normal inverse CDF truncated to the bounds around the centre; or, in
- * faithful mode, i.i.d. Gaussian draws around the centre as CARBS does. */
-static void random_point(carbs *c, double *b)
-{
-    carbs_design dsg = c->o.design;
-    if (dsg == CARBS_DESIGN_AUTO)
-        dsg = faithful(c) ? CARBS_DESIGN_GAUSSIAN : CARBS_DESIGN_HALTON;
-    if (dsg == CARBS_DESIGN_SOBOL && c->d > 40) /* GSL's Sobol stops at 40 dimensions */
-        dsg = CARBS_DESIGN_HALTON;
-    if (dsg == CARBS_DESIGN_HALTON && c->d > 1229)
-        dsg = CARBS_DESIGN_GAUSSIAN;
-    if (dsg == CARBS_DESIGN_GAUSSIAN) {
-        draw_near(c, 1, c->center_b, b);
-        return;
-    }
-
-    size_t d = c->d, k = c->n_design % 65536; /* the design repeats after 65536 points */
-    double *u = b;                            /* the unit point is built in place */
-    gsl_qrng *q = gsl_qrng_alloc(
-        dsg == CARBS_DESIGN_SOBOL ? gsl_qrng_sobol : gsl_qrng_reversehalton, (unsigned)d);
-    if (!q) {
-        draw_near(c, 1, c->center_b, b);
-        return;
-    }
-    for (size_t j = 0; j <= k; j++)
-        gsl_qrng_get(q, u);
-    gsl_qrng_free(q);
-
-    /* the shift depends on the seed only, so every design point shares it */
-    st_rng *shift_rng;
-    if (st_rng_create(st_mix64(c->o.seed ^ 0x5ca1e7u), &shift_rng) != ST_OK) {
-        draw_near(c, 1, c->center_b, b);
-        return;
-    }
-    for (size_t i = 0; i < d; i++) {
-        double v = u[i] + st_rng_uniform(shift_rng);
-        v -= floor(v);
-        if (v <= 0.0)
-            v = 0x1p-33;
-        b[i] = trunc_normal(c->center_b[i], c->o.search_radius, c->lo_b[i], c->hi_b[i], v);
-    }
-    st_rng_destroy(shift_rng);
-    if (!carbs_priv_round(c, b))
-        draw_near(c, 1, c->center_b, b);
-}
-
 /* ---- the models -------------------------------------------------------------------------- */
 
 typedef struct models {
@@ -228,6 +110,15 @@ st_status carbs_priv_fit_gp(carbs *c, size_t n, const double *X, const double *y
 {
     gp_fit_opts f = fit_opts(c);
     st_status s = gp_create(GP_KERNEL_LIN_MATERN32, c->d, out);
+    if (s != ST_OK)
+        return s;
+    size_t *lv = malloc((c->d ? c->d : 1) * sizeof(size_t));
+    if (!lv)
+        return ST_ENOMEM;
+    for (size_t i = 0; i < c->d; i++)
+        lv[i] = c->params[i].space == CARBS_SPACE_CATEGORICAL ? c->params[i].n_choices : 0;
+    s = gp_set_levels(*out, lv);
+    free(lv);
     if (s != ST_OK)
         return s;
     if (!faithful(c)) /* centre the linear kernel at the search centre (spec §2, note) */
@@ -443,6 +334,7 @@ typedef struct cands {
     int *ok;      /* not yet picked (every candidate kept is under the cap) */
     double *mu, *var;
     double *score;
+    double *ltmp; /* 2*D: locality()'s workspace */
 } cands;
 
 static void cands_clear(cands *k)
@@ -457,6 +349,7 @@ static void cands_clear(cands *k)
     free(k->mu);
     free(k->var);
     free(k->score);
+    free(k->ltmp);
     memset(k, 0, sizeof(*k));
 }
 
@@ -519,9 +412,8 @@ static st_status draw_cands(carbs *c, const models *m, cands *k, size_t N)
             double *b = k->X + n * d;
             const double *o = m->origins + st_rng_uniform_int(c->rng, m->n_sel) * d;
             for (size_t i = 0; i < d; i++)
-                b[i] = trunc_normal(o[i], c->o.search_radius, c->lo_b[i], c->hi_b[i],
-                                    st_rng_uniform_pos(c->rng));
-            k->w[n] = acq_locality(d, b, m->n_sel, m->origins, c->o.search_radius);
+                b[i] = carbs_priv_draw_coord(c, i, o[i], st_rng_uniform_pos(c->rng));
+            k->w[n] = carbs_priv_locality(c, b, m->n_sel, m->origins, k->ltmp);
             if (carbs_priv_round(c, b))
                 n++;
         }
@@ -556,9 +448,10 @@ static st_status make_cands(carbs *c, models *m, cands *k)
     k->mu = malloc(N * sizeof(double));
     k->var = malloc(N * sizeof(double));
     k->score = malloc(N * sizeof(double));
+    k->ltmp = malloc(2 * d * sizeof(double));
     double *tmp = malloc(2 * N * sizeof(double));
     if (!k->X || !k->w || !k->ps || !k->v || !k->chat || !k->capv || !k->ok || !k->mu || !k->var ||
-        !k->score || !tmp) {
+        !k->score || !k->ltmp || !tmp) {
         free(tmp);
         return ST_ENOMEM;
     }
@@ -704,13 +597,13 @@ typedef struct near_ctx {
 static void redraw_near(carbs *c, void *ctx, double *b)
 {
     const near_ctx *o = ctx;
-    draw_near(c, o->n, o->origins, b);
+    carbs_priv_draw_near(c, o->n, o->origins, b);
 }
 
 static void redraw_design(carbs *c, void *ctx, double *b)
 {
     (void)ctx;
-    random_point(c, b);
+    carbs_priv_random_point(c, b);
     c->n_design++;
 }
 
@@ -726,7 +619,7 @@ static st_status fallback(carbs *c, double *b)
     if (s == ST_OK && m.ns > 0 && fit_pareto(c, &m, c->o.pareto_conservative) == ST_OK &&
         m.n_sel > 0)
         o = (near_ctx){m.n_sel, m.origins};
-    draw_near(c, o.n, o.origins, b);
+    carbs_priv_draw_near(c, o.n, o.origins, b);
     double v = NAN;
     s = cap_init(c, &cm);
     if (s == ST_OK)
@@ -743,7 +636,7 @@ static st_status fallback(carbs *c, double *b)
 static st_status random_capped(carbs *c, double *b)
 {
     capm cm;
-    random_point(c, b);
+    carbs_priv_random_point(c, b);
     c->n_design++;
     double v = NAN;
     st_status s = cap_init(c, &cm);
@@ -765,10 +658,7 @@ static st_status remember(carbs *c, const double *x, uint64_t *id)
     size_t k = c->n_out++, d = c->d;
     c->out_id[k] = c->next_id;
     c->out_born[k] = c->n_obs;
-    if (d)
-        memcpy(c->out_x + k * d, x, d * sizeof(double));
-    for (size_t i = 0; i < d; i++)
-        c->out_b[k * d + i] = space_to_basic(&c->params[i], x[i]);
+    carbs_priv_to_basic(c, x, c->out_b + k * d, c->out_x + k * d);
     *id = c->next_id++;
     return ST_OK;
 }
@@ -910,15 +800,16 @@ st_status carbs_predict(carbs *c, size_t m_pts, const double *X, double *mean, d
     models m;
     memset(&m, 0, sizeof(m));
     st_status s = (!B || !mu || !var) ? ST_ENOMEM : ST_OK;
-    for (size_t j = 0; s == ST_OK && j < m_pts; j++)
+    for (size_t j = 0; s == ST_OK && j < m_pts; j++) {
+        carbs_priv_to_basic(c, X + j * d, B + j * d, NULL);
         for (size_t i = 0; i < d; i++) {
-            B[j * d + i] = space_to_basic(&c->params[i], X[j * d + i]);
             if (!isfinite(B[j * d + i]))
                 s = st_errf(c->errmsg, ST_EINVAL,
                             "point %zu: parameter '%s' value %g is not "
                             "valid",
                             j, c->params[i].name, X[j * d + i]);
         }
+    }
     st_rng_reseed(c->rng, st_mix64(c->o.seed ^ 0x9e3779b9u));
     if (s == ST_OK)
         s = models_fit(c, &m, 0);

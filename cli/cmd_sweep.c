@@ -70,6 +70,10 @@ static const sweep_cmd sweep_cmds[] = {
      "expires if no tell comes in time, and the next ask hands it out again"},
     {"tell", do_tell, "tell ID --objective V --cost C | tell ID --failed",
      "record the outcome of an asked run"},
+    {"enqueue", sweep_do_enqueue, "enqueue NAME=VALUE ... [--db FILE] [--sweep NAME]",
+     "add a known configuration (a baseline, a colleague's settings) as a pending run: the\n"
+     "next resume launches it before new suggestions, the next ask hands it out; parameters\n"
+     "not named take their centre, a categorical takes a choice, 'none' an inactive one"},
 };
 #define N_SWEEP_CMDS (sizeof(sweep_cmds) / sizeof(sweep_cmds[0]))
 
@@ -154,6 +158,8 @@ static int parse_args(int argc, char **argv, args *a)
         } else if (s[0] == '-' && s[1]) {
             cli_error("see 'scaletune sweep --help'", "unknown option '%s'", s);
             return 2;
+        } else if (!strcmp(argv[1], "enqueue") && strchr(s, '=') && a->n_kv < SWEEP_KV_MAX) {
+            a->kv[a->n_kv++] = s;
         } else if (!a->file && !a->has_id) {
             char *end;
             a->file = s;
@@ -482,9 +488,26 @@ static int do_ask(const args *a)
     if (runner_store_ask_ttl(s, a->sweep, a->ttl, &id, x, 256) ||
         runner_store_params(s, a->sweep, &n, &names))
         return sweep_store_error(s);
+    char *text = NULL;
+    if (runner_store_format_params(s, a->sweep, x, &text))
+        return sweep_store_error(s);
     printf("SUGGESTION_ID=%llu\n", (unsigned long long)id);
-    for (size_t i = 0; i < n && i < 256; i++)
-        printf("%s=%.17g\n", names[i], x[i]);
+    /* numbers as before (%.17g); a categorical's choice and "" where inactive as formatted */
+    char *line = text;
+    for (size_t i = 0; i < n && i < 256 && line && *line; i++) {
+        char *nl = strchr(line, '\n'), *eq = strchr(line, '=');
+        if (nl)
+            *nl = '\0';
+        char *end;
+        const char *v = eq ? eq + 1 : "";
+        strtod(v, &end);
+        if (!isnan(x[i]) && *v && !*end)
+            printf("%s=%.17g\n", names[i], x[i]);
+        else
+            printf("%s=%s\n", names[i], v);
+        line = nl ? nl + 1 : NULL;
+    }
+    st_free(text);
     runner_store_close(s);
     return 0;
 }

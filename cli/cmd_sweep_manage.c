@@ -101,6 +101,11 @@ static const runner_sweep_run *best_run(const runner_sweep *w, const runner_stat
     return NULL;
 }
 
+static json_t *num_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
 static json_t *params_json(const runner_config *cfg, const double *x)
 {
     json_t *o = json_object();
@@ -108,15 +113,12 @@ static json_t *params_json(const runner_config *cfg, const double *x)
         const runner_param_spec *p = &cfg->params[i];
         if (p->is_fixed && !isfinite(x[i]))
             json_object_set_new(o, p->p.name, json_string(p->fixed_text));
+        else if (runner_param_choice(p, x[i]))
+            json_object_set_new(o, p->p.name, json_string(runner_param_choice(p, x[i])));
         else
-            json_object_set_new(o, p->p.name, json_real(x[i]));
+            json_object_set_new(o, p->p.name, num_or_null(x[i])); /* null: inactive */
     }
     return o;
-}
-
-static json_t *num_or_null(double v)
-{
-    return isfinite(v) ? json_real(v) : json_null();
 }
 
 static int status_json(runner_store *s, const sweep_args *a, const runner_status *st,
@@ -205,6 +207,10 @@ static void print_best(const runner_status *st, const runner_sweep *w)
         const runner_param_spec *p = &w->cfg->params[i];
         if (p->is_fixed && !isfinite(b->x[i]))
             printf(" %s=%s", p->p.name, p->fixed_text);
+        else if (runner_param_choice(p, b->x[i]))
+            printf(" %s=%s", p->p.name, runner_param_choice(p, b->x[i]));
+        else if (isnan(b->x[i]) && p->p.active_if)
+            printf(" %s=(inactive)", p->p.name);
         else
             printf(" %s=%.6g", p->p.name, b->x[i]);
     }
@@ -390,5 +396,37 @@ int sweep_do_rename(const sweep_args *a)
         return sweep_store_error(s);
     runner_store_close(s);
     printf("renamed sweep '%s' to '%s'\n", a->file, a->file2);
+    return 0;
+}
+
+int sweep_do_enqueue(const sweep_args *a)
+{
+    const char *use = "scaletune sweep enqueue NAME=VALUE ... [--db FILE] [--sweep NAME]";
+    if (a->file) {
+        cli_error(use, "unexpected argument '%s' (give NAME=VALUE pairs)", a->file);
+        return 2;
+    }
+    const char *names[SWEEP_KV_MAX], *values[SWEEP_KV_MAX];
+    char buf[SWEEP_KV_MAX][128];
+    for (size_t i = 0; i < a->n_kv; i++) {
+        const char *eq = strchr(a->kv[i], '=');
+        size_t l = (size_t)(eq - a->kv[i]);
+        if (l == 0 || l >= sizeof(buf[i])) {
+            cli_error(use, "'%s': expected NAME=VALUE", a->kv[i]);
+            return 2;
+        }
+        memcpy(buf[i], a->kv[i], l);
+        buf[i][l] = '\0';
+        names[i] = buf[i];
+        values[i] = eq + 1;
+    }
+    runner_store *s = sweep_open_store(a);
+    if (!s)
+        return 1;
+    uint64_t id = 0;
+    if (runner_store_enqueue_text(s, a->sweep, a->n_kv, names, values, &id))
+        return sweep_store_error(s);
+    runner_store_close(s);
+    printf("enqueued run %llu\n", (unsigned long long)id);
     return 0;
 }

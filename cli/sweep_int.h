@@ -8,6 +8,8 @@
 
 #include "runner/runner.h"
 
+#define SWEEP_KV_MAX 256
+
 typedef struct sweep_args {
     const char *db, *sweep, *log_dir, *out, *file, *file2;
     int csv, json, failed, has_objective, has_cost;
@@ -15,6 +17,8 @@ typedef struct sweep_args {
     double objective, cost;
     unsigned long long id;
     int has_id;
+    const char *kv[SWEEP_KV_MAX]; /* enqueue: NAME=VALUE arguments */
+    size_t n_kv;
 } sweep_args;
 
 /* Opens the existing store a->db; on failure prints the message (and a hint) and returns NULL. */
@@ -31,5 +35,6 @@ int sweep_do_status(const sweep_args *a);
 int sweep_do_list(const sweep_args *a);
 int sweep_do_delete(const sweep_args *a);
 int sweep_do_rename(const sweep_args *a);
+int sweep_do_enqueue(const sweep_args *a);
 
 #endif

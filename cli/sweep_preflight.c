@@ -46,6 +46,8 @@ static int expand_program(const runner_config *c, char *out, size_t cap)
                 continue;
             if (ps->is_fixed)
                 snprintf(v, sizeof(v), "%s", ps->fixed_text);
+            else if (runner_param_choice(ps, ps->p.center))
+                snprintf(v, sizeof(v), "%s", runner_param_choice(ps, ps->p.center));
             else if (ps->p.is_integer)
                 snprintf(v, sizeof(v), "%.0f", round(ps->p.center));
             else

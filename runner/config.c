@@ -133,6 +133,8 @@ static st_status load_param(ctx *c, const char *name, const yaml_node_t *map, ru
             has_space = 1;
             space_node = v;
         }
+        if (!strcmp(key, "choices"))
+            return cfg_load_choices(c, field, map, ps); /* config_param.c */
     }
     if (has_value) {
         if (other)
@@ -154,7 +156,8 @@ static st_status load_param(ctx *c, const char *name, const yaml_node_t *map, ru
         return ST_OK;
     }
     if (!has_space)
-        return cfg_fail(c, map, field, ST_EINVAL, "needs 'space' (linear, log, logit) or 'value'");
+        return cfg_fail(c, map, field, ST_EINVAL,
+                        "needs 'space' (linear, log, logit), 'choices' or 'value'");
 
     carbs_space_kind kind;
     const char *sp = cfg_scalar(space_node);
@@ -192,10 +195,14 @@ static st_status load_param(ctx *c, const char *name, const yaml_node_t *map, ru
             rc = cfg_get_bool(c, v, f, &ps->p.is_integer);
         else if (!strcmp(key, "rounding"))
             rc = cfg_get_number(c, v, f, &ps->p.rounding);
+        else if (!strcmp(key, "when"))
+            rc = cfg_load_when(c, v, f, ps);
+        else if (!strcmp(key, "grid"))
+            rc = cfg_load_grid(c, v, f, ps);
         else
             rc = cfg_fail(c, k, field, ST_EINVAL,
                           "unknown key '%s' (space, min, max, center, scale, base, integer, "
-                          "rounding, value)",
+                          "rounding, when, grid, choices, value)",
                           key);
         if (rc)
             return rc;
@@ -213,7 +220,7 @@ static st_status load_param(ctx *c, const char *name, const yaml_node_t *map, ru
         return cfg_fail(c, map, field, ST_EINVAL, "a log space needs min >= 0");
     if (kind == CARBS_SPACE_LOGIT && (ps->p.min < 0 || ps->p.max > 1))
         return cfg_fail(c, map, field, ST_EINVAL, "a logit space lies within [0, 1]");
-    if (!(ps->p.scale > 0) || !(ps->p.rounding > 0) || !(ps->p.base > 1))
+    if (!(ps->p.scale > 0 || isnan(ps->p.scale)) || !(ps->p.rounding > 0) || !(ps->p.base > 1))
         return cfg_fail(c, map, field, ST_EINVAL, "scale and rounding must be > 0, base > 1");
     return ST_OK;
 }
@@ -258,7 +265,7 @@ static st_status load_params(ctx *c, const yaml_node_t *map)
             return rc;
     }
     /* all fixed is fine: a one-run sweep (the recommended large run) searches nothing */
-    return ST_OK;
+    return cfg_resolve_when(c, map);
 }
 
 /* ---- other sections ---------------------------------------------------------------------- */
@@ -628,11 +635,15 @@ static st_status load_root(ctx *c, const yaml_node_t *root)
             rc = cfg_load_backend(c, v);
         } else if (!strcmp(key, "early_stopping")) {
             rc = cfg_load_early_stopping(c, v);
+        } else if (!strcmp(key, "method")) {
+            rc = cfg_load_method(c, v);
+        } else if (!strcmp(key, "constraints")) {
+            rc = cfg_load_constraints(c, v);
         } else {
             rc = cfg_fail(c, k, key, ST_EINVAL,
                           "unknown key (name, command, env, workdir, objective, cost, parameters, "
                           "budget, parallel, retries, timeouts, seed, deterministic, optimizer, "
-                          "backend, early_stopping)");
+                          "backend, early_stopping, method, constraints)");
         }
         if (rc)
             return rc;
@@ -658,7 +669,7 @@ static st_status load_root(ctx *c, const yaml_node_t *root)
     if (cfg->cost_expr && isinf(cfg->max_cost_per_run))
         return cfg_fail(c, cost, "cost.expr", ST_EINVAL,
                         "is used to refuse runs above budget.max_cost_per_run, which is not set");
-    if ((rc = cfg_check_optimizer(c)))
+    if ((rc = cfg_check_method(c)) || (rc = cfg_check_optimizer(c)))
         return rc;
     return check_refs(c, cmd, env, cost);
 }
@@ -835,15 +846,16 @@ void runner_config_destroy(runner_config *c)
     free(c->objective);
     free(c->cost_metric);
     free(c->cost_expr);
-    for (size_t i = 0; i < c->n_params; i++) {
-        free((char *)c->params[i].p.name);
-        free(c->params[i].fixed_text);
-    }
+    for (size_t i = 0; i < c->n_params; i++)
+        cfg_free_param(&c->params[i]);
     free(c->params);
     free(c->gpus);
     free_list(c->opt_names, c->n_opts);
     free_list(c->opt_values, c->n_opts);
     free(c->text);
+    free_list(c->con_names, c->n_con);
+    free(c->con_le);
+    free(c->con_bound);
     runner_slurm_config *sc = &c->slurm;
     free(sc->partition);
     free(sc->account);
@@ -916,6 +928,8 @@ const char *runner_failure_name(runner_failure f)
         return "time_limit";
     case RUNNER_FAIL_BAD_FINAL:
         return "bad_final";
+    case RUNNER_FAIL_CONSTRAINT:
+        return "constraint";
     }
     return "unknown";
 }
@@ -926,5 +940,5 @@ int runner_failure_is_hyperparameter(runner_failure f)
      * such a run teaches the optimizer's cost model only (ARCHITECTURE.md, "Failures have
      * kinds") */
     return f == RUNNER_FAIL_DIVERGED || f == RUNNER_FAIL_OOM || f == RUNNER_FAIL_WALL_TIMEOUT ||
-           f == RUNNER_FAIL_STRAGGLER;
+           f == RUNNER_FAIL_STRAGGLER || f == RUNNER_FAIL_CONSTRAINT;
 }

@@ -5,6 +5,7 @@
  *   config_optimizer.c  the `optimizer:` block (carbs/ options, the study mode's fields) and
  *                       the `early_stopping:` block
  *   config_backend.c    the `backend:` block (local, Slurm)
+ *   config_param.c      categorical (`choices:`) and conditional (`when:`) parameters
  */
 #ifndef RUNNER_CONFIG_INT_H
 #define RUNNER_CONFIG_INT_H
@@ -20,6 +21,7 @@ typedef struct ctx {
     runner_config *cfg;
     /* where the optimizer block set the study mode's fields (for messages; NULL: not set) */
     const yaml_node_t *opt_map, *opt_goal, *opt_factor, *opt_compute, *opt_design;
+    const yaml_node_t *method; /* the `method:` node (NULL: not given) */
 } ctx;
 
 /* Formats "label:line:col: field: message" into c->errmsg and returns s. */
@@ -56,6 +58,20 @@ st_status cfg_load_optimizer(ctx *c, const yaml_node_t *map);
 st_status cfg_check_optimizer(ctx *c);
 /* config_optimizer.c: the `early_stopping:` block. */
 st_status cfg_load_early_stopping(ctx *c, const yaml_node_t *map);
+/* config_param.c: a parameter with `choices:` (map: its mapping), a `when:` block, the masks
+ * of every `when` once all parameters are read, and freeing a parameter's strings. */
+st_status cfg_load_choices(ctx *c, const char *field, const yaml_node_t *map,
+                           runner_param_spec *ps);
+st_status cfg_load_when(ctx *c, const yaml_node_t *v, const char *f, runner_param_spec *ps);
+st_status cfg_resolve_when(ctx *c, const yaml_node_t *map);
+void cfg_free_param(runner_param_spec *ps);
+/* config_param.c: a parameter's `grid:` (N points or a list of values); the top-level
+ * `method:`; the checks of the method against the whole file (after every key is read). */
+st_status cfg_load_grid(ctx *c, const yaml_node_t *v, const char *f, runner_param_spec *ps);
+st_status cfg_load_method(ctx *c, const yaml_node_t *v);
+st_status cfg_check_method(ctx *c);
+/* config_param.c: `constraints: {name: "<= 80", other: ">= 0.5"}`. */
+st_status cfg_load_constraints(ctx *c, const yaml_node_t *map);
 /* config_backend.c: the `backend:` block. */
 st_status cfg_load_backend(ctx *c, const yaml_node_t *map);
 

@@ -370,6 +370,8 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
             if (cost > r->cfg->max_cost_per_run) {
                 kind = RUNNER_FAIL_OVER_BUDGET;
                 over_budget_why(r, a, cost, "finished at", why, sizeof(why));
+            } else if (runner_constraints_broken(r->cfg, fline, why, sizeof(why))) {
+                kind = RUNNER_FAIL_CONSTRAINT; /* observed as failed, objective kept */
             }
         }
     }
@@ -544,9 +546,8 @@ static st_status build_env(runner *r, const active *a, char ***envp)
         return ST_ENOMEM;
     size_t k = 0;
     st_status rc = ST_OK;
-    for (size_t i = 0; i < r->cfg->n_env && !rc; i++)
-        rc = runner_template_expand(r->cfg, r->cfg->env[i], a->x_all, (uint64_t)a->run_id,
-                                    a->number, a->dir, &env[k++]);
+    rc = runner_command_expand(r->cfg, r->cfg->env, r->cfg->n_env, 0, a->x_all, (uint64_t)a->run_id,
+                               a->number, a->dir, env, &k);
     char buf[4200];
     const char *fixed[4];
     char run[64], att[64], gpus[1024] = "";
@@ -717,9 +718,10 @@ static st_status launch_run(runner *r, int64_t run_id, const double *x_all, doub
     char **argv = calloc(r->cfg->argc + 1, sizeof(char *)), **env = NULL;
     char em[ST_ERRMSG_MAX] = "";
     rc = argv ? ST_OK : ST_ENOMEM;
-    for (size_t i = 0; i < r->cfg->argc && !rc; i++)
-        rc = runner_template_expand(r->cfg, r->cfg->argv[i], a->x_all, (uint64_t)run_id, number,
-                                    dir, &argv[i]);
+    size_t n_argv = 0;
+    if (!rc)
+        rc = runner_command_expand(r->cfg, r->cfg->argv, r->cfg->argc, 1, a->x_all,
+                                   (uint64_t)run_id, number, dir, argv, &n_argv);
     if (!rc)
         rc = build_env(r, a, &env);
     if (!rc && mkdir_p(dir) != 0)

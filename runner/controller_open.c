@@ -111,6 +111,13 @@ static st_status load_counts(runner *r)
     return ST_OK;
 }
 
+/* method grid or random: the built-in proposer (method.c) makes the suggestions */
+static void use_method(runner *r)
+{
+    if (r->cfg->method == RUNNER_METHOD_GRID || r->cfg->method == RUNNER_METHOD_RANDOM)
+        runner_set_proposer(r, runner_method_proposer, NULL);
+}
+
 st_status runner_launch(const runner_config *cfg, const runner_options *opts, runner **out,
                         char *errmsg)
 {
@@ -128,6 +135,8 @@ st_status runner_launch(const runner_config *cfg, const runner_options *opts, ru
         rc = alloc_slots(r);
     if (!rc)
         rc = attach_backend(r, errmsg);
+    if (!rc)
+        use_method(r);
     if (!rc)
         rc = store_rebuild_carbs(r->st, 0, r->cfg, 0, &r->cb);
     if (rc) {
@@ -255,6 +264,8 @@ st_status runner_resume(const char *sweep, const runner_options *opts, runner **
         rc = alloc_slots(r);
     if (!rc)
         rc = attach_backend(r, errmsg);
+    if (!rc)
+        use_method(r);
     if (!rc)
         rc = store_lease_take(r->st, r->sweep, r->owner, r->opts.lease_seconds);
     if (rc)

@@ -78,13 +78,40 @@ int runner_metrics_has_field(const char *line, size_t len, const char *name);
 
 /* ---- sweep files ------------------------------------------------------------------------- */
 
-/* One parameter: searched (a carbs_param) or fixed (`{value: X}`). */
+typedef struct runner_config runner_config;
+
+/* One parameter: searched (a carbs_param) or fixed (`{value: X}`). A categorical one
+ * (`{choices: [adamw, lion]}`) is searched as CARBS_SPACE_CATEGORICAL: its value everywhere
+ * (x arrays, the store) is the choice's index, and its choice string is what the command
+ * template gets and exports show. A conditional one (`when: {optimizer: adamw}`) has
+ * p.active_if/p.active_mask set and the value NaN in runs where it is inactive. */
 typedef struct runner_param_spec {
-    carbs_param p;      /* p.name is owned by the config; unused fields when fixed */
+    carbs_param p;      /* p.name (and p.active_if) owned by the config; unused when fixed */
     int is_fixed;       /* 1: `value:` given; not shown to the optimizer */
     char *fixed_text;   /* the scalar as written, substituted as is */
     double fixed_value; /* its numeric value, NaN if not a number */
+    char **choices;     /* categorical: p.n_choices strings (owned); NULL otherwise */
+    char **when_values; /* conditional: the parent's choices it is active for, n_when items */
+    size_t n_when;
+    double *grid;  /* method grid: explicit values (`grid: [..]`, n_grid items) or NULL */
+    size_t n_grid; /* with grid NULL: `grid: N` points (0: the default, 5) */
 } runner_param_spec;
+
+/* The choice string of categorical parameter ps at value v (an index), borrowed; NULL when ps
+ * is not categorical or v is not one of its indices. */
+const char *runner_param_choice(const runner_param_spec *ps, double v);
+/* The value of parameter ps for `text` (as `sweep enqueue` and Sweep.enqueue take it): a
+ * categorical's choice (its index), else a number. "" or "none" for a conditional parameter
+ * means inactive (NaN). ST_OK or ST_EINVAL (why in errmsg, ST_ERRMSG_MAX bytes, may be NULL). */
+st_status runner_param_parse(const runner_param_spec *ps, const char *text, double *out,
+                             char *errmsg);
+/* 1 if parameter i of cfg is active at x (cfg->n_params values, file order): it has no `when`,
+ * or its parent is active and holds one of the choices the `when` names. */
+int runner_param_active(const runner_config *cfg, const double *x, size_t i);
+/* Checks x[i] for a run not suggested (enqueue, record): fixed as fixed, NaN where inactive,
+ * else inside the bounds (not at a log or logit space's edge; a categorical's index a whole
+ * number). ST_OK or ST_EINVAL (why in errmsg, ST_ERRMSG_MAX bytes, may be NULL). */
+st_status runner_param_check(const runner_config *cfg, const double *x, size_t i, char *errmsg);
 
 /* Where attempts run: `backend: {kind: local | slurm, ...}` (docs/backends/slurm.md). */
 typedef enum runner_backend_kind {
@@ -126,6 +153,14 @@ typedef struct runner_slurm_config {
     char *token_env;   /* environment variable holding the JWT, default SLURM_JWT */
     char *token_file;  /* or a file holding it (re-read at each request) */
 } runner_slurm_config;
+
+/* How a sweep makes its suggestions (`method:`, docs/config.md). */
+typedef enum runner_method {
+    RUNNER_METHOD_CARBS = 0,  /* carbs/ (default) */
+    RUNNER_METHOD_GRID = 1,   /* the grid of the parameters' `grid:` values (runner_method_point) */
+    RUNNER_METHOD_RANDOM = 2, /* uniform in each parameter's space between its bounds */
+    RUNNER_METHOD_STUDY = 3,  /* study mode: the same as optimizer.goal: extrapolate */
+} runner_method;
 
 /* What the optimizer searches for (`optimizer: {goal: ...}`, docs/config.md). */
 typedef enum runner_goal {
@@ -190,7 +225,21 @@ typedef struct runner_config {
     char *text;             /* the file's text, stored with the sweep so resume needs no file */
     runner_backend_kind backend; /* default local */
     runner_slurm_config slurm;   /* when backend is RUNNER_BACKEND_SLURM */
+    runner_method method;        /* method: carbs (default), grid, random, study */
+    char **con_names;            /* constraints: `{memory_gb: "<= 80"}`, n_con items: */
+    int *con_le;                 /* 1: value <= bound holds; 0: value >= bound holds */
+    double *con_bound;
+    size_t n_con;
 } runner_config;
+
+/*
+ * Whether a final record (a metrics-protocol line) breaks one of cfg's constraints. A
+ * constraint's value is read from the record's "constraints" object
+ * ({"event":"final",...,"constraints":{"memory_gb":71}}), else from a top-level numeric field
+ * of that name; a constraint the record does not report is taken as held. Returns 1 and why
+ * (cap bytes, may be NULL) when one is broken (a NaN value breaks it), else 0.
+ */
+int runner_constraints_broken(const runner_config *cfg, const char *final, char *why, size_t cap);
 
 /*
  * Loads and validates a sweep file. On failure *out is NULL and errmsg says
@@ -267,12 +316,16 @@ typedef enum runner_failure {
      * finite number). Never retried (it would say the same again), never observed; the run
      * ends infra_failed (without an observation) and its event quotes the line */
     RUNNER_FAIL_BAD_FINAL = 16,
+    /* the run finished but its final record breaks one of the sweep's `constraints:` (memory
+     * over its limit): a hyperparameter failure, observed as failed so the optimizer learns
+     * where the constraint holds (as Optuna's trial.set_constraint); objective and cost kept */
+    RUNNER_FAIL_CONSTRAINT = 17,
 } runner_failure;
 
 /* "diverged", "oom", ... (static). */
 const char *runner_failure_name(runner_failure f);
 /* 1 for the hyperparameter kinds (observed as failures): diverged, oom, wall_timeout,
- * straggler; 0 otherwise (over_budget included: it teaches the cost model only). */
+ * straggler, constraint; 0 otherwise (over_budget included: it teaches the cost model only). */
 int runner_failure_is_hyperparameter(runner_failure f);
 
 /* ---- the store (read-side and ask/tell; no lease needed) --------------------------------- */
@@ -473,6 +526,35 @@ st_status runner_store_create_sweep(const char *db_path, const char *yaml, char 
 st_status runner_store_record(runner_store *s, const char *sweep, const double *x, double objective,
                               double cost, int failed, const char *final, uint64_t *id);
 
+/*
+ * Enqueues a known configuration (x: n_params values in file order, checked as
+ * runner_param_check does: fixed ones as fixed, NaN where a conditional parameter is inactive,
+ * searched ones inside their bounds, a categorical's choice index) as a pending run of the
+ * sweep: a controller that resumes the sweep launches pending runs before asking the optimizer
+ * for new ones, and the next ask hands it out before making a suggestion; its result is
+ * observed like any other run's (the optimizer sees it as in flight until then). It counts on
+ * the budget. *id (may be NULL) gets the run's id. Returns ST_OK, ST_EINVAL, ST_ENOTFOUND,
+ * ST_EBUSY (a live controller holds the sweep: stop it, enqueue, resume), ST_ERANGE (budget
+ * spent), ST_EDB.
+ */
+st_status runner_store_enqueue(runner_store *s, const char *sweep, const double *x, uint64_t *id);
+/* runner_store_enqueue from text, as `scaletune sweep enqueue k=v ...` takes it: n names and
+ * values (runner_param_parse: a choice, a number, "none" for an inactive parameter); a
+ * parameter not named takes its centre (its fixed value; NaN where inactive). */
+st_status runner_store_enqueue_text(runner_store *s, const char *sweep, size_t n,
+                                    const char *const *names, const char *const *values,
+                                    uint64_t *id);
+/* The x (n_params values, file order; cap at least n_params) of n names and text values, as
+ * runner_store_enqueue_text reads them (not checked against the bounds). ST_OK, ST_EINVAL
+ * (an unknown name, a value that does not parse), ST_ENOTFOUND. */
+st_status runner_store_parse_params(runner_store *s, const char *sweep, size_t n,
+                                    const char *const *names, const char *const *values, double *x,
+                                    size_t cap);
+/* x (n_params values) as "name=value\n" lines, the values as commands get them (a choice's
+ * string, "" where inactive). *out: free with st_free(). ST_OK, ST_ENOTFOUND, ST_ENOMEM. */
+st_status runner_store_format_params(runner_store *s, const char *sweep, const double *x,
+                                     char **out);
+
 /* ---- the controller ---------------------------------------------------------------------- */
 
 typedef struct runner runner;
@@ -564,6 +646,22 @@ typedef struct runner_propose_request {
  * by the controller) or returns an error with a message in errmsg (ST_ERRMSG_MAX bytes). */
 typedef st_status (*runner_propose_fn)(void *user, const runner_propose_request *req, double *x,
                                        char *errmsg);
+
+/*
+ * Suggestion `index` (0-based) of a sweep whose method is grid or random (cfg->n_params values
+ * into x, file order; NaN where a conditional parameter is inactive): grid: the product of
+ * every searched parameter's grid values (`grid: [values]`, `grid: N` points spread evenly in
+ * its space between its bounds, default 5; a categorical's choices), in file order with the
+ * last parameter varying fastest, combinations that differ only in an inactive parameter once,
+ * and from the start again past the last; random: each parameter uniform in its space between
+ * its bounds (log-uniform for log, uniform log-odds for logit, integers rounded, a choice
+ * uniformly), from cfg->seed and index alone. ST_OK, ST_EINVAL (another method), ST_ENOMEM.
+ * runner_launch and runner_resume install runner_method_proposer for these methods, and
+ * runner_store_ask uses the same points.
+ */
+st_status runner_method_point(const runner_config *cfg, size_t index, double *x, char *errmsg);
+st_status runner_method_proposer(void *user, const runner_propose_request *req, double *x,
+                                 char *errmsg);
 
 /* Makes fn the source of suggestions for r (fn NULL: carbs/ again). carbs/ still keeps the
  * observations and the cost model (each proposal is outstanding in carbs under its run id),

@@ -128,6 +128,16 @@ st_status runner_template_expand(const runner_config *cfg, const char *t, const 
                                  uint64_t run, unsigned attempt, const char *dir, char **out);
 /* A parameter value as substituted: integers without decimals, doubles round-tripping. */
 void runner_format_value(const runner_param_spec *ps, double v, char *buf, size_t cap);
+/* method.c: the number of grid values of a parameter (1 for a fixed one). */
+#define RUNNER_GRID_DEFAULT 5
+size_t runner_grid_count(const runner_param_spec *ps);
+/* Expands n templates t into out[0 .. *n_out - 1] (out has n slots), leaving out every template
+ * that names a parameter inactive at values (a conditional one whose value is NaN) and, with
+ * `flags` (a command), also the argument just before it when that starts with '-' and holds no
+ * placeholder ("--beta2", "{beta2}"). ST_OK, ST_ENOMEM, ST_EINVAL. */
+st_status runner_command_expand(const runner_config *cfg, char *const *t, size_t n, int flags,
+                                const double *values, uint64_t run, unsigned attempt,
+                                const char *dir, char **out, size_t *n_out);
 
 /* ---- backends (backend_local.c, backend_slurm*.c) ---------------------------------------- */
 

@@ -79,6 +79,39 @@ static st_status reissue_expired(runner_store *s, int64_t sweep, const runner_co
     return rc ? rc : store_event(s, sweep, (int64_t)*run, 0, "reask", "expired: handed out again");
 }
 
+/* The oldest enqueued run not launched yet (runner_store_enqueue), handed out as this ask's
+ * run: *found 1 and all (n_params values) its x. */
+static st_status take_enqueued(runner_store *s, int64_t sweep, const runner_config *cfg, double ttl,
+                               uint64_t *run, double *all, int *found)
+{
+    *found = 0;
+    sqlite3_stmt *st = store_stmt(s, "SELECT id, x FROM runs WHERE sweep_id = ?1 AND status = 0 "
+                                     "AND n_attempts = 0 ORDER BY id LIMIT 1");
+    if (!st)
+        return ST_EDB;
+    sqlite3_bind_int64(st, 1, sweep);
+    int src = sqlite3_step(st);
+    if (src == SQLITE_ROW &&
+        (size_t)sqlite3_column_bytes(st, 1) == cfg->n_params * sizeof(double)) {
+        *run = (uint64_t)sqlite3_column_int64(st, 0);
+        memcpy(all, sqlite3_column_blob(st, 1), cfg->n_params * sizeof(double));
+        *found = 1;
+    }
+    sqlite3_reset(st);
+    if (src != SQLITE_ROW && src != SQLITE_DONE)
+        return store_fail(s, src, "reading enqueued runs");
+    if (!*found)
+        return ST_OK;
+    st = store_stmt(s, "UPDATE runs SET status = 1, expires = ?2 WHERE id = ?1");
+    if (!st)
+        return ST_EDB;
+    sqlite3_bind_int64(st, 1, (int64_t)*run);
+    if (ttl > 0 && isfinite(ttl))
+        sqlite3_bind_double(st, 2, runner_now() + ttl);
+    st_status rc = store_exec_stmt(s, st, "handing out an enqueued run");
+    return rc ? rc : store_event(s, sweep, (int64_t)*run, 0, "ask", "an enqueued run");
+}
+
 /* Refuses an ask beyond the budget: the runs and the cost recorded (none of them expired:
  * an expired run is handed out again before a new one is made). */
 static st_status check_budget(runner_store *s, int64_t sweep, const runner_config *cfg,
@@ -119,11 +152,14 @@ static st_status new_run(runner_store *s, int64_t sweep, const runner_config *cf
     size_t born = carbs_n_observations(cb);
     if (!x)
         rc = ST_ENOMEM;
+    else if (cfg->method == RUNNER_METHOD_GRID || cfg->method == RUNNER_METHOD_RANDOM)
+        rc = runner_method_point(cfg, n_runs, all, s->errmsg); /* the same points as launch */
     else if ((rc = carbs_suggest(cb, x, NULL)))
         st_errf(s->errmsg, rc, "optimizer: %s", carbs_errmsg(cb));
+    else
+        runner_x_from_carbs(cfg, x, all);
     sqlite3_stmt *st = NULL;
     if (!rc) {
-        runner_x_from_carbs(cfg, x, all);
         st = store_stmt(s, "INSERT INTO runs(sweep_id, status, x, created, expires) "
                            "VALUES(?1, 1, ?2, ?3, ?4)");
         rc = st ? ST_OK : ST_EDB;
@@ -179,6 +215,8 @@ st_status runner_store_ask_ttl(runner_store *s, const char *sweep, double ttl, u
         rc = not_owned(s, id);
         if (!rc)
             rc = reissue_expired(s, id, cfg, ttl, &run, all, &found);
+        if (!rc && !found)
+            rc = take_enqueued(s, id, cfg, ttl, &run, all, &found);
         if (!rc && !found && !(rc = check_budget(s, id, cfg, &n_runs)))
             rc = new_run(s, id, cfg, n_runs, ttl, &run, all);
         if (!rc)
@@ -248,8 +286,11 @@ static st_status check_final(runner_store *s, const char *final)
 
 /* Settles run `run` (running, parameters x) with its outcome and writes its observation. */
 static st_status settle(runner_store *s, int64_t sweep, uint64_t run, const void *x, int x_len,
-                        double objective, double cost, int failed, const char *final)
+                        double objective, double cost, int failed, const char *final, int broken)
 {
+    /* a final record breaking a constraint: failed for the optimizer, the objective kept */
+    int keep = !failed || broken;
+    failed |= broken;
     sqlite3_stmt *st = store_stmt(s, "UPDATE runs SET status = ?2, failure = ?3, objective = ?4,"
                                      " cost = ?5, ended = ?6, final = ?7, expires = NULL "
                                      "WHERE id = ?1");
@@ -258,8 +299,11 @@ static st_status settle(runner_store *s, int64_t sweep, uint64_t run, const void
     double now = runner_now();
     sqlite3_bind_int64(st, 1, (int64_t)run);
     sqlite3_bind_int(st, 2, failed ? RUNNER_RUN_FAILED : RUNNER_RUN_SUCCEEDED);
-    sqlite3_bind_int(st, 3, failed ? RUNNER_FAIL_DIVERGED : RUNNER_FAIL_NONE);
-    if (!failed)
+    sqlite3_bind_int(st, 3,
+                     broken   ? RUNNER_FAIL_CONSTRAINT
+                     : failed ? RUNNER_FAIL_DIVERGED
+                              : RUNNER_FAIL_NONE);
+    if (keep)
         sqlite3_bind_double(st, 4, objective);
     if (isfinite(cost) && cost > 0)
         sqlite3_bind_double(st, 5, cost);
@@ -303,7 +347,10 @@ st_status runner_store_tell_final(runner_store *s, const char *sweep, uint64_t r
 {
     clear(s);
     int64_t id;
-    st_status rc = store_find_sweep(s, sweep, &id, NULL);
+    runner_config *cfg = NULL;
+    st_status rc = load_cfg(s, sweep, &id, &cfg);
+    int broken = !rc && !failed && runner_constraints_broken(cfg, final, NULL, 0);
+    runner_config_destroy(cfg);
     if (!rc)
         rc = check_outcome(s, objective, cost, failed);
     if (!rc)
@@ -335,7 +382,7 @@ st_status runner_store_tell_final(runner_store *s, const char *sweep, uint64_t r
     else if (!x)
         rc = ST_ENOMEM;
     if (!rc)
-        rc = settle(s, id, run, x, x_len, objective, cost, failed, final);
+        rc = settle(s, id, run, x, x_len, objective, cost, failed, final, broken);
     free(x);
     if (rc) {
         store_rollback(s);
@@ -353,16 +400,9 @@ st_status runner_store_tell(runner_store *s, const char *sweep, uint64_t run, do
 /* Parameters of a run not asked: every searched one inside its bounds, fixed ones as fixed. */
 static st_status check_params(runner_store *s, const runner_config *cfg, const double *x)
 {
-    for (size_t i = 0; i < cfg->n_params; i++) {
-        const runner_param_spec *ps = &cfg->params[i];
-        /* the edges of a log or logit space are outside it, whatever the bounds say */
-        int edge = (ps->p.space != CARBS_SPACE_LINEAR && !(x[i] > 0)) ||
-                   (ps->p.space == CARBS_SPACE_LOGIT && !(x[i] < 1));
-        if (ps->is_fixed ? x[i] != ps->fixed_value
-                         : !(x[i] >= ps->p.min && x[i] <= ps->p.max) || !isfinite(x[i]) || edge)
-            return st_errf(s->errmsg, ST_EINVAL, "parameter '%s' = %g is outside %s", ps->p.name,
-                           x[i], ps->is_fixed ? "its fixed value" : "its bounds");
-    }
+    for (size_t i = 0; i < cfg->n_params; i++)
+        if (runner_param_check(cfg, x, i, s->errmsg) != ST_OK)
+            return ST_EINVAL;
     return ST_OK;
 }
 
@@ -395,7 +435,8 @@ st_status runner_store_record(runner_store *s, const char *sweep, const double *
         }
         uint64_t run = (uint64_t)sqlite3_last_insert_rowid(s->db);
         if (!rc)
-            rc = settle(s, id, run, x, len, objective, cost, failed, final);
+            rc = settle(s, id, run, x, len, objective, cost, failed, final,
+                        !failed && runner_constraints_broken(cfg, final, NULL, 0));
         if (!rc && !(rc = store_commit(s)) && out_id)
             *out_id = run;
         else if (rc)
@@ -423,4 +464,145 @@ st_status runner_store_create_sweep(const char *db_path, const char *yaml, char 
     runner_destroy(r);                   /* ...which is given back at once */
     runner_config_destroy(cfg);
     return rc;
+}
+
+/* ---- enqueue ------------------------------------------------------------------------------ */
+
+st_status runner_store_enqueue(runner_store *s, const char *sweep, const double *x,
+                               uint64_t *out_id)
+{
+    clear(s);
+    int64_t id;
+    runner_config *cfg = NULL;
+    st_status rc = load_cfg(s, sweep, &id, &cfg);
+    for (size_t i = 0; !rc && i < cfg->n_params; i++)
+        rc = runner_param_check(cfg, x, i, s->errmsg);
+    if (!rc && !(rc = store_begin(s))) {
+        size_t n_runs = 0;
+        sqlite3_stmt *st = NULL;
+        if (!(rc = not_owned(s, id)) && !(rc = check_budget(s, id, cfg, &n_runs)))
+            rc = (st = store_stmt(s, "INSERT INTO runs(sweep_id, status, x, created) "
+                                     "VALUES(?1, 0, ?2, ?3)"))
+                     ? ST_OK
+                     : ST_EDB;
+        if (!rc) {
+            sqlite3_bind_int64(st, 1, id);
+            sqlite3_bind_blob(st, 2, x, (int)(cfg->n_params * sizeof(double)), SQLITE_TRANSIENT);
+            sqlite3_bind_double(st, 3, runner_now());
+            rc = store_exec_stmt(s, st, "enqueueing a run");
+        }
+        uint64_t run = (uint64_t)sqlite3_last_insert_rowid(s->db);
+        if (!rc)
+            rc = store_event(s, id, (int64_t)run, 0, "enqueue", NULL);
+        if (!rc && !(rc = store_commit(s)) && out_id)
+            *out_id = run;
+        else if (rc)
+            store_rollback(s);
+    }
+    runner_config_destroy(cfg);
+    return rc;
+}
+
+/* x for enqueue_text: the named values, then the centre (or fixed value) of the others, NaN
+ * where a conditional parameter is inactive (parents come first). */
+static st_status text_to_x(runner_store *s, const runner_config *cfg, size_t n,
+                           const char *const *names, const char *const *values, double *x)
+{
+    for (size_t j = 0; j < n; j++) {
+        size_t i = 0;
+        while (i < cfg->n_params && strcmp(cfg->params[i].p.name, names[j]))
+            i++;
+        if (i == cfg->n_params)
+            return st_errf(s->errmsg, ST_EINVAL, "enqueue: the sweep has no parameter '%s'",
+                           names[j]);
+    }
+    for (size_t i = 0; i < cfg->n_params; i++) {
+        const runner_param_spec *ps = &cfg->params[i];
+        size_t j = 0;
+        while (j < n && strcmp(ps->p.name, names[j]))
+            j++;
+        if (j < n) {
+            st_status rc = runner_param_parse(ps, values[j], &x[i], s->errmsg);
+            if (rc)
+                return rc;
+        } else {
+            x[i] = ps->is_fixed ? ps->fixed_value : ps->p.center;
+            if (!ps->is_fixed && !runner_param_active(cfg, x, i))
+                x[i] = NAN;
+        }
+    }
+    return ST_OK;
+}
+
+st_status runner_store_parse_params(runner_store *s, const char *sweep, size_t n,
+                                    const char *const *names, const char *const *values, double *x,
+                                    size_t cap)
+{
+    clear(s);
+    int64_t id;
+    runner_config *cfg = NULL;
+    st_status rc = load_cfg(s, sweep, &id, &cfg);
+    if (rc)
+        return rc;
+    if (cap < cfg->n_params)
+        rc = st_errf(s->errmsg, ST_EINVAL, "room for %zu values, %zu needed", cap, cfg->n_params);
+    else
+        rc = text_to_x(s, cfg, n, names, values, x);
+    runner_config_destroy(cfg);
+    return rc;
+}
+
+st_status runner_store_enqueue_text(runner_store *s, const char *sweep, size_t n,
+                                    const char *const *names, const char *const *values,
+                                    uint64_t *out_id)
+{
+    const char *const *pn = NULL;
+    size_t np = 0;
+    st_status rc = runner_store_params(s, sweep, &np, &pn);
+    if (rc)
+        return rc;
+    double *x = malloc((np ? np : 1) * sizeof(double));
+    rc = x ? runner_store_parse_params(s, sweep, n, names, values, x, np) : ST_ENOMEM;
+    if (!rc)
+        rc = runner_store_enqueue(s, sweep, x, out_id);
+    free(x);
+    return rc;
+}
+
+st_status runner_store_format_params(runner_store *s, const char *sweep, const double *x,
+                                     char **out)
+{
+    clear(s);
+    *out = NULL;
+    int64_t id;
+    runner_config *cfg = NULL;
+    st_status rc = load_cfg(s, sweep, &id, &cfg);
+    if (rc)
+        return rc;
+    size_t cap = 1;
+    for (size_t i = 0; i < cfg->n_params; i++)
+        cap += strlen(cfg->params[i].p.name) + 4 +
+               (cfg->params[i].fixed_text ? strlen(cfg->params[i].fixed_text) : 0) + 64;
+    for (size_t i = 0; i < cfg->n_params; i++)
+        for (size_t k = 0; cfg->params[i].choices && k < cfg->params[i].p.n_choices; k++)
+            cap += strlen(cfg->params[i].choices[k]);
+    char *t = malloc(cap);
+    if (!t) {
+        runner_config_destroy(cfg);
+        return ST_ENOMEM;
+    }
+    size_t o = 0;
+    for (size_t i = 0; i < cfg->n_params; i++) {
+        char v[64];
+        const runner_param_spec *ps = &cfg->params[i];
+        const char *text = ps->is_fixed ? ps->fixed_text : runner_param_choice(ps, x[i]);
+        if (!text) {
+            runner_format_value(ps, x[i], v, sizeof(v));
+            text = v;
+        }
+        o += (size_t)snprintf(t + o, cap - o, "%s=%s\n", ps->p.name, text);
+    }
+    *out = t;
+    runner_config_destroy(cfg);
+    return ST_OK;
 }

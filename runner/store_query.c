@@ -239,10 +239,12 @@ st_status runner_store_export_json(runner_store *s, const char *sweep, char **ou
                 const runner_param_spec *ps = &e.cfg->params[i];
                 double v;
                 memcpy(&v, (const char *)x + i * sizeof(double), sizeof(double));
+                const char *ch = runner_param_choice(ps, v);
                 json_object_set_new(params, ps->p.name,
-                                    ps->is_fixed && isnan(ps->fixed_value)
+                                    ch ? json_string(ch)
+                                    : ps->is_fixed && isnan(ps->fixed_value)
                                         ? json_string(ps->fixed_text)
-                                        : (ps->p.is_integer && !ps->is_fixed
+                                        : (ps->p.is_integer && !ps->is_fixed && isfinite(v)
                                                ? json_integer((json_int_t)llround(v))
                                                : jnum(v)));
             }
@@ -477,6 +479,8 @@ st_status runner_store_export_csv(runner_store *s, const char *sweep, char **out
                 sb_add(&b, ",");
                 if (e.cfg->params[i].is_fixed && isnan(e.cfg->params[i].fixed_value))
                     sb_add(&b, e.cfg->params[i].fixed_text);
+                else if (runner_param_choice(&e.cfg->params[i], v))
+                    sb_add(&b, runner_param_choice(&e.cfg->params[i], v));
                 else
                     sb_num(&b, v);
             }

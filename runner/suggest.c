@@ -94,7 +94,8 @@ static st_status from_proposer(runner *r, double *x_all, double *predicted)
         const runner_param_spec *ps = &r->cfg->params[i];
         if (ps->is_fixed)
             x_all[i] = ps->fixed_value;
-        else if (!(x_all[i] >= ps->p.min && x_all[i] <= ps->p.max))
+        else if (!(x_all[i] >= ps->p.min && x_all[i] <= ps->p.max) &&
+                 runner_param_active(r->cfg, x_all, i))
             return st_errf(r->errmsg, ST_EINVAL,
                            "proposer (suggestion %zu): %s = %g is outside [%g, %g]", q.index,
                            ps->p.name, x_all[i], ps->p.min, ps->p.max);

@@ -60,6 +60,10 @@ void runner_format_value(const runner_param_spec *ps, double v, char *buf, size_
 {
     if (ps->is_fixed) {
         snprintf(buf, cap, "%s", ps->fixed_text);
+    } else if (runner_param_choice(ps, v)) {
+        snprintf(buf, cap, "%s", runner_param_choice(ps, v));
+    } else if (isnan(v) && ps->p.active_if) {
+        buf[0] = '\0'; /* inactive; runner_command_expand leaves such arguments out */
     } else if (ps->p.is_integer && fabs(v) < 9e15) {
         snprintf(buf, cap, "%.0f", v);
     } else {
@@ -89,7 +93,9 @@ st_status runner_template_expand(const runner_config *cfg, const char *t, const 
             size_t len = (size_t)(e - p - 1);
             int pi = param_index(cfg, p + 1, len);
             int bi = builtin_index(p + 1, len);
-            if (pi >= 0)
+            if (pi >= 0 && runner_param_choice(&cfg->params[pi], values[pi]))
+                piece = runner_param_choice(&cfg->params[pi], values[pi]);
+            else if (pi >= 0)
                 runner_format_value(&cfg->params[pi], values[pi], val, sizeof(val));
             else if (bi == 0)
                 snprintf(val, sizeof(val), "%llu", (unsigned long long)run);
@@ -123,5 +129,46 @@ st_status runner_template_expand(const runner_config *cfg, const char *t, const 
     }
     o[n] = '\0';
     *out = o;
+    return ST_OK;
+}
+
+/* 1 if template t names a parameter that is inactive at values (NaN and conditional). */
+static int names_inactive(const runner_config *cfg, const char *t, const double *values)
+{
+    for (const char *p = strchr(t, '{'); p; p = strchr(p + 1, '{')) {
+        if (p[1] == '{') {
+            p++;
+            continue;
+        }
+        const char *e = strchr(p, '}');
+        if (!e)
+            return 0;
+        int pi = param_index(cfg, p + 1, (size_t)(e - p - 1));
+        if (pi >= 0 && cfg->params[pi].p.active_if && isnan(values[pi]))
+            return 1;
+    }
+    return 0;
+}
+
+st_status runner_command_expand(const runner_config *cfg, char *const *t, size_t n, int flags,
+                                const double *values, uint64_t run, unsigned attempt,
+                                const char *dir, char **out, size_t *n_out)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (names_inactive(cfg, t[i], values)) {
+            /* "--beta2 {beta2}": the flag before goes too */
+            if (flags && k > 0 && i > 0 && t[i - 1][0] == '-' && !strchr(t[i - 1], '{')) {
+                free(out[--k]);
+                out[k] = NULL;
+            }
+            continue;
+        }
+        st_status rc = runner_template_expand(cfg, t[i], values, run, attempt, dir, &out[k]);
+        if (rc)
+            return rc;
+        k++;
+    }
+    *n_out = k;
     return ST_OK;
 }

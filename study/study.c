@@ -112,6 +112,15 @@ static st_status describe(study *s)
     for (size_t i = 0; i < cfg->n_params; i++) {
         if (cfg->params[i].is_fixed)
             continue;
+        if (cfg->params[i].choices || cfg->params[i].p.active_if) {
+            /* study_run refuses (the engine fits ordered parameters only); the report still
+             * shows the runs */
+            if (!s->unordered[0])
+                snprintf(s->unordered, sizeof(s->unordered), "parameter '%s' is %s",
+                         cfg->params[i].p.name,
+                         cfg->params[i].choices ? "categorical" : "conditional");
+            continue;
+        }
         const runner_param_spec *ps = spec_of(s, i);
         size_t j = s->P++;
         fit_xp_param *p = &s->par[j];
@@ -396,6 +405,12 @@ st_status study_run(study *s)
     s->warn[0] = s->unsafe_reason[0] = s->errmsg[0] = '\0';
     s->safe = 0;
     memset(&s->backtest, 0, sizeof(s->backtest));
+    if (s->unordered[0])
+        return st_errf(s->errmsg, ST_EINVAL,
+                       "%s: the extrapolation engine fits ordered parameters only (fix it "
+                       "with a `value:` in a copy of the sweep file and record the runs of "
+                       "that choice there, or leave it out of the sweep)",
+                       s->unordered);
     double largest = largest_used_cost(s);
     s->target = isfinite(s->o.compute) ? s->o.compute : s->o.factor * largest;
     if (!(s->target > 0) || !isfinite(s->target)) {

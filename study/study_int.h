@@ -15,6 +15,7 @@
 #include "study/study.h"
 
 struct study {
+    char unordered[160]; /* a categorical or conditional parameter (study_run refuses) */
     char errmsg[ST_ERRMSG_MAX];
     study_options o;
     const runner_sweep *w;

@@ -18,6 +18,9 @@
  *   after every K-th step with val_loss = loss + 1/step (early stopping's curves)
  *   --bad-runs LIST: runs ($SCALETUNE_RUN_ID in the comma list) whose loss is 5 higher
  *   --spike-runs LIST --spikes STEPS: for those runs, val_loss 5 higher at the listed steps only
+ *   --add-if A B V: loss += V when the strings A and B are equal (a categorical's effect:
+ *   "--add-if", "{optimizer}", "lion", "0.5")
+ *   --memory V: the final record reports {"constraints": {"memory_gb": 40 V}}
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -108,7 +111,7 @@ static int in_list(const char *list, const char *item)
 int main(int argc, char **argv)
 {
     const char *mode = "ok";
-    double loss = NAN, cost = NAN, xsum = 0;
+    double loss = NAN, cost = NAN, xsum = 0, add = 0, memory = NAN;
     int steps = 3, have_x = 0, have_loss = 0, child = 0, use_file = 0;
     long sleep_ms = 0, sleep_rand_ms = 0;
     double p_crash = 0, p_hang = 0, p_div = 0;
@@ -152,13 +155,19 @@ int main(int argc, char **argv)
             spike_runs = v, i++;
         else if (!strcmp(a, "--spikes") && v)
             spikes = v, i++;
-        else {
+        else if (!strcmp(a, "--memory") && v)
+            memory = 40 * atof(v), i++;
+        else if (!strcmp(a, "--add-if") && i + 3 < argc) {
+            add += strcmp(argv[i + 1], argv[i + 2]) ? 0.0 : atof(argv[i + 3]);
+            i += 3;
+        } else {
             fprintf(stderr, "fake_trainer: bad argument '%s'\n", a);
             return 2;
         }
     }
     if (!have_loss)
         loss = have_x ? 1 + xsum : 2.0;
+    loss += add;
     if (isnan(cost))
         cost = 1 + steps;
     const char *run_id = getenv("SCALETUNE_RUN_ID");
@@ -271,9 +280,12 @@ int main(int argc, char **argv)
         return 0;
     fprintf(out, "{\"event\": \"eval\", \"step\": %d, \"val_loss\": %s}\n", last,
             pyjson(loss, lb, sizeof(lb)));
+    char con[64] = "";
+    if (!isnan(memory))
+        snprintf(con, sizeof(con), ", \"constraints\": {\"memory_gb\": %.17g}", memory);
     fprintf(out,
             "{\"event\": \"final\", \"val_loss\": %s, \"flops\": %.17g, \"params\": 1000, "
-            "\"tokens\": 20000}\n",
-            pyjson(loss, lb, sizeof(lb)), cost);
+            "\"tokens\": 20000%s}\n",
+            pyjson(loss, lb, sizeof(lb)), cost, con);
     return 0;
 }

@@ -134,6 +134,9 @@ class CarbsParam(Structure):
         ("base", c_double),
         ("is_integer", c_int),
         ("rounding", c_double),
+        ("n_choices", c_size_t),
+        ("active_if", c_char_p),
+        ("active_mask", c_uint64),
     ]
 
 
@@ -375,6 +378,15 @@ _PROTOS = {
         [c_void_p, c_char_p, dbl_p, c_double, c_double, c_int, c_char_p, P(c_uint64)],
     ),
     "runner_store_create_sweep": (st, [c_char_p, c_char_p, c_char_p]),
+    "runner_store_enqueue_text": (
+        st,
+        [c_void_p, c_char_p, c_size_t, P(c_char_p), P(c_char_p), P(c_uint64)],
+    ),
+    "runner_store_format_params": (st, [c_void_p, c_char_p, dbl_p, P(c_void_p)]),
+    "runner_store_parse_params": (
+        st,
+        [c_void_p, c_char_p, c_size_t, P(c_char_p), P(c_char_p), dbl_p, c_size_t],
+    ),
     # report/report.h
     "report_create": (st, [c_char_p, c_char_p, c_void_p, P(c_void_p), c_char_p]),
     "report_destroy": (None, [c_void_p]),

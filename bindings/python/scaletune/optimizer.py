@@ -15,14 +15,19 @@ from ctypes import byref, c_double, c_int, c_size_t, c_uint64, c_void_p
 from . import _lib
 from ._lib import ScaletuneError, check, darray, enc, lib, text
 
-SPACES = {"linear": 0, "log": 1, "logit": 2}
+SPACES = {"linear": 0, "log": 1, "logit": 2, "categorical": 3}
 PHASES = {0: "random", 1: "resample", 2: "bayes", 3: "fallback"}
 
 
 class Param:
     """One search dimension (carbs_param). Unset bounds take the space's defaults: linear
     (-inf, inf), log (0, inf), logit (0, 1). `integer` rounds suggestions to a multiple of
-    `rounding`."""
+    `rounding`. `scale` None (the default) follows the range: (max - min) / 4 for a bounded
+    linear space (at least 2 roundings for an integer), else 1 (carbs.h). `choices` (a list of strings) makes a categorical parameter (space
+    "categorical"; center: a choice, default the first); suggestions give the choice string.
+    `when` ({"optimizer": "adamw"} or {"optimizer": ["adamw", "sgd"]}, a categorical given
+    before it) makes it conditional: None in suggestions where inactive, and None (or
+    anything) is taken there by observe."""
 
     def __init__(
         self,
@@ -31,32 +36,67 @@ class Param:
         center=None,
         min=None,
         max=None,
-        scale=1.0,
+        scale=None,
         base=10.0,
         integer=False,
         rounding=1.0,
+        choices=None,
+        when=None,
     ):
+        if choices is not None:
+            space = "categorical"
+            choices = [str(c) for c in choices]
+            if len(choices) < 2 or len(set(choices)) != len(choices):
+                raise ValueError("parameter %r: 2 or more distinct choices are needed" % name)
+            if center is None:
+                center = choices[0]
+            if center not in choices:
+                raise ValueError("parameter %r: center %r is not a choice" % (name, center))
+            center = choices.index(center)
+        elif space == "categorical":
+            raise ValueError("parameter %r: a categorical parameter needs choices=[...]" % name)
         if space not in SPACES:
             raise ValueError("space must be one of %s, not %r" % (sorted(SPACES), space))
         if center is None:
             raise ValueError("parameter %r needs a search centre (center=...)" % name)
+        if when is not None:
+            if not isinstance(when, dict) or len(when) != 1:
+                raise ValueError("parameter %r: when must be {parameter: choice(s)}" % name)
+            parent, vals = next(iter(when.items()))
+            vals = [vals] if isinstance(vals, str) else [str(v) for v in vals]
+            when = {str(parent): vals}
+        self.choices = choices
+        self.when = when
         self.name = str(name)
         self.space = space
         self.center = float(center)
         self.min = None if min is None else float(min)
         self.max = None if max is None else float(max)
-        self.scale = float(scale)
+        self.scale = None if scale is None else float(scale)  # None: auto (carbs.h)
         self.base = float(base)
         self.integer = bool(integer)
         self.rounding = float(rounding)
 
-    def _fill(self, cp, name_bytes):
+    def _fill(self, cp, name_bytes, parent=None):
         lib.carbs_param_init(byref(cp), name_bytes, SPACES[self.space], self.center)
+        if self.choices:
+            cp.n_choices = len(self.choices)
+        if self.when:
+            pname, vals = next(iter(self.when.items()))
+            if parent is None or not parent.choices:
+                raise ValueError("parameter %r: when names %r, not a categorical parameter given "
+                                 "before it" % (self.name, pname))
+            bad = [v for v in vals if v not in parent.choices]
+            if bad:
+                raise ValueError("parameter %r: %s not choices of %r" % (self.name, bad, pname))
+            cp.active_if = enc(pname)
+            cp.active_mask = sum(1 << parent.choices.index(v) for v in vals)
         if self.min is not None:
             cp.min = self.min
         if self.max is not None:
             cp.max = self.max
-        cp.scale = self.scale
+        if self.scale is not None:
+            cp.scale = self.scale
         cp.base = self.base
         cp.is_integer = 1 if self.integer else 0
         cp.rounding = self.rounding
@@ -64,6 +104,9 @@ class Param:
     @classmethod
     def _from_c(cls, cp):
         space = {v: k for k, v in SPACES.items()}.get(cp.space, "linear")
+        if space == "categorical":  # the C state keeps no choice names: their indices
+            return cls(text(cp.name), choices=[str(k) for k in range(cp.n_choices)],
+                       center=str(int(cp.center)))
         return cls(
             text(cp.name),
             space,
@@ -104,32 +147,54 @@ class Space:
         return iter(self.params)
 
     def to_vector(self, values):
-        """dict name -> value (or a sequence in order) -> list of floats in order."""
+        """dict name -> value (or a sequence in order) -> list of floats in order: a choice
+        becomes its index, None (an inactive conditional parameter) NaN. A conditional
+        parameter may be left out of a dict."""
         if isinstance(values, dict):
-            missing = [n for n in self.names if n not in values]
+            missing = [p.name for p in self.params if p.name not in values and not p.when]
             extra = [k for k in values if k not in self.names]
             if missing or extra:
                 raise KeyError(
                     "parameters do not match the space: missing %s, unknown %s" % (missing, extra)
                 )
-            return [float(values[n]) for n in self.names]
-        values = [float(v) for v in values]
+            values = [values.get(n) for n in self.names]
+        values = list(values)
         if len(values) != len(self.names):
             raise ValueError("%d values for %d parameters" % (len(values), len(self.names)))
-        return values
+        return [_to_float(p, v) for p, v in zip(self.params, values)]
 
     def to_dict(self, vec):
         out = {}
         for p, v in zip(self.params, vec):
-            out[p.name] = int(round(v)) if p.integer and float(v).is_integer() else float(v)
+            v = float(v)
+            if math.isnan(v) and p.when:
+                out[p.name] = None
+            elif p.choices:
+                out[p.name] = p.choices[int(v)] if v.is_integer() and 0 <= v < len(p.choices) else v
+            else:
+                out[p.name] = int(round(v)) if p.integer and v.is_integer() else v
         return out
 
     def _c_array(self):
         names = [enc(p.name) for p in self.params]  # kept alive by the caller
         arr = (_lib.CarbsParam * len(self.params))()
+        by_name = {}
         for cp, p, nb in zip(arr, self.params, names):
-            p._fill(cp, nb)
+            parent = by_name.get(next(iter(p.when))) if p.when else None
+            p._fill(cp, nb, parent)
+            by_name[p.name] = p
         return arr, names
+
+
+def _to_float(p, v):
+    """One value of parameter p as the C library takes it."""
+    if v is None:
+        return math.nan
+    if p.choices and isinstance(v, str):
+        if v not in p.choices:
+            raise ValueError("parameter %r: %r is not one of %s" % (p.name, v, p.choices))
+        return float(p.choices.index(v))
+    return float(v)
 
 
 def _opt_value(v):
@@ -175,7 +240,7 @@ class Optimizer:
         del keep
         self._given = dict(options)  # the options as given, for to_store()
         self._h = h
-        self._sync_space()
+        self.space, self.dim = space, len(space)  # keeps the choice names
 
     # ---- construction from a handle (load, from_bytes) ------------------------------------
 

@@ -80,10 +80,52 @@ class Sweep:
         sid = c_uint64()
         t = 0.0 if ttl is None else float(ttl)
         self._check(lib.runner_store_ask_ttl(self._h, enc(self.name), t, byref(sid), x, len(names)))
+        return self._values(names, x), sid.value
+
+    def _values(self, names, x):
+        """x (all parameters) as a dict: numbers, a categorical's choice string, None where a
+        conditional parameter is inactive."""
+        p = c_void_p()
+        self._check(lib.runner_store_format_params(self._handle(), enc(self.name), x, byref(p)))
+        try:
+            lines = text(c_char_p(p.value).value).split("\n")
+        finally:
+            lib.st_free(p)
         out = {}
-        for k, v in zip(names, x):
-            out[k] = int(v) if float(v).is_integer() and abs(v) < 2**53 else v
-        return out, sid.value
+        for k, v, line in zip(names, x, lines):
+            t = line.split("=", 1)[1] if "=" in line else ""
+            if math.isnan(v) and t == "":
+                out[k] = None
+            elif not _is_number(t):
+                out[k] = t  # a choice (or a fixed parameter's text)
+            else:
+                out[k] = int(v) if float(v).is_integer() and abs(v) < 2**53 else v
+        return out
+
+    def _vector(self, values, names):
+        """A dict by name (choices as strings, None where inactive) -> all parameters' x; a
+        parameter left out takes its centre (fixed: its value; inactive: NaN)."""
+        ks = [enc(str(k)) for k in values]
+        vs = [enc(_text(v)) for v in values.values()]
+        x = (c_double * max(1, len(names)))()
+        self._check(lib.runner_store_parse_params(
+            self._handle(), enc(self.name), len(ks), (c_char_p * max(1, len(ks)))(*ks),
+            (c_char_p * max(1, len(vs)))(*vs), x, len(names)))
+        return x
+
+    def enqueue(self, params):
+        """Enqueues a known configuration (a baseline, a colleague's settings): a dict by
+        name; parameters left out take their centre, None an inactive conditional one, a
+        categorical its choice string. The next ask hands it out (or a resumed controller
+        launches it) before any new suggestion; its result is observed like any other run's.
+        Returns its run id."""
+        ks = [enc(str(k)) for k in params]
+        vs = [enc(_text(v)) for v in params.values()]
+        rid = c_uint64()
+        self._check(lib.runner_store_enqueue_text(
+            self._handle(), enc(self.name), len(ks), (c_char_p * max(1, len(ks)))(*ks),
+            (c_char_p * max(1, len(vs)))(*vs), byref(rid)))
+        return rid.value
 
     def expired(self):
         """Ids of the asked runs whose ttl has passed without a tell, oldest first."""
@@ -122,13 +164,17 @@ class Sweep:
     def record(self, values, objective=None, cost=None, failed=False, params=None, tokens=None,
                **final_fields):
         """Records a finished run that was not asked: `values` all parameters by name (fixed
-        ones as fixed, searched ones inside their bounds); the rest as tell. Returns its run
+        ones as fixed, searched ones inside their bounds, a categorical's choice string,
+        None where a conditional one is inactive); the rest as tell. Returns its run
         id."""
         names = self.param_names()
         missing = [n for n in names if n not in values]
         if missing:
             raise _lib.ScaletuneError(_lib.ST_EINVAL, "record: parameters missing: %s" % missing)
-        x = (c_double * max(1, len(names)))(*[float(values[n]) for n in names])
+        if any(v is None or isinstance(v, str) for v in values.values()):
+            x = self._vector({n: values[n] for n in names}, names)  # choices, None
+        else:
+            x = (c_double * max(1, len(names)))(*[float(values[n]) for n in names])
         obj, c = _number("objective", objective), _number("cost", cost)
         rid = c_uint64()
         final = _final_line(params, tokens, final_fields)
@@ -268,11 +314,11 @@ class Sweep:
 
     @classmethod
     def create(cls, db, name, space, objective="objective", cost="cost", goal="minimize",
-               budget_runs=None, budget_cost=None, seed=0, fixed=None, **options):
+               budget_runs=None, budget_cost=None, seed=0, fixed=None, method=None, **options):
         """Records a new ask/tell sweep (no command) in the store at `db` (created if there
         is none) and opens it: `space` a Space (or a list of Params), `fixed` a dict of fixed
-        parameters, keyword arguments the carbs options by name. Without a budget, the runs
-        are not limited."""
+        parameters, `method` "carbs" (default), "grid", "random" or "study", keyword
+        arguments the carbs options by name. Without a budget, the runs are not limited."""
         from .optimizer import Space
 
         if not isinstance(space, Space):
@@ -280,12 +326,27 @@ class Sweep:
         err = _lib.errbuf()
         yaml = _sweep_yaml(name, space, objective, cost, goal, budget_runs, budget_cost, seed,
                            fixed or {}, options)
+        if method is not None:
+            yaml += "method: %s\n" % json.dumps(str(method))
         check(lib.runner_store_create_sweep(enc(db), enc(yaml), err), err)
         return cls(db, name)
 
     def request_stop(self):
         """Asks the controller that owns the sweep to stop gracefully."""
         self._check(lib.runner_store_request_stop(self._handle(), enc(self.name)))
+
+
+def _is_number(t):
+    try:
+        float(t)
+        return t.strip() != ""
+    except ValueError:
+        return False
+
+
+def _text(v):
+    """A parameter value as the store's text route takes it."""
+    return "none" if v is None else v if isinstance(v, str) else repr(float(v))
 
 
 def _number(what, v):
@@ -330,12 +391,21 @@ def _sweep_yaml(name, space, objective, cost, goal, budget_runs, budget_cost, se
              "objective: {metric: %s, goal: %s}" % (q(str(objective)), goal),
              "cost: {metric: %s}" % q(str(cost)), "parameters:"]
     for p in space.params:
+        if p.choices:
+            f = ["choices: [%s]" % ", ".join(q(c) for c in p.choices),
+                 "center: %s" % q(p.choices[int(p.center)])]
+            if p.when:
+                f.append("when: %s" % q(p.when))
+            lines.append("  %s: {%s}" % (q(p.name), ", ".join(f)))
+            continue
         f = ["space: %s" % p.space, "center: %s" % _yaml_num(p.center)]
+        if p.when:
+            f.append("when: %s" % q(p.when))
         if p.min is not None:
             f.append("min: %s" % _yaml_num(p.min))
         if p.max is not None:
             f.append("max: %s" % _yaml_num(p.max))
-        if p.scale != 1.0:
+        if p.scale is not None:
             f.append("scale: %s" % _yaml_num(p.scale))
         if p.base != 10.0:
             f.append("base: %s" % _yaml_num(p.base))

@@ -1,0 +1,54 @@
+/*
+ * gp_int.h — the GP handle's fields, shared by gp.c (kernels, factorisation, fitting) and
+ * gp_onehot.c (the one-hot input map). Private to carbs/.
+ */
+#ifndef CARBS_GP_INT_H
+#define CARBS_GP_INT_H
+
+#include "carbs/carbs_int.h"
+
+struct gp {
+    gp_kernel kernel;
+    size_t d;        /* input dimension */
+    size_t n_theta;  /* d + 3 (LIN_MATERN32) or 3 (RBF) */
+    size_t n, cap;   /* points, allocated points */
+    double *X;       /* cap*d, row-major */
+    double *y;       /* cap */
+    double *c;       /* d: linear-kernel centre */
+    double *theta;   /* n_theta log hyperparameters */
+    double prior_ls; /* log lengthscale the MAP prior is centred on */
+    /* factorisation at theta */
+    int factored;
+    double jit;    /* extra diagonal jitter the last factorisation needed (0 usually) */
+    double *L;     /* cap*cap column-major, lower Cholesky factor of K (n x n used) */
+    double *alpha; /* cap: K^-1 y */
+    double *il;    /* d: inverse lengthscales at theta */
+    /* workspaces, grown on demand and kept */
+    double *ws;           /* objective: one block holding the following (see ensure_work) */
+    double *Kw, *Ew, *Mw; /* n_w x n_w: K then W then M; exponential factors; Matern part */
+    double *Xt, *Xc, *Pw; /* d x n_w: scaled inputs, centred inputs, products with W or M */
+    double *aw, *qw, *sw; /* n_w: alpha, |xt_a|^2, rowsums of M */
+    double *ilw;          /* d inverse lengthscales */
+    size_t n_w;           /* capacity of the objective workspace (points) */
+    double *pw;           /* predict: one block (see gp_predict) */
+    size_t n_ks;          /* capacity of pw (training points) */
+    double *v;            /* append: cap */
+    /* one-hot input map (gp_set_levels): callers give d_in values per point */
+    size_t d_in;           /* input dimension callers use (d when levels is NULL) */
+    size_t *levels;        /* d_in: 0 for an ordered input, K for a categorical one; NULL: none */
+    unsigned char *onehot; /* d: 1 for a one-hot column (its lengthscale starts, and its prior
+                              is centred, GP_ONEHOT_LS_FACTOR times longer); NULL: none */
+};
+
+#define GP_ONEHOT_LS_FACTOR                                                                        \
+    10.0 /* 0.3 -> 3: choices correlated about 0.8 a priori;                                       \
+          bench/bench_categorical.py: 7 of 8 seeds to the band,                                    \
+          6 with 5, 4 with 1 (the plain default) */
+
+/* gp.c: the calls on model inputs (g->d values per point); the public gp_set_data,
+ * gp_predict and gp_append (gp_onehot.c) encode the callers' inputs first. */
+st_status gp_priv_set_data(gp *g, size_t n, const double *X, const double *y);
+st_status gp_priv_predict(gp *g, size_t m, const double *Xs, double *mean, double *var);
+st_status gp_priv_append(gp *g, const double *x, double y);
+
+#endif
