@@ -170,6 +170,11 @@ $(BUILD)/tests/runner/fake_trainer: $(BUILD)/tests/runner/fake_trainer.o
 	$(CC) $(LDFLAGS) $^ -lm -o $@
 bench-runner: $(BUILD)/bench/bench_runner $(BUILD)/tests/runner/fake_trainer
 	$(BUILD)/bench/bench_runner $(BUILD)/tests/runner/fake_trainer
+# the controller SIGKILLed every 2-5 s through a 10,000-run sweep with faults: integrity, exactly
+# once, runs/min, controller CPU per run, resume time (bench/soak.sh; SOAK_RUNS=N for a shorter one)
+bench-soak: all $(BUILD)/tests/runner/fake_trainer
+	bench/soak.sh $(BUILD)/$(NAME) $(BUILD)/tests/runner/fake_trainer $(BUILD)/bench/soak
+.PHONY: bench-soak
 # what the deterministic release costs in idle slots (docs/config.md, "deterministic")
 bench-release: $(BUILD)/bench/bench_release $(BUILD)/tests/runner/fake_trainer
 	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} $(BUILD)/bench/bench_release \
