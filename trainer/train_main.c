@@ -56,6 +56,14 @@ static st_status save_checkpoint(gpt_trainer *tr, const char *path)
     return gpt_trainer_save(tr, buf);
 }
 
+/* {"event":"checkpoint","step":S} once checkpoint S is on disk (renamed into place): the runner
+ * counts the work an interrupted attempt loses from the last one (docs/large-run.md) */
+static void checkpoint_record(FILE *out, uint64_t step)
+{
+    fprintf(out, "{\"event\":\"checkpoint\",\"step\":%llu}\n", (unsigned long long)step);
+    fflush(out);
+}
+
 /* `text` as a JSON string (quotes, backslashes and control bytes escaped) */
 static void json_string(FILE *out, const char *text)
 {
@@ -240,6 +248,7 @@ int main(int argc, char **argv)
                 code = fail(exit_for(s), NULL, gpt_trainer_errmsg(tr));
                 goto done;
             }
+            checkpoint_record(out, done_steps);
         }
     }
     s = gpt_trainer_eval(tr, &val);
@@ -249,6 +258,8 @@ int main(int argc, char **argv)
         code = fail(exit_for(s), NULL, gpt_trainer_errmsg(tr));
         goto done;
     }
+    if (o.checkpoint[0])
+        checkpoint_record(out, gpt_trainer_step_index(tr));
     write_final(out, tr, &o, val, &info, tokens_per_step);
 done:
     gpt_trainer_destroy(tr);
