@@ -81,8 +81,8 @@ class TestCliRun(unittest.TestCase):
         self.assertEqual((s["lost_steps"], s["last_step"], s["objective"]), (0, 10, 2.1))
         self.assertGreater(s["lost_seconds"], 0)
         log = os.path.join(self.db + ".runs", "big", "run-1", "attempt-2", "stdout.log")
-        with open(log) as f:
-            recs = [json.loads(l) for l in f if l.startswith("{")]
+        with open(log) as lf:
+            recs = [json.loads(l) for l in lf if l.startswith("{")]
         steps = [x["step"] for x in recs if x["event"] == "step"]
         self.assertEqual(steps, [7, 8, 9, 10])
         # the same file again: the stored sweep is continued (it has ended: the summary only)
