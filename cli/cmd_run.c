@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/run_int.h"
 #include "runner/largerun.h"
 #include "runner/runner.h"
 
@@ -29,9 +30,13 @@ static void on_signal(int sig)
 }
 
 typedef struct run_args {
-    const char *file, *db, *log_dir, *expect_file;
-    runner_watch_options w;
+    const char *file, *db, *log_dir, *expect_file, *node_opt;
+    char node[128];         /* --node, else this machine's host name */
+    runner_watch_options w; /* NAN or 0: not given, the file's large_run block decides */
     int restart_on_straggler, json, quiet;
+    int changed;   /* the controller reported a state change (progress) */
+    size_t n_seen; /* failed attempts already checked (health) */
+    int unhealthy; /* a health check failed during the run (it was stopped) */
 } run_args;
 
 static const char usage_text[] =
@@ -39,7 +44,8 @@ static const char usage_text[] =
     "Runs a one-run sweep file (scaletune extrapolate --emit yaml) to its end: infrastructure\n"
     "failures are restarted from the last checkpoint (put {_checkpoint} and {_resume} in the\n"
     "command), a diverged run stops, and alerts are stored and shown in 'sweep status'.\n"
-    "If the store already holds the sweep, it is continued.\n\n"
+    "If the store already holds the sweep, it is continued. The file's large_run block sets\n"
+    "health checks and the defaults of the options below (docs/large-run.md).\n\n"
     "  --db FILE                 the store (default scaletune.db)\n"
     "  --log-dir DIR             attempt logs and checkpoints (default <db>.runs)\n"
     "  --expect FILE             extrapolate --json output: its predicted objective and interval\n"
@@ -49,6 +55,7 @@ static const char usage_text[] =
     "  --straggler-fraction F    tokens/s below F x the run's median... (0.5; 0 off)\n"
     "  --straggler-window N      ...for N step records in a row is a straggler (5)\n"
     "  --restart-on-straggler    restart a straggler from its checkpoint\n"
+    "  --node NAME               this node's name for health checks (default: the host name)\n"
     "  --json                    print the summary as JSON\n"
     "  --quiet                   no progress lines\n";
 
@@ -88,6 +95,8 @@ static int take(run_args *a, const char *s, const char *v)
         a->log_dir = v;
     else if (!strcmp(s, "--expect"))
         a->expect_file = v;
+    else if (!strcmp(s, "--node"))
+        a->node_opt = v;
     else if (!strcmp(s, "--interval"))
         return parse_interval(v, &a->w) ? 0 : bad(s, v);
     else if (!strcmp(s, "--spike-factor") && num(v, &x) && x >= 0)
@@ -108,7 +117,10 @@ static int parse(int argc, char **argv, run_args *a)
     memset(a, 0, sizeof(*a));
     a->db = "scaletune.db";
     a->w = runner_watch_options_default();
+    a->w.spike_factor = a->w.straggler_fraction = NAN;
+    a->w.spike_window = a->w.straggler_window = 0;
     static const char *const flags[] = {"--db",
+                                        "--node",
                                         "--log-dir",
                                         "--expect",
                                         "--interval",
@@ -220,9 +232,60 @@ static int start(const run_args *a, runner_options *o, runner **r, char *name, s
 
 static void on_progress(const runner_progress *p, void *data)
 {
-    const run_args *a = data;
+    run_args *a = data;
+    a->changed = 1;
     if (p->event && !a->quiet)
         fprintf(stderr, "scaletune run: %s\n", p->event);
+}
+
+/* The options not given on the command line from the stored file's large_run block. */
+static void merge_options(run_args *a, const runner_config *cfg)
+{
+    const runner_large_config *l = &cfg->large;
+    if (isnan(a->w.spike_factor))
+        a->w.spike_factor = l->spike_factor;
+    if (!a->w.spike_window)
+        a->w.spike_window = l->spike_window;
+    if (isnan(a->w.straggler_fraction))
+        a->w.straggler_fraction = l->straggler_fraction;
+    if (!a->w.straggler_window)
+        a->w.straggler_window = l->straggler_window;
+    a->restart_on_straggler |= l->restart_on_straggler;
+}
+
+/* Attempts of the sweep's run that ended in an infrastructure failure so far. */
+static size_t failed_so_far(const char *db, const char *name)
+{
+    runner_store *s = NULL;
+    runner_large_summary m;
+    size_t n = 0;
+    if (!runner_store_open(db, &s, NULL) && !runner_store_large_run(s, name, &m))
+        n = m.n_failed;
+    runner_store_close(s);
+    return n;
+}
+
+/* After a state change: this machine's health checks once per attempt that failed; a failing
+ * check stops the run (it stays resumable) and is recorded (quarantine at the second). */
+static int health_after_failure(run_args *a, runner *r)
+{
+    runner_store *s = NULL;
+    runner_large_summary m;
+    const runner_config *cfg = runner_get_config(r);
+    a->changed = 0;
+    if (!cfg->large.n_health_checks || runner_store_open(a->db, &s, NULL) ||
+        runner_store_large_run(s, cfg->name, &m) || m.n_failed <= a->n_seen) {
+        runner_store_close(s);
+        return 0;
+    }
+    runner_store_close(s);
+    a->n_seen = m.n_failed;
+    int q = 0, h = run_health(a->db, a->log_dir, a->node, cfg, "after a failure", &q);
+    if (h > 0) {
+        a->unhealthy = 1;
+        stop_flag = 1; /* no restart on a node that failed its checks */
+    }
+    return h < 0;
 }
 
 static void sleep_s(double s)
@@ -255,7 +318,7 @@ static void print_alerts(const char *db, const char *sweep, size_t *shown)
 }
 
 /* The watch, and a straggler's restart, between controller steps. */
-static int watch_step(const run_args *a, runner *r, runner_watch *w, size_t *shown)
+static int watch_step(run_args *a, runner *r, runner_watch *w, size_t *shown)
 {
     runner_watch_state ws;
     if (runner_watch_poll(w, &ws)) {
@@ -281,7 +344,7 @@ static int watch_step(const run_args *a, runner *r, runner_watch *w, size_t *sho
 }
 
 /* Steps the controller to its end, the watch every quarter second. */
-static int drive(const run_args *a, runner *r, runner_watch *w)
+static int drive(run_args *a, runner *r, runner_watch *w)
 {
     size_t shown = 0;
     runner_store *s = NULL;
@@ -300,6 +363,8 @@ static int drive(const run_args *a, runner *r, runner_watch *w)
                       runner_errmsg(r));
             return 1;
         }
+        if (a->changed && health_after_failure(a, r))
+            return 1;
         if ((since += poll) >= every || done) {
             since = 0;
             if (watch_step(a, r, w, &shown))
@@ -365,7 +430,7 @@ static int finish(const run_args *a, const char *name, int finished)
     print_summary(a, &m);
     if (!finished) {
         fprintf(stderr, "scaletune: stopped; 'scaletune run' with the same file goes on\n");
-        return 0;
+        return a->unhealthy;
     }
     if (m.status == RUNNER_RUN_SUCCEEDED)
         return 0;
@@ -402,6 +467,16 @@ int cmd_run(int argc, char **argv)
     char name[256], em[ST_ERRMSG_MAX];
     if (start(&a, &o, &r, name, sizeof(name)))
         return 1;
+    merge_options(&a, runner_get_config(r));
+    /* this node's checks before the run starts here: refused when quarantined or failing */
+    int q = 0;
+    run_node_name(a.node_opt, a.node, sizeof(a.node));
+    a.n_seen = failed_so_far(a.db, name);
+    if (run_quarantined(a.db, name, a.node) ||
+        run_health(a.db, a.log_dir, a.node, runner_get_config(r), "before the start", &q)) {
+        runner_destroy(r);
+        return 1;
+    }
     runner_watch *w = NULL;
     if (runner_watch_create(a.db, name, &a.w, &w, em)) {
         cli_error(NULL, "%s", em);

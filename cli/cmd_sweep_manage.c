@@ -139,6 +139,35 @@ static void print_alerts(runner_store *s, const runner_status *st)
     }
 }
 
+/* Nodes quarantined by scaletune run's health checks, with why. */
+static void print_quarantined(runner_store *s, const runner_status *st)
+{
+    runner_quarantine q[32];
+    size_t n = 0;
+    if (runner_store_quarantined(s, st->name, 32, &n, q) || n == 0)
+        return;
+    printf("quarantined %zu node%s\n", n, n == 1 ? "" : "s");
+    for (size_t i = 0; i < n && i < 32; i++)
+        printf("  %s: %s\n", q[i].node, q[i].why);
+}
+
+static json_t *quarantined_json(runner_store *s, const runner_status *st)
+{
+    runner_quarantine q[32];
+    size_t n = 0;
+    json_t *arr = json_array();
+    if (runner_store_quarantined(s, st->name, 32, &n, q))
+        return arr;
+    for (size_t i = 0; i < n && i < 32; i++) {
+        json_t *o = json_object();
+        json_object_set_new(o, "node", json_string(q[i].node));
+        json_object_set_new(o, "t", json_real(q[i].t));
+        json_object_set_new(o, "why", json_string(q[i].why));
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
 static json_t *alerts_json(runner_store *s, const runner_status *st)
 {
     runner_alert al[256];
@@ -217,6 +246,7 @@ static int status_json(runner_store *s, const sweep_args *a, const runner_status
     }
     json_object_set_new(o, "pareto", front);
     json_object_set_new(o, "alerts", alerts_json(s, st));
+    json_object_set_new(o, "quarantined", quarantined_json(s, st));
     char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
     json_decref(o);
     if (!text) {
@@ -315,6 +345,7 @@ static void status_text(runner_store *s, const sweep_args *a, const runner_statu
     print_pareto(s, a);
     print_expired(s, st);
     print_alerts(s, st);
+    print_quarantined(s, st);
     if (st->stop_requested)
         printf("a stop was requested\n");
 }

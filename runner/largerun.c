@@ -139,6 +139,7 @@ static st_status add_losses(runner_store *s, att *a, size_t n, runner_large_summ
         if (f == RUNNER_FAIL_NONE || runner_failure_is_hyperparameter(f) ||
             f == RUNNER_FAIL_OVER_BUDGET || isnan(a[i].ended))
             continue; /* finished, ended the run (not restarted), or still running */
+        o->n_failed++;
         double from = isnan(a[i].t_ck) || a[i].t_ck < a[i].started ? a[i].started : a[i].t_ck;
         if (a[i].ended > from)
             o->lost_work_seconds += a[i].ended - from;

@@ -28,6 +28,7 @@ typedef struct runner_large_summary {
     runner_failure failure;   /* why it ended, when it failed */
     size_t n_attempts;
     size_t n_restarts;        /* attempts after the first */
+    size_t n_failed;          /* attempts that ended in an infrastructure failure (or a stop) */
     double lost_work_seconds; /* per ended, failed attempt: its end minus its last checkpoint
                                  record (or its start when it wrote none): work done again */
     double downtime_seconds;  /* per restart: the next attempt's start minus the failed end */
@@ -75,6 +76,50 @@ st_status runner_store_alerts(runner_store *s, const char *sweep, size_t cap, si
  * another one runs), ST_EBUSY (the lease is lost), ST_EBACKEND.
  */
 st_status runner_restart_run(runner *r, uint64_t run, unsigned attempt);
+
+/* ---- health checks and quarantine -------------------------------------------------------- */
+
+/* The outcome of a node's health checks. */
+typedef struct runner_health_result {
+    int ok;          /* 1: every check passed (or there is none) */
+    size_t n_run;    /* checks run (they stop at the first failure) */
+    char check[256]; /* the failing check's command, "" when ok */
+    int status;      /* its exit status; 128+N killed by signal N; -1 past its time limit;
+                        127: it could not be started */
+    char why[256];   /* its last line of output (stdout and stderr), or what happened */
+} runner_health_result;
+
+/*
+ * Runs cfg->large.health_checks in order on this machine, each as a program (the command split
+ * at spaces, never through a shell; a relative path is from cfg->workdir, else the current
+ * directory) with SCALETUNE_NODE=node, SCALETUNE_SWEEP=cfg->name and SCALETUNE_HEALTH_DIR=
+ * state_dir (created; a check keeps what it has seen on this node there, e.g. dmesg lines) in
+ * its environment, each within cfg->large.health_timeout_seconds (then killed, with its process
+ * group). A check passes when it exits 0. Stops at the first failure. ST_OK (with *out filled,
+ * failures included), ST_EINVAL, ST_ENOMEM, ST_EIO (state_dir cannot be created).
+ */
+st_status runner_health_run(const runner_config *cfg, const char *node, const char *state_dir,
+                            runner_health_result *out, char *errmsg);
+
+/*
+ * Records a failed health check of `node` for the sweep (event "health:fail"); once the node
+ * has failed `quarantine_after` times, it is quarantined (event "quarantine" with why). A
+ * passing result records nothing. *n_failures (may be NULL): the node's failures so far;
+ * *quarantined (may be NULL): whether it is quarantined now. ST_OK, ST_ENOTFOUND, ST_EDB.
+ */
+st_status runner_store_health_record(runner_store *s, const char *sweep, const char *node,
+                                     const runner_health_result *r, unsigned quarantine_after,
+                                     size_t *n_failures, int *quarantined);
+
+typedef struct runner_quarantine {
+    char node[128];
+    double t;      /* when, epoch seconds */
+    char why[384]; /* the failures that put it there */
+} runner_quarantine;
+
+/* The sweep's quarantined nodes, oldest first: cap into out (may be NULL), *n all of them. */
+st_status runner_store_quarantined(runner_store *s, const char *sweep, size_t cap, size_t *n,
+                                   runner_quarantine *out);
 
 /* ---- the watch --------------------------------------------------------------------------- */
 

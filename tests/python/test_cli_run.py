@@ -31,6 +31,8 @@ for s in range(start + 1, 11):
     os.replace(ck + ".tmp", ck)
     emit(event="checkpoint", step=s)
     if s == 6 and os.environ["SCALETUNE_ATTEMPT"] == "1" and mode == "crash":
+        if os.environ.get("MARK"):
+            open(os.environ["MARK"], "w").close()  # what the node's health check will see
         os.kill(os.getpid(), signal.SIGKILL)
 emit(event="eval", step=10, val_loss=2.1)
 emit(event="final", val_loss=2.1, flops=1e9, params=1000, tokens=20000)
@@ -44,6 +46,12 @@ parameters:
   mode: {value: %(mode)s}
 budget: {runs: %(runs)d}
 retries: {infrastructure: 3, backoff_seconds: 0.01}
+%(extra)s"""
+
+# a health check failing while the file $1.NODE exists (that node's "fault"), saying so
+CHECK = """#!/bin/sh
+if [ -e "$1.$SCALETUNE_NODE" ]; then echo "fault marker on $SCALETUNE_NODE"; exit 1; fi
+echo healthy
 """
 
 
@@ -64,11 +72,21 @@ class TestCliRun(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
-    def sweep(self, name, mode, runs=1, resume="{_resume}"):
+    def sweep(self, name, mode, runs=1, resume="{_resume}", extra=""):
         p = os.path.join(self.d, name + ".yaml")
         with open(p, "w") as f:
-            f.write(RUN % dict(name=name, trainer=self.trainer, mode=mode, runs=runs, resume=resume))
+            f.write(RUN % dict(name=name, trainer=self.trainer, mode=mode, runs=runs, resume=resume,
+                               extra=extra))
         return p
+
+    def health_sweep(self, name, mode):
+        check = os.path.join(self.d, "check.sh")
+        with open(check, "w") as f:
+            f.write(CHECK)
+        os.chmod(check, 0o755)
+        self.mark = os.path.join(self.d, "fault")
+        return self.sweep(name, mode, extra="large_run:\n  health_checks: ['%s %s']\n" % (
+            check, self.mark))
 
     def test_restart_from_checkpoint(self):
         f = self.sweep("big", "crash")
@@ -122,6 +140,50 @@ class TestCliRun(unittest.TestCase):
         r = cli("run", self.sweep("hit", "ok"), "--db", self.db, "--interval", "2.0,2.2", "--json")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(json.loads(r.stdout)["alerts"], 0)
+
+    def test_health_before_start_quarantine(self):
+        f = self.health_sweep("h1", "ok")
+        open(self.mark + ".node-a", "w").close()
+        r = cli("run", f, "--db", self.db, "--node", "node-a")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("health check before the start on node-a failed", r.stderr)
+        self.assertIn("fault marker", r.stderr)
+        self.assertIn("1 failure on this node", r.stderr)
+        r = cli("run", f, "--db", self.db, "--node", "node-a")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("the node is quarantined", r.stderr)
+        r = cli("run", f, "--db", self.db, "--node", "node-a")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("node node-a is quarantined for sweep 'h1': 2 failed health checks", r.stderr)
+        st = cli("sweep", "status", "--db", self.db)
+        self.assertIn("quarantined 1 node", st.stdout)
+        js = json.loads(cli("sweep", "status", "--db", self.db, "--json").stdout)
+        self.assertEqual([q["node"] for q in js["quarantined"]], ["node-a"])
+        # another node, healthy: the run (never started so far) runs there
+        r = cli("run", f, "--db", self.db, "--node", "node-b", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["attempts"], 1)
+
+    def test_health_after_failure(self):
+        # the trainer dies after step 6 and leaves the fault behind: the check after the failure
+        # stops the run; the node fails again at the next start (quarantined); on another node
+        # the run resumes from its checkpoint and finishes
+        f = self.health_sweep("h2", "crash")
+        env = stutil.tool_env(MARK=self.mark + ".node-a")
+        r = stutil.run([stutil.CLI, "run", f, "--db", self.db, "--node", "node-a"], env=env,
+                       check=False)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("health check after a failure on node-a failed", r.stderr)
+        self.assertIn("stopped", r.stderr)
+        r = cli("run", f, "--db", self.db, "--node", "node-a")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("the node is quarantined", r.stderr)
+        r = cli("run", f, "--db", self.db, "--node", "node-b", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        s = json.loads(r.stdout)
+        self.assertEqual((s["status"], s["objective"], s["lost_steps"], s["last_step"]),
+                         ("succeeded", 2.1, 0, 10))
+        self.assertGreaterEqual(s["restarts"], 1)
 
 
 if __name__ == "__main__":
