@@ -34,9 +34,10 @@ typedef struct run_args {
     char node[128];         /* --node, else this machine's host name */
     runner_watch_options w; /* NAN or 0: not given, the file's large_run block decides */
     int restart_on_straggler, json, quiet;
-    int changed;   /* the controller reported a state change (progress) */
-    size_t n_seen; /* failed attempts already checked (health) */
-    int unhealthy; /* a health check failed during the run (it was stopped) */
+    int changed;               /* the controller reported a state change (progress) */
+    size_t n_seen;             /* failed attempts already checked (health) */
+    int unhealthy;             /* a health check failed during the run (it was stopped) */
+    unsigned quarantine_after; /* the file's large_run.quarantine_after */
 } run_args;
 
 static const char usage_text[] =
@@ -251,6 +252,7 @@ static void merge_options(run_args *a, const runner_config *cfg)
     if (!a->w.straggler_window)
         a->w.straggler_window = l->straggler_window;
     a->restart_on_straggler |= l->restart_on_straggler;
+    a->quarantine_after = l->quarantine_after;
 }
 
 /* Attempts of the sweep's run that ended in an infrastructure failure so far. */
@@ -294,11 +296,13 @@ static void sleep_s(double s)
     nanosleep(&ts, NULL);
 }
 
-/* Prints the alerts stored after the first *shown. */
-static void print_alerts(const char *db, const char *sweep, size_t *shown)
+/* Prints the alerts stored after the first *shown; the last new silent-data-corruption alert
+ * into sdc (sdc->kind "" when none). */
+static void print_alerts(const char *db, const char *sweep, size_t *shown, runner_alert *sdc)
 {
     runner_store *s = NULL;
     size_t n = 0;
+    sdc->kind[0] = '\0';
     if (runner_store_open(db, &s, NULL) || runner_store_alerts(s, sweep, 0, &n, NULL) ||
         n <= *shown) {
         runner_store_close(s);
@@ -311,10 +315,39 @@ static void print_alerts(const char *db, const char *sweep, size_t *shown)
             if (al[i].step >= 0)
                 fprintf(stderr, " at step %lld", (long long)al[i].step);
             fprintf(stderr, ": %s\n", al[i].message);
+            if (!strcmp(al[i].kind, "sdc"))
+                *sdc = al[i];
         }
     *shown = n;
     free(al);
     runner_store_close(s);
+}
+
+/* Silent data corruption makes the node suspect: a failed health check of the node (the
+ * trainer rolled back already); a node quarantined by it stops the run. */
+static int suspect_node(run_args *a, const char *sweep, const runner_alert *sdc)
+{
+    runner_health_result h = {0, 1, "sdc replay", 1, ""};
+    snprintf(h.why, sizeof(h.why), "step %lld: %s", (long long)sdc->step, sdc->message);
+    runner_store *s = NULL;
+    size_t nf = 0;
+    int q = 0;
+    char em[ST_ERRMSG_MAX];
+    unsigned after = a->quarantine_after;
+    if (runner_store_open(a->db, &s, em) ||
+        runner_store_health_record(s, sweep, a->node, &h, after, &nf, &q)) {
+        cli_error(NULL, "recording silent data corruption: %s", s ? runner_store_errmsg(s) : em);
+        runner_store_close(s);
+        return 1;
+    }
+    runner_store_close(s);
+    fprintf(stderr, "scaletune run: node %s is suspect (%zu failure%s)%s\n", a->node, nf,
+            nf == 1 ? "" : "s", q ? ": quarantined, the run stops" : "");
+    if (q) {
+        a->unhealthy = 1;
+        stop_flag = 1;
+    }
+    return 0;
 }
 
 /* The watch, and a straggler's restart, between controller steps. */
@@ -325,8 +358,11 @@ static int watch_step(run_args *a, runner *r, runner_watch *w, size_t *shown)
         cli_error(NULL, "watch: %s", runner_watch_errmsg(w));
         return 1;
     }
+    runner_alert sdc;
     if (ws.n_new)
-        print_alerts(a->db, runner_get_config(r)->name, shown);
+        print_alerts(a->db, runner_get_config(r)->name, shown, &sdc);
+    if (ws.n_new && sdc.kind[0] && suspect_node(a, runner_get_config(r)->name, &sdc))
+        return 1;
     if (!ws.straggling || !a->restart_on_straggler)
         return 0;
     /* the straggling attempt only: once it has ended, the next one is not touched */

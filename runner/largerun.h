@@ -53,7 +53,7 @@ typedef struct runner_alert {
     double t;          /* wall clock, epoch seconds */
     int64_t step;      /* the step it is about, -1 if none */
     char kind[24];     /* "nan", "spike", "diverged", "curve_outside", "final_outside",
-                          "straggler" */
+                          "straggler", "sdc" */
     char message[232]; /* what was seen against what was expected */
 } runner_alert;
 

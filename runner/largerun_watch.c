@@ -4,12 +4,14 @@
  * above the recent median (a spike), a diverged record, the loss curve's extrapolation to the
  * planned end (runner_curve_interval: the power law early stopping uses) or the final objective
  * outside the interval `scaletune extrapolate` predicted, and a straggler (tokens_per_s below a
- * fraction of the run's own median for a window of step records). It reads and alerts; it
+ * fraction of the run's own median for a window of step records), and the trainer's report of
+ * silent data corruption (an {"event":"sdc"} record). It reads and alerts; it
  * neither kills nor restarts (the CLI decides that). Its own store connection, no lease.
  */
 #include "runner/largerun.h"
 #include "runner/runner_int.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -198,15 +200,28 @@ static st_status on_eval(runner_watch *w, const runner_metrics_line *l, size_t *
     return rc;
 }
 
+/* The "event" of a record the parser keeps as other (config, checkpoint, sdc, ...). */
+static int other_event(const char *line, const char *name)
+{
+    json_t *j = json_loads(line, 0, NULL);
+    const char *ev = json_string_value(json_object_get(j, "event"));
+    int yes = ev && !strcmp(ev, name);
+    json_decref(j);
+    return yes;
+}
+
 static st_status on_line(runner_watch *w, const char *line, size_t *n_new)
 {
     runner_metrics_line l;
     if (runner_metrics_parse(line, strlen(line), &l) != ST_OK)
         return ST_OK;
     double v;
-    if (l.event == RUNNER_EVENT_OTHER && runner_metrics_get(&l, "steps", &v) && v >= 1 &&
-        strstr(line, "config"))
+    if (l.event == RUNNER_EVENT_OTHER && strstr(line, "config") && other_event(line, "config") &&
+        runner_metrics_get(&l, "steps", &v) && v >= 1)
         w->planned_steps = v;
+    /* the trainer's replay found corruption and rolled back (docs/large-run.md) */
+    if (l.event == RUNNER_EVENT_OTHER && strstr(line, "sdc") && other_event(line, "sdc"))
+        return alert(w, l.step, "sdc", n_new, "silent data corruption: %s", l.reason);
     if (l.event == RUNNER_EVENT_STEP && l.step >= 0)
         return on_step(w, &l, n_new);
     if (l.event == RUNNER_EVENT_EVAL && l.step >= 0)

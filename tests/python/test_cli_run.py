@@ -185,6 +185,28 @@ class TestCliRun(unittest.TestCase):
                          ("succeeded", 2.1, 0, 10))
         self.assertGreaterEqual(s["restarts"], 1)
 
+    @unittest.skipUnless(os.path.exists(os.path.join(stutil.BUILD, "scaletune-train")),
+                         "no scaletune-train in the build directory")
+    def test_sdc_makes_the_node_suspect(self):
+        # the reference trainer with a weight bit flipped after step 23, replaying every 10
+        # steps: the alert, the node recorded as suspect, and the clean run's final loss
+        data = os.path.join(stutil.ROOT, "examples", "data", "genesis.txt")
+        flags = ["--d-model", "32", "--n-layer", "1", "--seq-len", "32", "--batch", "4",
+                 "--tokens", "1e4", "--threads", "1", "--data", data, "--val-data", ""]
+        train = os.path.join(stutil.BUILD, "scaletune-train")
+        clean = stutil.run([train] + flags).stdout.strip().splitlines()[-1]
+        p = os.path.join(self.d, "sdc.yaml")
+        with open(p, "w") as f:
+            f.write("name: sdc\ncommand: %s\nenv: {SCALETUNE_TRAIN_FLIP: '23:100:22'}\n"
+                    "objective: {metric: val_loss}\ncost: {metric: flops}\n"
+                    "parameters:\n  p: {value: 1}\nbudget: {runs: 1}\n"
+                    % json.dumps([train] + flags + ["--sdc-every", "10"]))
+        r = cli("run", p, "--db", self.db, "--node", "node-a", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("ALERT sdc at step 30: silent data corruption", r.stderr)
+        self.assertIn("node node-a is suspect (1 failure)", r.stderr)
+        self.assertEqual(json.loads(r.stdout)["objective"], json.loads(clean)["val_loss"])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -176,19 +176,12 @@ static int run_killing(runner *r, const char *log, int n_kill)
     return kills;
 }
 
-static void test_restarts(void)
+static void test_restarts(const char *data, const trace *ref)
 {
-    if (access(train_prog, X_OK)) {
-        printf("SKIP largerun.restarts: %s is not built (make)\n", train_prog);
-        return;
-    }
-    char data[4200], log[4200], db[4200], text[16384];
-    snprintf(data, sizeof(data), "%s", tu_path("text.txt"));
+    char log[4200], db[4200], text[16384];
     snprintf(log, sizeof(log), "%s", tu_path("runs"));
     snprintf(db, sizeof(db), "%s", tu_path("restarts.db"));
-    write_text(data);
-    trace *ref = calloc(1, sizeof(trace)), *t = calloc(1, sizeof(trace));
-    CHECK(reference(data, ref) == 0 && ref->last > 100 && ref->final[0]);
+    trace *t = calloc(1, sizeof(trace));
     snprintf(text, sizeof(text),
              "name: big\n"
              "command: ['%s', %s, '--data', '%s', '--val-data', '', '--checkpoint', "
@@ -263,8 +256,48 @@ static void test_restarts(void)
            m.n_restarts, m.lost_seconds, m.lost_work_seconds, m.downtime_seconds,
            (long long)m.lost_steps);
     runner_store_close(s);
-    free(ref);
     free(t);
+}
+
+/* A weight bit flipped after step 23 (SCALETUNE_TRAIN_FLIP) in a large run whose trainer
+ * replays every 10 steps: the sdc record reaches the store as an alert at step 30, within 10
+ * steps of the flip, and the run, rolled back by the trainer, ends with the clean run's losses. */
+static void test_sdc(const char *data, const trace *ref)
+{
+    char db[4200], text[16384], em[ST_ERRMSG_MAX];
+    snprintf(db, sizeof(db), "%s", tu_path("sdc.db"));
+    snprintf(text, sizeof(text),
+             "name: sdc\n"
+             "command: ['%s', %s, '--data', '%s', '--val-data', '', '--sdc-every', 10, "
+             "'--lr', '{lr}']\n"
+             "env: {SCALETUNE_TRAIN_FLIP: '23:100:22'}\n"
+             "objective: {metric: val_loss}\ncost: {metric: flops}\n"
+             "parameters:\n  lr: {value: 1e-3}\nbudget: {runs: 1}\n",
+             train_prog, tflags, data);
+    runner_config *cfg = NULL;
+    CHECK_ST(runner_config_load_string(text, strlen(text), "sdc", &cfg, em), ST_OK);
+    int fin = 0;
+    CHECK_ST(tu_sweep(db, cfg, "sdc", &fin), ST_OK);
+    runner_config_destroy(cfg);
+    runner_watch *w = NULL;
+    runner_watch_state ws;
+    CHECK_ST(runner_watch_create(db, "sdc", NULL, &w, em), ST_OK);
+    CHECK_ST(runner_watch_poll(w, &ws), ST_OK);
+    runner_watch_destroy(w);
+    runner_store *s = NULL;
+    runner_alert a[8];
+    size_t n = 0;
+    runner_large_summary m;
+    CHECK_ST(runner_store_open(db, &s, em), ST_OK);
+    CHECK_ST(runner_store_alerts(s, "sdc", 8, &n, a), ST_OK);
+    CHECK_ST(runner_store_large_run(s, "sdc", &m), ST_OK);
+    runner_store_close(s);
+    CHECK(n == 1 && !strcmp(a[0].kind, "sdc") && a[0].step == 30 &&
+          strstr(a[0].message, "back to step 20"));
+    char want[64];
+    CHECK(fin && m.status == RUNNER_RUN_SUCCEEDED && m.n_attempts == 1 &&
+          field(ref->final, "val_loss", want, sizeof(want)) &&
+          m.final_objective == strtod(want, NULL));
 }
 
 /* A diverged large run stops at once: a hyperparameter failure is not restarted. */
@@ -455,7 +488,18 @@ int main(int argc, char **argv)
     test_diverged_stops();
     test_alerts();
     test_straggler_restart();
-    test_restarts();
+    char data[4200];
+    snprintf(data, sizeof(data), "%s", tu_path("text.txt"));
+    write_text(data);
+    trace *ref = calloc(1, sizeof(trace));
+    if (access(train_prog, X_OK)) {
+        printf("SKIP largerun.restarts, largerun.sdc: %s is not built (make)\n", train_prog);
+    } else {
+        CHECK(reference(data, ref) == 0 && ref->last > 100 && ref->final[0]);
+        test_restarts(data, ref);
+        test_sdc(data, ref);
+    }
+    free(ref);
     tu_cleanup();
     return check_summary("runner.largerun");
 }
