@@ -243,7 +243,7 @@ typedef struct runner_config {
     int *con_le;                 /* 1: value <= bound holds; 0: value >= bound holds */
     double *con_bound;
     size_t n_con;
-    runner_large_config large;   /* the large_run: block (its defaults when absent) */
+    runner_large_config large; /* the large_run: block (its defaults when absent) */
 } runner_config;
 
 /*
