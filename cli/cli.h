@@ -51,4 +51,7 @@ int cmd_extrapolate(int argc, char **argv);
  * interval most per cost). */
 int cmd_suggest_next(int argc, char **argv);
 
+/* cli/cmd_run.c: `scaletune run` (the large run: restarts from checkpoints, alerts). */
+int cmd_run(int argc, char **argv);
+
 #endif

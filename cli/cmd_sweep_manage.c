@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "cli/sweep_int.h"
+#include "runner/largerun.h"
 
 runner_store *sweep_open_store(const sweep_args *a)
 {
@@ -121,6 +122,71 @@ static json_t *params_json(const runner_config *cfg, const double *x)
     return o;
 }
 
+/* Alerts of the large run's watch (scaletune run; docs/large-run.md): the last 10 in text. */
+static void print_alerts(runner_store *s, const runner_status *st)
+{
+    runner_alert al[256];
+    size_t n = 0;
+    if (runner_store_alerts(s, st->name, 256, &n, al) || n == 0)
+        return;
+    printf("alerts     %zu\n", n);
+    size_t m = n < 256 ? n : 256;
+    for (size_t i = m > 10 ? m - 10 : 0; i < m; i++) {
+        printf("  run %llu %s", (unsigned long long)al[i].run, al[i].kind);
+        if (al[i].step >= 0)
+            printf(" at step %lld", (long long)al[i].step);
+        printf(": %s\n", al[i].message);
+    }
+}
+
+/* Nodes quarantined by scaletune run's health checks, with why. */
+static void print_quarantined(runner_store *s, const runner_status *st)
+{
+    runner_quarantine q[32];
+    size_t n = 0;
+    if (runner_store_quarantined(s, st->name, 32, &n, q) || n == 0)
+        return;
+    printf("quarantined %zu node%s\n", n, n == 1 ? "" : "s");
+    for (size_t i = 0; i < n && i < 32; i++)
+        printf("  %s: %s\n", q[i].node, q[i].why);
+}
+
+static json_t *quarantined_json(runner_store *s, const runner_status *st)
+{
+    runner_quarantine q[32];
+    size_t n = 0;
+    json_t *arr = json_array();
+    if (runner_store_quarantined(s, st->name, 32, &n, q))
+        return arr;
+    for (size_t i = 0; i < n && i < 32; i++) {
+        json_t *o = json_object();
+        json_object_set_new(o, "node", json_string(q[i].node));
+        json_object_set_new(o, "t", json_real(q[i].t));
+        json_object_set_new(o, "why", json_string(q[i].why));
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
+static json_t *alerts_json(runner_store *s, const runner_status *st)
+{
+    runner_alert al[256];
+    size_t n = 0;
+    json_t *arr = json_array();
+    if (runner_store_alerts(s, st->name, 256, &n, al))
+        return arr;
+    for (size_t i = 0; i < n && i < 256; i++) {
+        json_t *o = json_object();
+        json_object_set_new(o, "run", json_integer((json_int_t)al[i].run));
+        json_object_set_new(o, "kind", json_string(al[i].kind));
+        json_object_set_new(o, "step", al[i].step >= 0 ? json_integer(al[i].step) : json_null());
+        json_object_set_new(o, "t", json_real(al[i].t));
+        json_object_set_new(o, "message", json_string(al[i].message));
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
 static int status_json(runner_store *s, const sweep_args *a, const runner_status *st,
                        const runner_sweep *w, double now)
 {
@@ -179,6 +245,8 @@ static int status_json(runner_store *s, const sweep_args *a, const runner_status
         free(ob);
     }
     json_object_set_new(o, "pareto", front);
+    json_object_set_new(o, "alerts", alerts_json(s, st));
+    json_object_set_new(o, "quarantined", quarantined_json(s, st));
     char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
     json_decref(o);
     if (!text) {
@@ -276,6 +344,8 @@ static void status_text(runner_store *s, const sweep_args *a, const runner_statu
     print_best(st, w);
     print_pareto(s, a);
     print_expired(s, st);
+    print_alerts(s, st);
+    print_quarantined(s, st);
     if (st->stop_requested)
         printf("a stop was requested\n");
 }

@@ -24,6 +24,7 @@ static const struct {
     {"extrapolate", cmd_extrapolate, "settings of a large run from a sweep, with intervals"},
     {"suggest-next", cmd_suggest_next, "the small runs that would shrink the large run's interval"},
     {"report", cmd_report, "write a sweep's HTML report (and JSON, CSV, Markdown)"},
+    {"run", cmd_run, "run the large run: restarts from checkpoints, alerts, lost time"},
 };
 
 void cli_error(const char *hint, const char *fmt, ...)

@@ -1,7 +1,8 @@
 /*
  * fuzz_config.c — libFuzzer target for the sweep-file loader (runner_config_load_string) and,
  * through it, the cost-expression evaluator and template checks. Every accepted config must
- * satisfy the loader's promises (a name, a command, at least one searched parameter, a budget).
+ * satisfy the loader's promises (a name, a command, a budget; every parameter may be fixed: a
+ * one-run sweep, as `scaletune extrapolate --emit yaml` writes for the large run).
  * Build and run: make fuzz.
  */
 #include <math.h>
@@ -19,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     runner_config *cfg = NULL;
     st_status rc = runner_config_load_string((const char *)data, size, "fuzz.yaml", &cfg, em);
     if (rc == ST_OK) {
-        if (!cfg || !cfg->name || cfg->argc == 0 || runner_config_dim(cfg) == 0 ||
+        if (!cfg || !cfg->name || cfg->argc == 0 || runner_config_dim(cfg) > cfg->n_params ||
             !cfg->objective || !cfg->cost_metric || cfg->slots == 0 ||
             (cfg->budget_runs == 0 && isinf(cfg->budget_cost)))
             abort();

@@ -202,6 +202,7 @@ void report_destroy(report *r)
     study_destroy(r->st);
     runner_sweep_free(r->sw);
     runner_sweep_free(r->vsw);
+    free(r->val_alerts);
     free(r->xp_run);
     free(r->front_cost);
     free(r->front_obj);
@@ -404,6 +405,19 @@ st_status report_json_dup(report *r, char **out)
         json_object_set_new(v, "lo", jnum(r->val_lo));
         json_object_set_new(v, "hi", jnum(r->val_hi));
         json_object_set_new(root, "validation", v);
+    }
+    if (r->n_val_alerts) {
+        json_t *al = json_array();
+        for (size_t i = 0; i < r->n_val_alerts; i++) {
+            const runner_alert *a = &r->val_alerts[i];
+            json_t *j = json_object();
+            json_object_set_new(j, "run", json_integer((json_int_t)a->run));
+            json_object_set_new(j, "kind", json_string(a->kind));
+            json_object_set_new(j, "step", a->step >= 0 ? json_integer(a->step) : json_null());
+            json_object_set_new(j, "message", json_string(a->message));
+            json_array_append_new(al, j);
+        }
+        json_object_set_new(root, "validation_alerts", al);
     }
     char *s = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
     json_decref(root);

@@ -627,6 +627,27 @@ static void warnings(rp_buf *b, const char *w)
     rp_buf_add(b, "</ul>\n");
 }
 
+/* The large run's alerts (scaletune run's watch, stored with the validation sweep). */
+static void validation_alerts(const report *r, rp_buf *b)
+{
+    if (!r->n_val_alerts)
+        return;
+    rp_buf_add(b, "<h3>Alerts of the large run</h3>\n<table>\n<tr><th>run</th>"
+                  "<th class=\"l\">kind</th><th>step</th><th class=\"l\">what</th></tr>\n");
+    for (size_t i = 0; i < r->n_val_alerts; i++) {
+        const runner_alert *a = &r->val_alerts[i];
+        rp_buf_addf(b, "<tr><td>%llu</td><td class=\"l\">", (unsigned long long)a->run);
+        rp_buf_html(b, a->kind);
+        if (a->step >= 0)
+            rp_buf_addf(b, "</td><td>%lld</td><td class=\"l\">", (long long)a->step);
+        else
+            rp_buf_add(b, "</td><td>–</td><td class=\"l\">");
+        rp_buf_html(b, a->message);
+        rp_buf_add(b, "</td></tr>\n");
+    }
+    rp_buf_add(b, "</table>\n");
+}
+
 static void recommendation(report *r, rp_buf *b)
 {
     char v[64];
@@ -693,6 +714,7 @@ static void recommendation(report *r, rp_buf *b)
         rp_buf_addf(b, "<td class=\"l\">%s</td></tr>\n</table>\n",
                     isfinite(r->val_lo) ? (in ? "yes" : "no") : "–");
     }
+    validation_alerts(r, b);
 }
 
 /* The model of every run (when the engine fitted it). */

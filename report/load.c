@@ -156,6 +156,21 @@ static st_status load_curves(report *r, runner_store *s)
     return ST_OK;
 }
 
+/* The validation sweep's alerts: what `scaletune run` saw while the large run ran. */
+static st_status load_alerts(report *r, runner_store *s)
+{
+    size_t n = 0;
+    st_status rc = runner_store_alerts(s, r->validate_sweep, 0, &n, NULL);
+    if (!rc && n) {
+        r->val_alerts = malloc(n * sizeof(runner_alert));
+        rc = r->val_alerts ? runner_store_alerts(s, r->validate_sweep, n, &n, r->val_alerts)
+                           : ST_ENOMEM;
+        r->n_val_alerts = rc ? 0 : n;
+    }
+    return rc ? st_errf(r->errmsg, rc, "validation sweep's alerts: %s", runner_store_errmsg(s))
+              : ST_OK;
+}
+
 st_status rp_load(report *r, const char *db_path, const char *sweep)
 {
     char em[ST_ERRMSG_MAX];
@@ -181,6 +196,8 @@ st_status rp_load(report *r, const char *db_path, const char *sweep)
             goto done;
         }
         rc = add_runs(r, r->vsw, 1);
+        if (!rc)
+            rc = load_alerts(r, s);
         if (rc)
             goto done;
     }

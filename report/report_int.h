@@ -17,6 +17,7 @@
 
 #include "fit/extrapolate.h"
 #include "report/report.h"
+#include "runner/largerun.h"
 #include "runner/runner.h"
 #include "study/study.h"
 
@@ -104,8 +105,10 @@ struct report {
     double *pmin, *pmax, *pround; /* bounds and rounding of each parameter (sweep file) */
     int *pint;                    /* integer parameter */
 
-    runner_sweep *sw, *vsw; /* the sweep and the validation sweep as read from the store */
-    study *st;              /* the study of sw (its engine is xp) */
+    runner_sweep *sw, *vsw;   /* the sweep and the validation sweep as read from the store */
+    runner_alert *val_alerts; /* the validation sweep's alerts (scaletune run's watch) */
+    size_t n_val_alerts;
+    study *st; /* the study of sw (its engine is xp) */
     /* the extrapolation engine, borrowed from st (NULL when it could not run: xp_note says
      * why) */
     const fit_xp *xp;

@@ -639,11 +639,13 @@ static st_status load_root(ctx *c, const yaml_node_t *root)
             rc = cfg_load_method(c, v);
         } else if (!strcmp(key, "constraints")) {
             rc = cfg_load_constraints(c, v);
+        } else if (!strcmp(key, "large_run")) {
+            rc = cfg_load_large_run(c, v);
         } else {
             rc = cfg_fail(c, k, key, ST_EINVAL,
                           "unknown key (name, command, env, workdir, objective, cost, parameters, "
                           "budget, parallel, retries, timeouts, seed, deterministic, optimizer, "
-                          "backend, early_stopping, method, constraints)");
+                          "backend, early_stopping, method, constraints, large_run)");
         }
         if (rc)
             return rc;
@@ -747,6 +749,7 @@ st_status runner_config_load_string(const char *text, size_t len, const char *la
     cfg->slurm.poll_max_seconds = 30;
     cfg->slurm.files_grace_seconds = 30;
     cfg->slurm.command_timeout_seconds = 60;
+    cfg_large_run_defaults(cfg);
     cfg->text = malloc(len + 1);
     if (!cfg->text) {
         free(cfg);
@@ -867,6 +870,7 @@ void runner_config_destroy(runner_config *c)
     free(sc->rest_user);
     free(sc->token_env);
     free(sc->token_file);
+    cfg_large_run_free(c);
     free(c);
 }
 

@@ -6,6 +6,7 @@
  *                       the `early_stopping:` block
  *   config_backend.c    the `backend:` block (local, Slurm)
  *   config_param.c      categorical (`choices:`) and conditional (`when:`) parameters
+ *   config_largerun.c   the `large_run:` block (health checks, straggler and spike settings)
  */
 #ifndef RUNNER_CONFIG_INT_H
 #define RUNNER_CONFIG_INT_H
@@ -74,5 +75,9 @@ st_status cfg_check_method(ctx *c);
 st_status cfg_load_constraints(ctx *c, const yaml_node_t *map);
 /* config_backend.c: the `backend:` block. */
 st_status cfg_load_backend(ctx *c, const yaml_node_t *map);
+/* config_largerun.c: the `large_run:` block, its defaults, and freeing it. */
+st_status cfg_load_large_run(ctx *c, const yaml_node_t *map);
+void cfg_large_run_defaults(runner_config *cfg);
+void cfg_large_run_free(runner_config *cfg);
 
 #endif

@@ -168,6 +168,19 @@ typedef enum runner_goal {
     RUNNER_GOAL_EXTRAPOLATE = 1, /* study mode: the small runs that pin down the large run */
 } runner_goal;
 
+/* The `large_run:` block: what `scaletune run` does beyond a sweep (docs/large-run.md). */
+typedef struct runner_large_config {
+    char **health_checks; /* check commands, n_health_checks (each split at spaces) */
+    size_t n_health_checks;
+    double health_timeout_seconds; /* one check; default 60 */
+    unsigned quarantine_after;     /* failed checks of a node before it is quarantined; 2 */
+    int restart_on_straggler;      /* default 0 */
+    double straggler_fraction;     /* tokens/s below this fraction of the run's median...; 0.5 */
+    size_t straggler_window;       /* ...for this many step records in a row; default 5 */
+    double spike_factor;           /* a step loss above factor x the recent median; 1.5, 0 off */
+    size_t spike_window;           /* steps of that median; default 20 */
+} runner_large_config;
+
 /*
  * A loaded sweep file. Fields are read-only for callers; defaults are those of docs/config.md.
  * Strings and arrays are owned by the config.
@@ -230,6 +243,7 @@ typedef struct runner_config {
     int *con_le;                 /* 1: value <= bound holds; 0: value >= bound holds */
     double *con_bound;
     size_t n_con;
+    runner_large_config large; /* the large_run: block (its defaults when absent) */
 } runner_config;
 
 /*

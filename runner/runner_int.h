@@ -15,6 +15,8 @@
  *   suggest.c        new suggestions (carbs/ or a proposer), refusals over the cost cap
  *   release.c        the deterministic release of results in suggestion order
  *                    (these three share controller_int.h)
+ *   largerun*.c      the large run (public header runner/largerun.h): restarts and lost time,
+ *                    alerts and the watch, health checks; config_largerun.c its config block
  */
 #ifndef RUNNER_INT_H
 #define RUNNER_INT_H

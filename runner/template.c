@@ -1,6 +1,8 @@
 /*
  * template.c — argv and env templates: "{name}" is replaced by a parameter's value, "{_run}",
- * "{_attempt}" and "{_dir}" by the run id, the attempt number and the attempt's directory;
+ * "{_attempt}" and "{_dir}" by the run id, the attempt number and the attempt's directory,
+ * "{_checkpoint}" by the run's checkpoint path (<run dir>/checkpoint, the same for every attempt)
+ * and "{_resume}" by that path once the file exists, else by "" (docs/large-run.md);
  * "{{" and "}}" are literal braces. A template expands to exactly one string: values are never
  * split or passed through a shell.
  */
@@ -10,8 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-static const char *const builtins[] = {"_run", "_attempt", "_dir"};
+static const char *const builtins[] = {"_run", "_attempt", "_dir", "_checkpoint", "_resume"};
 
 static int param_index(const runner_config *cfg, const char *name, size_t len)
 {
@@ -74,11 +77,33 @@ void runner_format_value(const runner_param_spec *ps, double v, char *buf, size_
     }
 }
 
+/* The run's checkpoint path from its attempt's directory ".../run-N/attempt-M": the parent
+ * directory, shared by the run's attempts, plus "/checkpoint". "" without a directory. With
+ * only_existing, "" also while no such file exists (nothing to resume from yet). */
+static char *checkpoint_of(const char *dir, int only_existing)
+{
+    const char *slash = dir ? strrchr(dir, '/') : NULL;
+    size_t len = slash ? (size_t)(slash - dir) : 0;
+    char *p = malloc(len + sizeof("/checkpoint"));
+    if (!p)
+        return NULL;
+    if (!slash) {
+        p[0] = '\0';
+        return p;
+    }
+    memcpy(p, dir, len);
+    strcpy(p + len, "/checkpoint");
+    if (only_existing && access(p, R_OK) != 0)
+        p[0] = '\0';
+    return p;
+}
+
 st_status runner_template_expand(const runner_config *cfg, const char *t, const double *values,
                                  uint64_t run, unsigned attempt, const char *dir, char **out)
 {
     size_t cap = strlen(t) + 64, n = 0;
     char *o = malloc(cap);
+    char *ck = NULL; /* the last {_checkpoint} or {_resume} expanded */
     if (!o)
         return ST_ENOMEM;
     for (const char *p = t; *p; p++) {
@@ -103,7 +128,15 @@ st_status runner_template_expand(const runner_config *cfg, const char *t, const 
                 snprintf(val, sizeof(val), "%u", attempt);
             else if (bi == 2)
                 piece = dir ? dir : "";
-            else {
+            else if (bi == 3 || bi == 4) {
+                free(ck);
+                if (!(ck = checkpoint_of(dir, bi == 4))) {
+                    free(o);
+                    return ST_ENOMEM;
+                }
+                piece = ck;
+            } else {
+                free(ck);
                 free(o);
                 return ST_EINVAL;
             }
@@ -120,6 +153,7 @@ st_status runner_template_expand(const runner_config *cfg, const char *t, const 
             char *no = realloc(o, cap);
             if (!no) {
                 free(o);
+                free(ck);
                 return ST_ENOMEM;
             }
             o = no;
@@ -128,6 +162,7 @@ st_status runner_template_expand(const runner_config *cfg, const char *t, const 
         n += plen;
     }
     o[n] = '\0';
+    free(ck);
     *out = o;
     return ST_OK;
 }

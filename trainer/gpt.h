@@ -178,6 +178,8 @@ typedef struct gpt_options {
     double peak_flops;    /* for MFU; 0 = the device's default (see docs/trainer.md) */
     double diverge_ratio; /* loss > diverge_ratio * first loss counts as divergence */
     char device[16];      /* "cpu" or "cuda" */
+    int sdc_every;        /* steps between replays that check for silent data corruption (0:
+                             off; docs/large-run.md); a multiple of it must be checkpoint_every */
 } gpt_options;
 
 gpt_options gpt_options_default(void);
@@ -263,6 +265,30 @@ st_status gpt_trainer_eval(gpt_trainer *tr, double *val_loss);
  * written to path + ".tmp", flushed, then renamed over `path`. Returns ST_OK or ST_EIO.
  */
 st_status gpt_trainer_save(gpt_trainer *tr, const char *path);
+
+/* ---- silent data corruption: state in memory, its hash, a fault for tests --------------------
+ * A snapshot holds what a checkpoint holds (weights, AdamW moments and step count, the step, the
+ * data RNG, the first loss) in memory; restoring it and taking the same steps again gives the
+ * same bits on the CPU path for the same thread count, so a replay whose state hash differs from
+ * the live one found corruption in one of them (docs/large-run.md). */
+typedef struct gpt_snapshot gpt_snapshot;
+
+/* Copies tr's state into *snap, allocating it when *snap is NULL (reused after). ST_OK,
+ * ST_ENOMEM, or the backend's error (message in gpt_trainer_errmsg). */
+st_status gpt_trainer_snapshot(gpt_trainer *tr, gpt_snapshot **snap);
+/* Puts snap's state back into tr; the training seconds go on counting. ST_OK or the backend's
+ * error. */
+st_status gpt_trainer_restore(gpt_trainer *tr, const gpt_snapshot *snap);
+/* The step a snapshot was taken at (steps done). */
+uint64_t gpt_snapshot_step(const gpt_snapshot *snap);
+/* FNV-1a (64-bit) over the bits of the weights, both AdamW moments and the AdamW step count:
+ * equal for bit-identical states (different ones collide with probability ~2^-64). */
+uint64_t gpt_snapshot_hash(const gpt_snapshot *snap);
+/* NULL is a no-op. */
+void gpt_snapshot_destroy(gpt_snapshot *snap);
+/* Flips bit `bit` (0..31) of weight number `index`: the fault that the trainer's test-only
+ * switch SCALETUNE_TRAIN_FLIP injects. ST_OK, ST_ERANGE, ST_ENOMEM or the backend's error. */
+st_status gpt_trainer_flip_bit(gpt_trainer *tr, size_t index, int bit);
 
 #ifdef __cplusplus
 }

@@ -178,6 +178,13 @@ static const struct row {
      F(resume),
      0,
      0},
+    {{"sdc-every", "int", "0",
+      "replay every K steps from the last verified state and compare hashes (silent data "
+      "corruption; 0: off)"},
+     K_INT,
+     F(sdc_every),
+     0,
+     1 << 30},
     {{"peak-flops", "float", "0", "peak FLOP/s for MFU; 0: 68e9 x threads (cpu), 67e12 (cuda)"},
      K_FLOAT,
      F(peak_flops),
@@ -295,6 +302,11 @@ st_status gpt_options_check(const gpt_options *o, char *err)
         return st_errf(err, ST_EINVAL, "--branch-from needs --decay-steps K >= 1");
     if (!o->branch_from[0] && o->decay_steps != 0)
         return st_errf(err, ST_EINVAL, "--decay-steps is for a branch: give --branch-from too");
+    if (o->sdc_every > 0 && o->checkpoint_every % o->sdc_every)
+        return st_errf(err, ST_EINVAL,
+                       "--checkpoint-every %d is not a multiple of --sdc-every %d: checkpoints are "
+                       "written of verified states only",
+                       o->checkpoint_every, o->sdc_every);
     if (o->branch_from[0] && o->resume[0])
         return st_errf(err, ST_EINVAL,
                        "--branch-from and --resume together: a branch restarts from its "

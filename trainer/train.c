@@ -494,3 +494,105 @@ st_status gpt_trainer_eval(gpt_trainer *tr, double *val_loss)
     *val_loss = sum / tr->o.eval_batches;
     return ST_OK;
 }
+
+/* ---- snapshots (silent data corruption) ------------------------------------------------------ */
+
+struct gpt_snapshot {
+    size_t P;
+    float *state; /* params, adam m, adam v: 3P floats */
+    uint64_t adam_t, step;
+    double first_loss;
+    void *rng;
+    size_t rng_size;
+};
+
+void gpt_snapshot_destroy(gpt_snapshot *snap)
+{
+    if (!snap)
+        return;
+    free(snap->state);
+    free(snap->rng);
+    free(snap);
+}
+
+st_status gpt_trainer_snapshot(gpt_trainer *tr, gpt_snapshot **snap)
+{
+    tr->errmsg[0] = 0;
+    gpt_snapshot *s = *snap;
+    if (!s) {
+        s = calloc(1, sizeof(*s));
+        if (s) {
+            s->P = tr->be->num_params(tr->model);
+            s->rng_size = st_rng_state_size(tr->rng);
+            s->state = malloc(3 * s->P * sizeof(float));
+            s->rng = malloc(s->rng_size ? s->rng_size : 1);
+        }
+        if (!s || !s->state || !s->rng) {
+            gpt_snapshot_destroy(s);
+            return st_errf(tr->errmsg, ST_ENOMEM, "out of memory taking a snapshot");
+        }
+        *snap = s;
+    }
+    st_status rc =
+        tr->be->get_state(tr->model, s->state, s->state + s->P, s->state + 2 * s->P, &s->adam_t);
+    if (rc != ST_OK)
+        return st_errf(tr->errmsg, rc, "%s", tr->be->errmsg(tr->model));
+    st_rng_state_get(tr->rng, s->rng);
+    s->step = tr->step;
+    s->first_loss = tr->first_loss;
+    return ST_OK;
+}
+
+st_status gpt_trainer_restore(gpt_trainer *tr, const gpt_snapshot *s)
+{
+    tr->errmsg[0] = 0;
+    st_status rc =
+        tr->be->set_state(tr->model, s->state, s->state + s->P, s->state + 2 * s->P, s->adam_t);
+    if (rc == ST_OK)
+        rc = st_rng_state_set(tr->rng, s->rng, s->rng_size);
+    if (rc != ST_OK)
+        return st_errf(tr->errmsg, rc, "restoring a snapshot: %s", tr->be->errmsg(tr->model));
+    tr->step = s->step;
+    tr->first_loss = s->first_loss;
+    return ST_OK;
+}
+
+uint64_t gpt_snapshot_step(const gpt_snapshot *s)
+{
+    return s->step;
+}
+
+uint64_t gpt_snapshot_hash(const gpt_snapshot *s)
+{
+    /* FNV-1a 64 (Fowler, Noll, Vo) over the bytes of the 3P floats, then the step count */
+    uint64_t h = 1469598103934665603ull;
+    const unsigned char *b = (const unsigned char *)s->state;
+    for (size_t i = 0; i < 3 * s->P * sizeof(float); i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    for (int k = 0; k < 8; k++)
+        h = (h ^ ((s->adam_t >> (8 * k)) & 0xff)) * 1099511628211ull;
+    return h;
+}
+
+st_status gpt_trainer_flip_bit(gpt_trainer *tr, size_t index, int bit)
+{
+    tr->errmsg[0] = 0;
+    size_t P = tr->be->num_params(tr->model);
+    if (index >= P || bit < 0 || bit > 31)
+        return st_errf(tr->errmsg, ST_ERANGE, "no bit %d of weight %zu (%zu weights)", bit, index,
+                       P);
+    float *w = malloc(P * sizeof(float));
+    if (!w)
+        return st_errf(tr->errmsg, ST_ENOMEM, "out of memory");
+    uint64_t t;
+    st_status rc = tr->be->get_state(tr->model, w, NULL, NULL, &t);
+    if (rc == ST_OK) {
+        uint32_t u;
+        memcpy(&u, &w[index], sizeof(u));
+        u ^= 1u << bit;
+        memcpy(&w[index], &u, sizeof(u));
+        rc = tr->be->set_state(tr->model, w, NULL, NULL, t);
+    }
+    free(w);
+    return rc == ST_OK ? ST_OK : st_errf(tr->errmsg, rc, "%s", tr->be->errmsg(tr->model));
+}

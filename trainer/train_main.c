@@ -56,6 +56,87 @@ static st_status save_checkpoint(gpt_trainer *tr, const char *path)
     return gpt_trainer_save(tr, buf);
 }
 
+/* {"event":"checkpoint","step":S} once checkpoint S is on disk (renamed into place): the runner
+ * counts the work an interrupted attempt loses from the last one (docs/large-run.md) */
+static void checkpoint_record(FILE *out, uint64_t step)
+{
+    fprintf(out, "{\"event\":\"checkpoint\",\"step\":%llu}\n", (unsigned long long)step);
+    fflush(out);
+}
+
+/* ---- silent data corruption (--sdc-every K; docs/large-run.md) ------------------------------ */
+
+typedef struct sdc {
+    gpt_snapshot *verified, *cur; /* the last verified state; scratch for the live one */
+    int flip_armed;               /* SCALETUNE_TRAIN_FLIP given and not injected yet */
+    unsigned long long flip_step, flip_index;
+    int flip_bit;
+} sdc;
+
+/* SCALETUNE_TRAIN_FLIP=STEP:INDEX:BIT, a test-only fault: after step STEP is done (the first
+ * time only: a transient fault), bit BIT of weight INDEX is flipped. */
+static void flip_setup(sdc *d)
+{
+    const char *f = getenv("SCALETUNE_TRAIN_FLIP");
+    d->flip_armed =
+        f && sscanf(f, "%llu:%llu:%d", &d->flip_step, &d->flip_index, &d->flip_bit) == 3;
+}
+
+static st_status maybe_flip(gpt_trainer *tr, sdc *d, uint64_t done_steps)
+{
+    if (!d->flip_armed || done_steps != d->flip_step)
+        return ST_OK;
+    d->flip_armed = 0;
+    fprintf(stderr,
+            "scaletune-train: SCALETUNE_TRAIN_FLIP: bit %d of weight %llu flipped after "
+            "step %llu\n",
+            d->flip_bit, d->flip_index, d->flip_step);
+    return gpt_trainer_flip_bit(tr, (size_t)d->flip_index, d->flip_bit);
+}
+
+/* Replays the steps since the last verified state and compares the state hashes bit for bit.
+ * Equal: the state (the live one, bit-identical) becomes the verified one. Different: an
+ * {"event":"sdc"} record, and the trainer is back at the verified state (*rolled_back = 1). */
+static st_status sdc_check(gpt_trainer *tr, sdc *d, FILE *out, int *rolled_back)
+{
+    *rolled_back = 0;
+    uint64_t now = gpt_trainer_step_index(tr), from = gpt_snapshot_step(d->verified);
+    st_status s = gpt_trainer_snapshot(tr, &d->cur);
+    if (s != ST_OK)
+        return s;
+    uint64_t h_live = gpt_snapshot_hash(d->cur), h_replay = 0;
+    s = gpt_trainer_restore(tr, d->verified);
+    gpt_step_info info;
+    while (s == ST_OK && gpt_trainer_step_index(tr) < now)
+        s = gpt_trainer_step(tr, &info);
+    int replayed = s == ST_OK; /* a replay that diverges where the live run did not differs */
+    if (replayed && (s = gpt_trainer_snapshot(tr, &d->cur)) != ST_OK)
+        return s;
+    if (replayed)
+        h_replay = gpt_snapshot_hash(d->cur);
+    if (replayed && h_replay == h_live) {
+        gpt_snapshot *t = d->verified;
+        d->verified = d->cur;
+        d->cur = t;
+        fprintf(out, "{\"event\":\"verified\",\"step\":%llu,\"from\":%llu,\"hash\":\"%016llx\"}\n",
+                (unsigned long long)now, (unsigned long long)from, (unsigned long long)h_live);
+        fflush(out);
+        return ST_OK;
+    }
+    fprintf(out,
+            "{\"event\":\"sdc\",\"step\":%llu,\"verified_step\":%llu,\"reason\":\"state %016llx, "
+            "replay from %llu %016llx%s; back to step %llu\"}\n",
+            (unsigned long long)now, (unsigned long long)from, (unsigned long long)h_live,
+            (unsigned long long)from, (unsigned long long)h_replay,
+            replayed ? "" : " (the replay failed)", (unsigned long long)from);
+    fflush(out);
+    fprintf(stderr,
+            "scaletune-train: silent data corruption found at step %llu; back to step %llu\n",
+            (unsigned long long)now, (unsigned long long)from);
+    *rolled_back = 1;
+    return gpt_trainer_restore(tr, d->verified);
+}
+
 /* `text` as a JSON string (quotes, backslashes and control bytes escaped) */
 static void json_string(FILE *out, const char *text)
 {
@@ -199,6 +280,12 @@ int main(int argc, char **argv)
     int code = 0;
     gpt_step_info info = {0};
     double val = 0.0;
+    sdc d = {0};
+    flip_setup(&d);
+    if (o.sdc_every > 0 && (s = gpt_trainer_snapshot(tr, &d.verified)) != ST_OK) {
+        code = fail(exit_for(s), NULL, gpt_trainer_errmsg(tr));
+        goto done;
+    }
     while (gpt_trainer_step_index(tr) < gpt_trainer_total_steps(tr)) {
         s = gpt_trainer_step(tr, &info);
         if (s == ST_ENUMERIC) {
@@ -222,7 +309,16 @@ int main(int argc, char **argv)
                 (unsigned long long)done_steps, info.loss, info.lr, info.grad_norm, info.tokens,
                 info.flops, info.seconds, tps, tps * fpt / peak);
         fflush(out);
-        int last = done_steps == gpt_trainer_total_steps(tr);
+        int last = done_steps == gpt_trainer_total_steps(tr), rolled_back = 0;
+        s = maybe_flip(tr, &d, done_steps);
+        if (s == ST_OK && o.sdc_every > 0 && (done_steps % (uint64_t)o.sdc_every == 0 || last))
+            s = sdc_check(tr, &d, out, &rolled_back);
+        if (s != ST_OK) {
+            code = fail(exit_for(s), NULL, gpt_trainer_errmsg(tr));
+            goto done;
+        }
+        if (rolled_back)
+            continue; /* the steps since the verified state are taken again */
         if (o.eval_every > 0 && done_steps % (uint64_t)o.eval_every == 0 && !last) {
             s = gpt_trainer_eval(tr, &val);
             if (s != ST_OK) {
@@ -240,6 +336,7 @@ int main(int argc, char **argv)
                 code = fail(exit_for(s), NULL, gpt_trainer_errmsg(tr));
                 goto done;
             }
+            checkpoint_record(out, done_steps);
         }
     }
     s = gpt_trainer_eval(tr, &val);
@@ -249,8 +346,12 @@ int main(int argc, char **argv)
         code = fail(exit_for(s), NULL, gpt_trainer_errmsg(tr));
         goto done;
     }
+    if (o.checkpoint[0])
+        checkpoint_record(out, gpt_trainer_step_index(tr));
     write_final(out, tr, &o, val, &info, tokens_per_step);
 done:
+    gpt_snapshot_destroy(d.verified);
+    gpt_snapshot_destroy(d.cur);
     gpt_trainer_destroy(tr);
     if (out != stdout)
         fclose(out);

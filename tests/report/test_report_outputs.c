@@ -14,6 +14,7 @@
 #include <math.h>
 
 #include "report/report.h"
+#include "runner/largerun.h"
 #include "tests/report/report_test_util.h"
 
 static size_t n_runs_main(void)
@@ -526,6 +527,12 @@ static void test_beyond(const char *db)
 static void test_validate_sweep(const char *db)
 {
     CHECK_ST(rt_sweep(db, "big", 3), ST_OK);
+    /* an alert scaletune run's watch stored for the large run */
+    runner_store *s = NULL;
+    runner_alert al = {1, 0, 40, "curve_outside", "the curve <extrapolates> to 3.1"};
+    CHECK_ST(runner_store_open(db, &s, NULL), ST_OK);
+    CHECK_ST(runner_store_add_alert(s, "big", &al, NULL), ST_OK);
+    runner_store_close(s);
     report_options o = report_options_default();
     o.n_boot = 30;
     o.validate_sweep = "big";
@@ -548,7 +555,16 @@ static void test_validate_sweep(const char *db)
     st_free(html);
     json_t *root = load_json(r);
     CHECK(json_object_get(root, "validation") != NULL);
+    json_t *va = json_object_get(root, "validation_alerts");
+    CHECK(json_array_size(va) == 1 &&
+          !strcmp(json_string_value(json_object_get(json_array_get(va, 0), "kind")),
+                  "curve_outside") &&
+          json_integer_value(json_object_get(json_array_get(va, 0), "step")) == 40);
     json_decref(root);
+    CHECK_ST(report_html_dup(r, &html), ST_OK);
+    CHECK(html && strstr(html, "<h3>Alerts of the large run</h3>") &&
+          strstr(html, "the curve &lt;extrapolates&gt; to 3.1"));
+    st_free(html);
     report_destroy(r);
 
     /* a sweep too small for the engine: a report that says why, without laws */

@@ -21,6 +21,11 @@
  *   --add-if A B V: loss += V when the strings A and B are equal (a categorical's effect:
  *   "--add-if", "{optimizer}", "lion", "0.5")
  *   --memory V: the final record reports {"constraints": {"memory_gb": 40 V}}
+ *   --checkpoint PATH: after each step, the step in PATH (atomically) and a checkpoint record;
+ *   --resume PATH (may be ""): start after the step PATH holds; every step record then carries
+ *   "tokens_per_s" (1000 tokens over the step's wall time)
+ *   --slow-attempt N --slow-from S --slow-factor F: in attempt N ($SCALETUNE_ATTEMPT), steps from
+ *   S on sleep F x --sleep-ms (a straggling node)
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -108,6 +113,38 @@ static int in_list(const char *list, const char *item)
     return 0;
 }
 
+/* The step a checkpoint file holds (0: none, or no file). */
+static int read_step(const char *path)
+{
+    int step = 0;
+    FILE *f = path && *path ? fopen(path, "r") : NULL;
+    if (f && fscanf(f, "%d", &step) != 1)
+        step = 0;
+    if (f)
+        fclose(f);
+    return step;
+}
+
+static void write_step(const char *path, int step)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return;
+    fprintf(f, "%d\n", step);
+    fclose(f);
+    if (rename(tmp, path) == 0)
+        fprintf(out, "{\"event\": \"checkpoint\", \"step\": %d}\n", step);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = "ok";
@@ -118,6 +155,9 @@ int main(int argc, char **argv)
     const char *chaos_key = NULL;
     int eval_every = 0;
     const char *bad_runs = NULL, *spike_runs = NULL, *spikes = NULL;
+    const char *ckpt = NULL, *resume = NULL;
+    int slow_attempt = 0, slow_from = 0;
+    double slow_factor = 1;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -160,7 +200,17 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--add-if") && i + 3 < argc) {
             add += strcmp(argv[i + 1], argv[i + 2]) ? 0.0 : atof(argv[i + 3]);
             i += 3;
-        } else {
+        } else if (!strcmp(a, "--checkpoint") && v)
+            ckpt = v, i++;
+        else if (!strcmp(a, "--resume") && v)
+            resume = v, i++;
+        else if (!strcmp(a, "--slow-attempt") && v)
+            slow_attempt = atoi(v), i++;
+        else if (!strcmp(a, "--slow-from") && v)
+            slow_from = atoi(v), i++;
+        else if (!strcmp(a, "--slow-factor") && v)
+            slow_factor = atof(v), i++;
+        else {
             fprintf(stderr, "fake_trainer: bad argument '%s'\n", a);
             return 2;
         }
@@ -223,12 +273,22 @@ int main(int argc, char **argv)
         fprintf(out, "{\"event\": \"config\", \"steps\": %d}\n", steps);
     if (!strcmp(mode, "halfway") || !strcmp(mode, "crash") || !strcmp(mode, "signal"))
         last = steps / 2;
-    for (int s = 1; s <= last; s++) {
+    const char *att = getenv("SCALETUNE_ATTEMPT");
+    int slow_here = slow_attempt > 0 && att && atoi(att) == slow_attempt;
+    double t_step = now_s();
+    for (int s = read_step(resume) + 1; s <= last; s++) {
         if (!strcmp(mode, "garbage"))
             fprintf(out, "epoch %d: loss looks fine {not json\n", s);
-        char lb[64];
-        fprintf(out, "{\"event\": \"step\", \"step\": %d, \"loss\": %s, \"flops\": %.17g}\n", s,
-                pyjson(loss + 1.0 / s, lb, sizeof(lb)), cost * s / steps);
+        char lb[64], tps[64] = "";
+        if (ckpt || resume) {
+            double t = now_s();
+            snprintf(tps, sizeof(tps), ", \"tokens_per_s\": %.6g", 1000 / fmax(t - t_step, 1e-6));
+            t_step = t;
+        }
+        fprintf(out, "{\"event\": \"step\", \"step\": %d, \"loss\": %s, \"flops\": %.17g%s}\n", s,
+                pyjson(loss + 1.0 / s, lb, sizeof(lb)), cost * s / steps, tps);
+        if (ckpt)
+            write_step(ckpt, s);
         if (eval_every > 0 && s % eval_every == 0 && s < last) {
             char sb[16];
             snprintf(sb, sizeof(sb), "%d", s);
@@ -241,7 +301,8 @@ int main(int argc, char **argv)
                 pause();
         }
         if (sleep_ms)
-            msleep(sleep_ms);
+            msleep(slow_here && s + 1 >= slow_from ? (long)(slow_factor * (double)sleep_ms)
+                                                   : sleep_ms);
         if (sleep_rand_ms > 0)
             msleep((long)(rand_unit() * (double)sleep_rand_ms));
     }
