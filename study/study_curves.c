@@ -41,21 +41,44 @@ static int fill_schedule(const double *steps, const double *rate, size_t n, size
     return 1;
 }
 
-/* The run's schedule compressed to Sf steps: step j of it is step ceil(j S / Sf) of the run's. */
+/* The run's schedule compressed to Sf steps (Sf >= 2): step j of it takes the rate at position
+ * 1 + (j - 1)(S - 1)/(Sf - 1) of the run's, linearly interpolated (a schedule defined on the
+ * fraction of the run done, as warmup and cosine are, maps onto itself). */
 static void compress(const double *lr, size_t S, size_t Sf, double *out)
 {
     for (size_t j = 1; j <= Sf; j++) {
-        size_t s = (size_t)ceil((double)j * (double)S / (double)Sf);
-        out[j - 1] = lr[(s < 1 ? 1 : s > S ? S : s) - 1];
+        double pos = 1 + (double)(j - 1) * (double)(S - 1) / (double)(Sf - 1);
+        size_t lo = (size_t)floor(pos);
+        if (lo >= S) {
+            out[j - 1] = lr[S - 1];
+            continue;
+        }
+        double t = pos - (double)lo;
+        out[j - 1] = (1 - t) * lr[lo - 1] + t * lr[lo];
     }
+}
+
+/* Run k's tokens: its final record's, else its parameter with role D; NAN when unknown. */
+static double run_tokens(const study *s, size_t k)
+{
+    if (s->D[k] > 0 && isfinite(s->D[k]))
+        return s->D[k];
+    for (size_t j = 0; j < s->P; j++) {
+        fit_xp_role r =
+            s->par[j].role == FIT_XP_AUTO ? fit_xp_role_guess(s->par[j].name) : s->par[j].role;
+        if (r == FIT_XP_D)
+            return s->x[k * s->P + j];
+    }
+    return NAN;
 }
 
 /* The points of one run (objective y, tokens D) appended at s->cp_* (room for the fractions). */
 static st_status run_points(study *s, size_t k, const double *steps, const double *loss,
                             const double *rate, size_t n)
 {
+    double D = run_tokens(s, k);
     double last = n ? steps[n - 1] : NAN;
-    if (!(last >= CURVE_MIN_STEPS))
+    if (!(last >= CURVE_MIN_STEPS) || !(D > 0 && isfinite(D)))
         return ST_OK;
     size_t S = (size_t)last, m = 0, skip = (size_t)(CURVE_SKIP_FRAC * (double)S);
     double *lr = malloc(2 * S * sizeof(double)), *ls = malloc(n * sizeof(double));
@@ -86,7 +109,7 @@ static st_status run_points(study *s, size_t k, const double *steps, const doubl
             !(Lf >= full) || !isfinite(Lf))
             continue; /* a shorter run that ends lower than the whole: the law is not trusted */
         s->cp_run[s->n_cp] = k;
-        s->cp_D[s->n_cp] = s->D[k] * (double)Sf / (double)S;
+        s->cp_D[s->n_cp] = D * (double)Sf / (double)S;
         s->cp_obj[s->n_cp++] = s->obj[k] * Lf / full;
     }
 out:
@@ -113,7 +136,7 @@ st_status study_curves_load(study *s, runner_store *st)
         return st_errf(s->errmsg, ST_ENOMEM, "out of memory");
     s->n_cp = 0;
     for (size_t k = 0; k < s->n; k++) {
-        if (s->failed[k] || !(s->D[k] > 0) || !(s->obj[k] > 0))
+        if (s->failed[k] || !(s->obj[k] > 0))
             continue;
         size_t n = 0;
         double *steps = NULL, *loss = NULL, *rate = NULL;
