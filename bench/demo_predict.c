@@ -6,7 +6,8 @@
  * from a recommendation that moved. Usage:
  *   build/bench/demo_predict --db DIR/study.db [--sweep tiny-gpt-scaling]
  *       [--large tiny-gpt-scaling-large] [--compute 8e12] [--boot 200] [--curves]
- * Prints one line: the recommendation's prediction and interval, the prediction at the trained
+ * Prints the replicates' sd of ln loss and the run noise at the trained run, then the
+ * recommendation's prediction and interval, the prediction at the trained
  * run's own settings with its interval, the actual objective and the error.
  */
 #include <math.h>
@@ -95,10 +96,26 @@ int main(int argc, char **argv)
         return fprintf(stderr, "demo_predict: %s\n", st ? study_errmsg(st) : em), 1;
     fit_xp_result r;
     fit_xp_get_result(study_engine(st), &r);
-    double x[64], N, D, y, p, lo, hi;
+    double x[64], N = NAN, D = NAN, y = NAN, p = NAN, lo = NAN, hi = NAN;
     rc = large_run(&a, st, x, &N, &D, &y);
     if (!rc && fit_xp_predict(study_engine(st), x, N, D, &p, &lo, &hi, NULL) != ST_OK)
         rc = fprintf(stderr, "demo_predict: no prediction at the large run's settings\n") > 0;
+    double sigma = NAN, rsd = NAN;
+    size_t R = fit_xp_n_replicates(study_engine(st));
+    double *lr = R ? malloc(R * sizeof(double)) : NULL;
+    if (!rc && lr &&
+        fit_xp_predict_replicates(study_engine(st), x, N, D, lr, NULL, &sigma) == ST_OK) {
+        double m = 0, v = 0;
+        for (size_t k = 0; k < R; k++)
+            m += lr[k] / (double)R;
+        for (size_t k = 0; k < R; k++)
+            v += (lr[k] - m) * (lr[k] - m) / (double)(R > 1 ? R - 1 : 1);
+        rsd = sqrt(v);
+    }
+    free(lr);
+    if (!rc)
+        printf("sd of ln loss at the trained run: replicates %.4f, run noise (sigma) %.4f\n", rsd,
+               sigma);
     if (!rc)
         printf("curves %d (%zu points): recommended %.4f [%+.1f%%, %+.1f%%]; at the trained run "
                "(N %.4g, D %.4g) %.4f [%+.1f%%, %+.1f%%]; actual %.4f; error %+.2f%%\n",
