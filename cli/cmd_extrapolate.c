@@ -45,6 +45,9 @@ static void usage(FILE *f)
                "                        above the limit everywhere (exit 0 instead of 3)\n"
                "  --no-backtest         skip the leave-largest-group-out backtest (halves the\n"
                "                        time)\n"
+               "  --curves              also fit each run's training-loss curve: what it would\n"
+               "                        have reached at 1/4 and 1/2 of its tokens enters the\n"
+               "                        model, kept with its run (not independent runs)\n"
                "  --json                print JSON\n"
                "  --emit yaml|command   print the recommended run instead, ready to launch: a\n"
                "                        one-run sweep file (all parameters fixed) or a shell\n"
@@ -59,7 +62,7 @@ static void usage(FILE *f)
 typedef struct args {
     const char *db, *sweep, *config, *out, *emit, *emit_name;
     double compute, factor;
-    int json, allow_unsafe, no_backtest;
+    int json, allow_unsafe, no_backtest, curves;
     fit_xp_options o;
     const char *role_name[32];
     fit_xp_role role[32];
@@ -107,6 +110,10 @@ static int parse_args(int argc, char **argv, args *a)
         }
         if (!strcmp(s, "--allow-unsafe")) {
             a->allow_unsafe = 1;
+            continue;
+        }
+        if (!strcmp(s, "--curves")) {
+            a->curves = 1;
             continue;
         }
         if (!strcmp(s, "--no-backtest")) {
@@ -312,6 +319,7 @@ static int study_setup(const args *a, study_options *so, runner_config **cfg)
     }
     so->config_override = *cfg;
     so->backtest = !a->no_backtest;
+    so->curves = a->curves;
     so->n_roles = a->n_roles;
     for (size_t k = 0; k < a->n_roles; k++) {
         /* "name=role": the name part, kept in the args' own buffer */

@@ -226,6 +226,7 @@ static void xp_free_runs(fit_xp *xp)
     xp->x = xp->b = xp->cost = xp->obj = xp->N = xp->D = NULL;
     xp->failed = NULL;
     xp->P = xp->n = xp->n_ok = 0;
+    xp_curves_free(xp);
 }
 
 void fit_xp_destroy(fit_xp *xp)

@@ -131,6 +131,25 @@ st_status fit_xp_set_runs(fit_xp *xp, size_t n_params, const fit_xp_param *param
                           const int *failed, const double *N, const double *D);
 
 /*
+ * Curve points (extrapolate_curves.c; docs/algorithms/extrapolation.md, "Curve points"): what
+ * successful runs would have reached at fewer tokens, from their learning curves (study/ derives
+ * them with fit/curve.h). Point c belongs to run run[c] (an index of fit_xp_set_runs' runs) and
+ * says: the same setting trained on D[c] tokens (a complete schedule) would have ended at
+ * objective[c]. They enter the MODEL's loss fit only (not the front, the stability boundary or
+ * the cost model), as correlated with their run: run i's k_i points weigh weight / k_i each in
+ * the point fit (weight in [0, 1]: a run's curve counts as at most one more run), the bootstrap
+ * resamples a run together with all its points, and the run noise (the residual sd) is measured
+ * on the runs' own objectives only. So points from one run never count as independent runs.
+ * Call after fit_xp_set_runs (which drops them); n_pts 0 removes them. ST_OK, ST_EINVAL (a run
+ * index out of range or of a failed run, D or objective not positive and finite, weight outside
+ * [0, 1]), ST_ENOMEM. Clears earlier results.
+ */
+st_status fit_xp_set_curve_points(fit_xp *xp, size_t n_pts, const size_t *run, const double *D,
+                                  const double *objective, double weight);
+/* Curve points held (0 without). */
+size_t fit_xp_n_curve_points(const fit_xp *xp);
+
+/*
  * Runs both analyses and recommends settings at compute C (cost units, > 0).
  * Returns ST_OK (check fit_xp_warnings), ST_ESTATE (no runs), ST_EINVAL (C), ST_EEMPTY
  * (no usable front), ST_ENUMERIC, ST_ENOMEM.

@@ -109,6 +109,12 @@ struct fit_xp {
     double *fb_g_rep;  /* fb_n_rep × 3 run-bootstrap replicates */
     size_t fb_n_rep;
     char unsafe_text[512];
+    /* curve points (extrapolate_curves.c): n_cp extra rows of the model's loss fit, grouped by
+     * run (cp_off: n + 1 offsets; run i's points are cp_off[i] .. cp_off[i + 1] - 1) */
+    size_t n_cp, cp_max;   /* points; the most of one run */
+    size_t *cp_off;        /* n + 1, NULL without points */
+    double *cp_D, *cp_obj; /* n_cp each, in run order */
+    double cp_weight;      /* a run's points weigh this much in all in the point fit */
     /* model */
     int has_model;
     xp_model m;
@@ -118,6 +124,14 @@ struct fit_xp {
     double *rec, *rec_lo, *rec_hi; /* P */
     char warn_text[1024];
 };
+
+/* Curve points (extrapolate_curves.c): freeing (fit_xp_set_runs and destroy call it); the
+ * rows n + c of the model's arrays for the points of usable runs (usable[i]: run i is a row of
+ * the loss fit) with lN, ly, bh copied from their run and wt the point's weight in the fit
+ * (wt[i] = 1 for the runs), their indices appended to rows; returns how many. */
+void xp_curves_free(fit_xp *xp);
+size_t xp_curves_rows(const fit_xp *xp, const int *usable, size_t nh, double *lN, double *lD,
+                      double *ly, double *bh, double *wt, size_t *rows);
 
 /* Sets xp->err from fmt and returns s. */
 st_status xp_fail(fit_xp *xp, st_status s, const char *fmt, ...);
@@ -173,6 +187,7 @@ typedef struct xp_jm_data {
     const double *lN, *lD, *ly; /* per run (all runs) */
     const double *bh;           /* runs × n_hp centred basic coordinates of the hypers */
     double lN0, lD0;
+    const double *wt;        /* per row weight of its squared residual, NULL: all 1 */
     size_t n_th, n_free;     /* n_th = XP_HP_OFF(n_hp) */
     size_t free_idx[XP_NTH]; /* the free parameters' slots, increasing */
     double full[XP_NTH];     /* every parameter; the held ones keep these values */

@@ -103,7 +103,8 @@ double xp_jm_eval(const double *th, size_t n_hp, double lN, double lD, double lN
     return lse + log1p(P);
 }
 
-/* 0.5 sum_rows r^2, r = ln L - ln y; adds r d ln L / d th to G (n_th) when want_g. */
+/* 0.5 sum_rows w r^2, r = ln L - ln y (w: d->wt, 1 without); adds w r d ln L / d th to G (n_th)
+ * when want_g. */
 static double jm_data_term(const xp_jm_data *d, const double *th, int want_g, double *G)
 {
     double g[XP_NTH] = {0}, f = 0;
@@ -112,10 +113,11 @@ static double jm_data_term(const xp_jm_data *d, const double *th, int want_g, do
         double r = xp_jm_eval(th, d->n_hp, d->lN[i], d->lD[i], d->lN0, d->lD0, &d->bh[i * d->n_hp],
                               want_g ? g : NULL) -
                    d->ly[i];
-        f += 0.5 * r * r;
+        double wi = d->wt ? d->wt[i] : 1;
+        f += 0.5 * wi * r * r;
         if (want_g)
             for (size_t j = 0; j < d->n_th; j++)
-                G[j] += r * g[j];
+                G[j] += wi * r * g[j];
     }
     return f;
 }

@@ -365,27 +365,38 @@ typedef struct fit_work {
     size_t *ok_rows, *rows;    /* n: usable runs; a bootstrap resample of them */
     size_t *lg_rows, *lg_boot; /* n + PRIOR_BINS: the boundary's rows; a resample of them */
     size_t n_okr;              /* usable runs (succeeded, ln N and ln D known, loss > 0) */
-    size_t n_lgr, n_lg_real;   /* the boundary's rows, of which runs (the rest prior rows) */
-    double lN_span, lD_span;   /* of the usable runs */
+    /* curve points (extrapolate_curves.c): rows n .. n + n_cp - 1 of lN, lD, ly, bh */
+    double *wt;       /* n + n_cp: weight of each row's squared residual */
+    int *usable;      /* n: run i is one of ok_rows */
+    size_t *fit_rows; /* the point fit's rows: ok_rows, then the curve points of usable runs */
+    size_t n_fit;
+    size_t n_lgr, n_lg_real; /* the boundary's rows, of which runs (the rest prior rows) */
+    double lN_span, lD_span; /* of the usable runs */
 } fit_work;
 
-static st_status work_alloc(fit_work *w, size_t n, size_t nh)
+/* n runs, n_cp curve points, at most cp_max of them per run */
+static st_status work_alloc(fit_work *w, size_t n, size_t n_cp, size_t cp_max, size_t nh)
 {
+    size_t na = n + n_cp;
     w->nh = nh;
-    w->lN = malloc(n * sizeof(double));
-    w->lD = malloc(n * sizeof(double));
-    w->ly = malloc(n * sizeof(double));
-    w->bh = malloc(n * nh * sizeof(double));
+    w->lN = malloc(na * sizeof(double));
+    w->lD = malloc(na * sizeof(double));
+    w->ly = malloc(na * sizeof(double));
+    w->bh = malloc(na * nh * sizeof(double));
+    w->wt = malloc(na * sizeof(double));
+    w->usable = calloc(n ? n : 1, sizeof(int));
+    w->fit_rows = malloc(na * sizeof(size_t));
     w->z = malloc((n + PRIOR_BINS) * XP_NZ * sizeof(double));
     w->y = malloc((n + PRIOR_BINS) * sizeof(int));
     w->key = malloc(2 * n * sizeof(double));
     w->loss = malloc(n * sizeof(double));
     w->ok_rows = malloc(n * sizeof(size_t));
-    w->rows = malloc(n * sizeof(size_t));
+    w->rows = malloc(n * (1 + cp_max) * sizeof(size_t)); /* a resample brings points along */
     w->lg_rows = malloc((n + PRIOR_BINS) * sizeof(size_t));
     w->lg_boot = malloc((n + PRIOR_BINS) * sizeof(size_t));
     if (!w->lN || !w->lD || !w->ly || !w->bh || !w->z || !w->y || !w->key || !w->loss ||
-        !w->ok_rows || !w->rows || !w->lg_rows || !w->lg_boot)
+        !w->ok_rows || !w->rows || !w->lg_rows || !w->lg_boot || !w->wt || !w->usable ||
+        !w->fit_rows)
         return ST_ENOMEM;
     return ST_OK;
 }
@@ -404,6 +415,9 @@ static void work_free(fit_work *w)
     free(w->rows);
     free(w->lg_rows);
     free(w->lg_boot);
+    free(w->wt);
+    free(w->usable);
+    free(w->fit_rows);
 }
 
 /* Per run ln N, ln D, ln loss and the hypers' centred coordinates; the usable runs, the
@@ -426,6 +440,7 @@ static st_status assemble_runs(fit_xp *xp, fit_work *w)
         w->y[i] = xp->failed[i];
         if (!xp->failed[i] && isfinite(lN) && isfinite(lD) && xp->obj[i] > 0) {
             w->ok_rows[w->n_okr++] = i;
+            w->usable[i] = 1;
             sN += lN;
             sD += lD;
             minN = fmin(minN, lN);
@@ -440,6 +455,9 @@ static st_status assemble_runs(fit_xp *xp, fit_work *w)
                  m->n_th);
         return ST_EEMPTY;
     }
+    memcpy(w->fit_rows, w->ok_rows, w->n_okr * sizeof(size_t));
+    w->n_fit = w->n_okr + xp_curves_rows(xp, w->usable, nh, w->lN, w->lD, w->ly, w->bh, w->wt,
+                                         &w->fit_rows[w->n_okr]);
     m->lN0 = sN / (double)w->n_okr;
     m->lD0 = sD / (double)w->n_okr;
     m->cost_k = sk / (double)w->n_okr;
@@ -490,8 +508,9 @@ static void jm_setup(const fit_xp *xp, const fit_work *w, size_t k_wd, xp_jm_dat
         for (size_t q = 0; q < XP_HP_LEN(k); q++)
             if (!hp_slot_held(xp, w, k, q, k_wd))
                 d->free_idx[d->n_free++] = XP_HP_OFF(k) + q;
-    d->n = w->n_okr;
-    d->rows = w->ok_rows;
+    d->n = w->n_fit;
+    d->rows = w->fit_rows;
+    d->wt = w->wt;
 }
 
 /* The hyper blocks of the start th0 (its Chinchilla part left alone): each optimum at the mean
@@ -713,6 +732,20 @@ static void boundary_fit(fit_xp *xp, fit_work *w, xp_lg_data *L)
 
 /* ---- bootstrap -------------------------------------------------------------------------- */
 
+/* A resample of the usable runs into w->rows, each drawn run with its curve points (rows
+ * n + c): a run's points are correlated with it and go where it goes. Returns the rows. */
+static size_t resample_runs(const fit_xp *xp, fit_work *w, st_rng *rng)
+{
+    size_t m = 0;
+    for (size_t t = 0; t < w->n_okr; t++) {
+        size_t i = w->ok_rows[st_rng_uniform_int(rng, w->n_okr)];
+        w->rows[m++] = i;
+        for (size_t c = xp->cp_off ? xp->cp_off[i] : 0; xp->cp_off && c < xp->cp_off[i + 1]; c++)
+            w->rows[m++] = xp->n + c;
+    }
+    return m;
+}
+
 /* R replicates into m->th_rep, m->g_rep: resample the usable runs (and the boundary's runs,
  * keeping its prior rows), refit both models from the point fit. A replicate whose joint fit
  * fails is dropped; one whose boundary fit fails keeps the point boundary. No allocation in the
@@ -730,12 +763,10 @@ static st_status bootstrap(fit_xp *xp, fit_work *w, xp_jm_data *d, xp_lg_data *L
     if (st_rng_create(xp->o.seed + 1, &rng) != ST_OK)
         return ST_ENOMEM;
     d->rows = w->rows;
-    d->n = w->n_okr;
     for (size_t r = 0; r < R; r++) {
         double th[XP_NTH], g[XP_NG];
         memcpy(th, m->th, sizeof(th));
-        for (size_t t = 0; t < w->n_okr; t++)
-            w->rows[t] = w->ok_rows[st_rng_uniform_int(rng, w->n_okr)];
+        d->n = resample_runs(xp, w, rng);
         double f = xp_jm_minimise(d, th, MAXEVAL_BOOT);
         memcpy(g, m->g, sizeof(g));
         if (m->has_div) {
@@ -771,7 +802,7 @@ static st_status model_fit(fit_xp *xp, fit_work *w)
     choose_hypers(xp);
     st_status s = fit_size_regression(xp);
     if (s == ST_OK)
-        s = work_alloc(w, xp->n, m->n_hp ? m->n_hp : 1);
+        s = work_alloc(w, xp->n, xp->n_cp, xp->cp_max, m->n_hp ? m->n_hp : 1);
     if (s == ST_OK)
         s = assemble_runs(xp, w);
     if (s != ST_OK)

@@ -21,6 +21,10 @@ study_options study_options_default(void)
     o.factor = 10;
     o.fit_max_cost = INFINITY;
     o.backtest = 1;
+    o.curve_weight = 0.5;
+    o.n_curve_fractions = 2;
+    o.curve_fractions[0] = 0.25;
+    o.curve_fractions[1] = 0.5;
     return o;
 }
 
@@ -325,14 +329,23 @@ st_status study_open(const char *db_path, const char *sweep, const study_options
         runner_store_close(st);
         return rc;
     }
-    runner_store_close(st);
     rc = study_create(w, o, out, errmsg);
     if (rc) {
+        runner_store_close(st);
         runner_sweep_free(w);
         return rc;
     }
     (*out)->owned = w;
-    return ST_OK;
+    if ((*out)->o.curves)
+        rc = study_curves_load(*out, st);
+    runner_store_close(st);
+    if (rc) {
+        if (errmsg)
+            snprintf(errmsg, ST_ERRMSG_MAX, "%s", (*out)->errmsg);
+        study_destroy(*out);
+        *out = NULL;
+    }
+    return rc;
 }
 
 void study_destroy(study *s)
@@ -351,6 +364,9 @@ void study_destroy(study *s)
     free(s->N);
     free(s->D);
     free(s->failed);
+    free(s->cp_run);
+    free(s->cp_D);
+    free(s->cp_obj);
     runner_sweep_free(s->owned);
     free(s);
 }
@@ -425,6 +441,9 @@ st_status study_run(study *s)
     if (!rc)
         rc = fit_xp_set_runs(s->xp, s->P, s->par, s->n, s->x, s->cost, s->obj, s->failed, s->N,
                              s->D);
+    if (!rc && s->n_cp)
+        rc = fit_xp_set_curve_points(s->xp, s->n_cp, s->cp_run, s->cp_D, s->cp_obj,
+                                     s->o.curve_weight);
     if (!rc)
         rc = fit_xp_run(s->xp, s->target);
     if (rc) {

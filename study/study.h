@@ -52,8 +52,16 @@ typedef struct study_options {
     /* another sweep file whose spaces, bounds and rounding override the stored one's
      * (matched by parameter name); NULL: the stored sweep file (borrowed) */
     const runner_config *config_override;
-    int backtest;   /* 1 (default): study_run also runs the leave-largest-group-out backtest */
-    size_t n_roles; /* role overrides: parameter role_name[k] has role[k] */
+    int backtest; /* 1 (default): study_run also runs the leave-largest-group-out backtest */
+    /* curve points (study_curves.c, docs/algorithms/extrapolation.md "Curve points"): 1: each
+     * successful run's training-loss curve, read from the store by study_open, says what its
+     * objective would have been at curve_fractions of its tokens, and those points go to the
+     * engine with fit_xp_set_curve_points (weight curve_weight); 0 (default): final values only */
+    int curves;
+    double curve_weight;       /* in [0, 1]; default 0.5 */
+    size_t n_curve_fractions;  /* default 2: 0.25 and 0.5 */
+    double curve_fractions[8]; /* each in (0, 1) */
+    size_t n_roles;            /* role overrides: parameter role_name[k] has role[k] */
     const char *role_name[STUDY_MAX_ROLES];
     fit_xp_role role[STUDY_MAX_ROLES];
 } study_options;
@@ -89,6 +97,11 @@ st_status study_open(const char *db_path, const char *sweep, const study_options
                      char *errmsg);
 /* NULL is a no-op. */
 void study_destroy(study *s);
+/* Curve points derived by study_open (options.curves), 0 without: their count, and point c's
+ * engine run, tokens and objective (any output may be NULL). ST_EINVAL for c out of range. */
+size_t study_n_curve_points(const study *s);
+st_status study_curve_point(const study *s, size_t c, size_t *engine_run, double *D,
+                            double *objective);
 const char *study_errmsg(const study *s);
 
 /*

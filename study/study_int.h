@@ -35,6 +35,11 @@ struct study {
     double *x, *cost, *obj, *N, *D;
     int *failed;
 
+    /* curve points (study_curves.c): n_cp of them, by engine run */
+    size_t n_cp;
+    size_t *cp_run;
+    double *cp_D, *cp_obj;
+
     fit_xp *xp; /* after a successful study_run */
     fit_xp_result res;
     double target;
@@ -54,6 +59,10 @@ void study_add_warning(study *s, const char *fmt, ...)
 /* study_safety.c: whether the engine vouches for its recommendation; fills s->unsafe_reason
  * with why not and which small runs would resolve it. */
 int study_judge_safety(study *s);
+
+/* study_curves.c: the curve points of the engine's successful runs from the store st
+ * (s->o.curves), into s->cp_*. A run whose curve is missing, too short or not fitted gives none. */
+st_status study_curves_load(study *s, runner_store *st);
 
 /* study_backtest.c: fills s->backtest (after the engine ran on every run). */
 void study_backtest(study *s);

@@ -13,6 +13,8 @@
 #   E2E_FACTOR (10)  E2E_CAP (8e11 FLOP per sweep run; study mode's target is E2E_FACTOR x it)
 #   E2E_SEQ (64)  E2E_DMODEL_MIN (32)  E2E_DMODEL_MAX (128)  E2E_LAYER_MAX (2)
 #   E2E_TOKENS_MIN (1e5)  E2E_TOKENS_MAX (2e6)  E2E_WARMUP (0.05; empty: searched)
+#   E2E_LR_MIN (1e-4)  E2E_LR_MAX (0.3)  E2E_WD (empty: weight decay searched 1e-3-0.5; a value: fixed)
+#   E2E_CURVES (0; 1: scaletune extrapolate --curves)
 #   E2E_SEED (3: the sweep's seed)  E2E_THREADS_LARGE (2)  E2E_BOOT (200)  E2E_OPTIMIZER (an optimizer block replacing the mode's)
 #   E2E_ALLOW_UNSAFE (0; 1: a recommendation refused as unsafe, exit 3, is trained anyway)
 set -euo pipefail
@@ -34,6 +36,14 @@ SEED=${E2E_SEED:-3}
 # warmup: a fixed fraction (default 0.05; it matters little here and each searched
 # hyperparameter costs the engine's model five more parameters), or searched when empty
 WARMUP=${E2E_WARMUP-0.05}
+LRMIN=${E2E_LR_MIN:-1.0e-4}
+LRMAX=${E2E_LR_MAX:-0.3}
+LRC=$(awk -v a="$LRMIN" -v b="$LRMAX" 'BEGIN { c = 3e-3; if (c < a || c > b) c = sqrt(a * b); printf "%.4g", c }')
+WD=${E2E_WD-}
+if [ -n "$WD" ]; then WD_LINE="weight_decay: {value: $WD}"
+else WD_LINE="weight_decay: {space: log, min: 1.0e-3, max: 0.5, center: 0.05}"; fi
+CURVES=()
+[ "${E2E_CURVES:-0}" = 1 ] && CURVES=(--curves)
 if [ -n "$WARMUP" ]; then WARMUP_LINE="warmup:  {value: $WARMUP}"
 else WARMUP_LINE="warmup:  {space: logit, min: 0.0, max: 0.5, center: 0.05}"; fi
 if [ "$MODE" = study ]; then
@@ -79,9 +89,9 @@ parameters:
   d_model: {space: log, min: $DMIN, max: $DMAX, center: $DC, integer: true, rounding: 16}
   n_layer: {space: linear, min: 1, max: $LMAX, center: 1, integer: true}
   tokens:  {space: log, min: $TMIN, max: $TMAX, center: $TC}
-  lr:      {space: log, min: 1.0e-4, max: 0.3, center: 3.0e-3}
+  lr:      {space: log, min: $LRMIN, max: $LRMAX, center: $LRC}
   $WARMUP_LINE
-  weight_decay: {space: log, min: 1.0e-3, max: 0.5, center: 0.05}
+  $WD_LINE
 budget: {runs: $RUNS, max_cost_per_run: $CAP}
 parallel: $PAR
 retries: {infrastructure: 2, backoff_seconds: 1}
@@ -116,12 +126,12 @@ $ST fit --data "$DIR/runs.csv" --law chinchilla --threads 2 || echo "(the naive 
 step "3/5 scaletune extrapolate: settings at $XP_WHAT"
 xp_rc=0
 $ST extrapolate --db "$DB" --sweep $SW --config "$DIR/sweep.yaml" "${XP_TARGET[@]}" \
-  --bootstrap "$BOOT" --out "$DIR/extrapolate.json" || xp_rc=$?
+  --bootstrap "$BOOT" --out "$DIR/extrapolate.json" "${CURVES[@]}" || xp_rc=$?
 if [ "$xp_rc" = 3 ] && [ "${E2E_ALLOW_UNSAFE:-0}" = 1 ]; then
   # demo-quick checks the pipeline: its 24 tiny runs cannot vouch for a safe setting
   echo "refused as unsafe (above); E2E_ALLOW_UNSAFE=1: the safest setting is trained anyway"
   $ST extrapolate --db "$DB" --sweep $SW --config "$DIR/sweep.yaml" "${XP_TARGET[@]}" \
-    --bootstrap "$BOOT" --out "$DIR/extrapolate.json" --allow-unsafe >/dev/null
+    --bootstrap "$BOOT" --out "$DIR/extrapolate.json" --allow-unsafe "${CURVES[@]}" >/dev/null
 elif [ "$xp_rc" != 0 ]; then
   echo "tiny-gpt-scaling: scaletune extrapolate exited $xp_rc: no large run" >&2
   exit "$xp_rc"

@@ -1,0 +1,127 @@
+/*
+ * demo_predict.c — the demo's prediction taken apart on a stored study (docs/results.md): the
+ * engine (study/) on the sweep, then its prediction at the settings the large run was actually
+ * trained with (the second sweep of the store: examples/tiny-gpt-scaling/run.sh's large run),
+ * against that run's objective. Separates the law's error (prediction at the trained settings)
+ * from a recommendation that moved. Usage:
+ *   build/bench/demo_predict --db DIR/study.db [--sweep tiny-gpt-scaling]
+ *       [--large tiny-gpt-scaling-large] [--compute 8e12] [--boot 200] [--curves]
+ * Prints the replicates' sd of ln loss and the run noise at the trained run, then the
+ * recommendation's prediction and interval, the prediction at the trained
+ * run's own settings with its interval, the actual objective and the error.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fit/extrapolate.h"
+#include "runner/runner.h"
+#include "study/study.h"
+
+typedef struct args {
+    const char *db, *sweep, *large;
+    double compute;
+    size_t boot;
+    int curves;
+} args;
+
+static int parse(int argc, char **argv, args *a)
+{
+    *a = (args){NULL, "tiny-gpt-scaling", "tiny-gpt-scaling-large", 8e12, 200, 0};
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(s, "--curves"))
+            a->curves = 1;
+        else if (v && !strcmp(s, "--db"))
+            a->db = argv[++i];
+        else if (v && !strcmp(s, "--sweep"))
+            a->sweep = argv[++i];
+        else if (v && !strcmp(s, "--large"))
+            a->large = argv[++i];
+        else if (v && !strcmp(s, "--compute"))
+            a->compute = atof(argv[++i]);
+        else if (v && !strcmp(s, "--boot"))
+            a->boot = (size_t)atol(argv[++i]);
+        else
+            return fprintf(stderr, "demo_predict: unknown or incomplete option '%s'\n", s), 2;
+    }
+    return a->db ? 0 : (fprintf(stderr, "demo_predict: --db is required\n"), 2);
+}
+
+/* The large run's setting in the engine's parameter order (by name), N and D, objective. */
+static int large_run(const args *a, const study *st, double *x, double *N, double *D, double *y)
+{
+    char em[ST_ERRMSG_MAX];
+    runner_store *s = NULL;
+    runner_sweep *w = NULL;
+    if (runner_store_open(a->db, &s, em) || runner_store_read_sweep(s, a->large, &w))
+        return fprintf(stderr, "demo_predict: no sweep '%s' in %s\n", a->large, a->db), 1;
+    runner_store_close(s);
+    const runner_sweep_run *u = w->n_runs ? &w->runs[0] : NULL;
+    if (!u || !isfinite(u->objective)) {
+        runner_sweep_free(w);
+        return fprintf(stderr, "demo_predict: the large run has no objective\n"), 1;
+    }
+    const fit_xp *xp = study_engine(st);
+    for (size_t j = 0; j < fit_xp_n_params(xp); j++) {
+        x[j] = NAN;
+        for (size_t q = 0; q < w->cfg->n_params; q++) {
+            const runner_param_spec *ps = &w->cfg->params[q];
+            if (!strcmp(ps->p.name, fit_xp_param_name(xp, j)))
+                x[j] = ps->is_fixed ? ps->fixed_value : u->x[q];
+        }
+    }
+    *N = u->final_N;
+    *D = u->final_D;
+    *y = u->objective;
+    runner_sweep_free(w);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    args a;
+    int rc = parse(argc, argv, &a);
+    if (rc)
+        return rc;
+    study_options o = study_options_default();
+    o.compute = a.compute;
+    o.engine.n_boot = a.boot;
+    o.backtest = 0;
+    o.curves = a.curves;
+    char em[ST_ERRMSG_MAX];
+    study *st = NULL;
+    if (study_open(a.db, a.sweep, &o, &st, em) || study_run(st))
+        return fprintf(stderr, "demo_predict: %s\n", st ? study_errmsg(st) : em), 1;
+    fit_xp_result r;
+    fit_xp_get_result(study_engine(st), &r);
+    double x[64], N = NAN, D = NAN, y = NAN, p = NAN, lo = NAN, hi = NAN;
+    rc = large_run(&a, st, x, &N, &D, &y);
+    if (!rc && fit_xp_predict(study_engine(st), x, N, D, &p, &lo, &hi, NULL) != ST_OK)
+        rc = fprintf(stderr, "demo_predict: no prediction at the large run's settings\n") > 0;
+    double sigma = NAN, rsd = NAN;
+    size_t R = fit_xp_n_replicates(study_engine(st));
+    double *lr = R ? malloc(R * sizeof(double)) : NULL;
+    if (!rc && lr &&
+        fit_xp_predict_replicates(study_engine(st), x, N, D, lr, NULL, &sigma) == ST_OK) {
+        double m = 0, v = 0;
+        for (size_t k = 0; k < R; k++)
+            m += lr[k] / (double)R;
+        for (size_t k = 0; k < R; k++)
+            v += (lr[k] - m) * (lr[k] - m) / (double)(R > 1 ? R - 1 : 1);
+        rsd = sqrt(v);
+    }
+    free(lr);
+    if (!rc)
+        printf("sd of ln loss at the trained run: replicates %.4f, run noise (sigma) %.4f\n", rsd,
+               sigma);
+    if (!rc)
+        printf("curves %d (%zu points): recommended %.4f [%+.1f%%, %+.1f%%]; at the trained run "
+               "(N %.4g, D %.4g) %.4f [%+.1f%%, %+.1f%%]; actual %.4f; error %+.2f%%\n",
+               a.curves, study_n_curve_points(st), r.objective,
+               100 * (r.objective_lo / r.objective - 1), 100 * (r.objective_hi / r.objective - 1),
+               N, D, p, 100 * (lo / p - 1), 100 * (hi / p - 1), y, 100 * (y / p - 1));
+    study_destroy(st);
+    return rc;
+}

@@ -1,0 +1,175 @@
+/*
+ * study_curves.c — curve points: what each successful run of a sweep would have reached at fewer
+ * tokens, from its own learning curve (issue 17; docs/algorithms/extrapolation.md, "Curve
+ * points"). A run's training-loss records and their learning rates (runner_store_run_curve)
+ * fit the loss-curve law with learning-rate annealing (fit/curve.h, Tissue et al. 2024) under
+ * the run's own schedule; the same law under the schedule compressed to a fraction f of the steps
+ * (warmup and decay scaled with it, as a trainer does for a shorter run) gives the loss of that
+ * shorter run. The point's objective is the run's own objective times the law's ratio
+ * L(f S steps, compressed schedule) / L(S steps, own schedule), so the training/validation gap
+ * and the law's offset cancel; its tokens are f D. The engine keeps the points with their run
+ * (fit_xp_set_curve_points). Reads the store only; never writes.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fit/curve.h"
+#include "study/study_int.h"
+
+#define CURVE_MIN_STEPS 40   /* a run or a point shorter than this many steps gives none */
+#define CURVE_SKIP_FRAC 0.05 /* the law is fitted from this fraction of the steps on */
+#define CURVE_MAX_FIT   400  /* points fitted (evenly thinned beyond), for speed */
+
+/* The schedule lr[0 .. S-1] of steps 1..S from the records (a step without a record keeps the
+ * previous step's rate); 0 when a rate is missing at the start or not finite. */
+static int fill_schedule(const double *steps, const double *rate, size_t n, size_t S, double *lr)
+{
+    for (size_t s = 0; s < S; s++)
+        lr[s] = NAN;
+    for (size_t k = 0; k < n; k++) {
+        double st = steps[k];
+        if (isfinite(st) && st >= 1 && st <= (double)S && isfinite(rate[k]) && rate[k] >= 0)
+            lr[(size_t)st - 1] = rate[k];
+    }
+    for (size_t s = 0; s < S; s++)
+        if (!isfinite(lr[s])) {
+            if (s == 0)
+                return 0;
+            lr[s] = lr[s - 1];
+        }
+    return 1;
+}
+
+/* The run's schedule compressed to Sf steps (Sf >= 2): step j of it takes the rate at position
+ * 1 + (j - 1)(S - 1)/(Sf - 1) of the run's, linearly interpolated (a schedule defined on the
+ * fraction of the run done, as warmup and cosine are, maps onto itself). */
+static void compress(const double *lr, size_t S, size_t Sf, double *out)
+{
+    for (size_t j = 1; j <= Sf; j++) {
+        double pos = 1 + (double)(j - 1) * (double)(S - 1) / (double)(Sf - 1);
+        size_t lo = (size_t)floor(pos);
+        if (lo >= S) {
+            out[j - 1] = lr[S - 1];
+            continue;
+        }
+        double t = pos - (double)lo;
+        out[j - 1] = (1 - t) * lr[lo - 1] + t * lr[lo];
+    }
+}
+
+/* Run k's tokens: its final record's, else its parameter with role D; NAN when unknown. */
+static double run_tokens(const study *s, size_t k)
+{
+    if (s->D[k] > 0 && isfinite(s->D[k]))
+        return s->D[k];
+    for (size_t j = 0; j < s->P; j++) {
+        fit_xp_role r =
+            s->par[j].role == FIT_XP_AUTO ? fit_xp_role_guess(s->par[j].name) : s->par[j].role;
+        if (r == FIT_XP_D)
+            return s->x[k * s->P + j];
+    }
+    return NAN;
+}
+
+/* The points of one run (objective y, tokens D) appended at s->cp_* (room for the fractions). */
+static st_status run_points(study *s, size_t k, const double *steps, const double *loss,
+                            const double *rate, size_t n)
+{
+    double D = run_tokens(s, k);
+    double last = n ? steps[n - 1] : NAN;
+    if (!(last >= CURVE_MIN_STEPS) || !(D > 0 && isfinite(D)))
+        return ST_OK;
+    size_t S = (size_t)last, m = 0, skip = (size_t)(CURVE_SKIP_FRAC * (double)S);
+    double *lr = malloc(2 * S * sizeof(double)), *ls = malloc(n * sizeof(double));
+    size_t *ps = malloc(n * sizeof(size_t));
+    st_status rc = lr && ls && ps ? ST_OK : ST_ENOMEM;
+    if (rc || !fill_schedule(steps, rate, n, S, lr))
+        goto out;
+    size_t stride = n / CURVE_MAX_FIT + 1;
+    for (size_t i = 0; i < n; i += stride)
+        if (isfinite(steps[i]) && steps[i] > (double)skip && steps[i] <= (double)S &&
+            isfinite(loss[i]) && (m == 0 || (size_t)steps[i] > ps[m - 1])) {
+            ps[m] = (size_t)steps[i];
+            ls[m++] = loss[i];
+        }
+    fit_curve_options o = fit_curve_options_default();
+    fit_curve_law law;
+    double full;
+    if (m < 8 || fit_curve_fit(lr, S, ps, ls, m, &o, &law, NULL, NULL) != ST_OK ||
+        fit_curve_predict(&law, lr, S, o.lambda, S, &full, NULL) != ST_OK || !(full > 0))
+        goto out;
+    for (size_t q = 0; q < s->o.n_curve_fractions; q++) {
+        double f = s->o.curve_fractions[q], Lf;
+        size_t Sf = (size_t)floor(f * (double)S + 0.5);
+        if (Sf < CURVE_MIN_STEPS || Sf >= S)
+            continue;
+        compress(lr, S, Sf, &lr[S]);
+        if (fit_curve_predict(&law, &lr[S], Sf, o.lambda, Sf, &Lf, NULL) != ST_OK ||
+            !(Lf >= full) || !isfinite(Lf))
+            continue; /* a shorter run that ends lower than the whole: the law is not trusted */
+        s->cp_run[s->n_cp] = k;
+        s->cp_D[s->n_cp] = D * (double)Sf / (double)S;
+        s->cp_obj[s->n_cp++] = s->obj[k] * Lf / full;
+    }
+out:
+    free(lr);
+    free(ls);
+    free(ps);
+    return rc;
+}
+
+st_status study_curves_load(study *s, runner_store *st)
+{
+    size_t cap = s->n * s->o.n_curve_fractions + 1;
+    if (s->o.n_curve_fractions > 8 || !(s->o.curve_weight >= 0 && s->o.curve_weight <= 1))
+        return st_errf(s->errmsg, ST_EINVAL, "curves: %zu fractions (at most 8), weight %g",
+                       s->o.n_curve_fractions, s->o.curve_weight);
+    for (size_t q = 0; q < s->o.n_curve_fractions; q++)
+        if (!(s->o.curve_fractions[q] > 0 && s->o.curve_fractions[q] < 1))
+            return st_errf(s->errmsg, ST_EINVAL, "curves: fraction %g is not in (0, 1)",
+                           s->o.curve_fractions[q]);
+    s->cp_run = malloc(cap * sizeof(size_t));
+    s->cp_D = malloc(cap * sizeof(double));
+    s->cp_obj = malloc(cap * sizeof(double));
+    if (!s->cp_run || !s->cp_D || !s->cp_obj)
+        return st_errf(s->errmsg, ST_ENOMEM, "out of memory");
+    s->n_cp = 0;
+    for (size_t k = 0; k < s->n; k++) {
+        if (s->failed[k] || !(s->obj[k] > 0))
+            continue;
+        size_t n = 0;
+        double *steps = NULL, *loss = NULL, *rate = NULL;
+        st_status rc = runner_store_run_curve(st, s->w->runs[s->run_idx[k]].id, "loss", "lr", &n,
+                                              &steps, &loss, &rate);
+        if (!rc)
+            rc = run_points(s, k, steps, loss, rate, n);
+        free(steps);
+        free(loss);
+        free(rate);
+        if (rc == ST_ENOMEM)
+            return st_errf(s->errmsg, rc, "out of memory");
+        if (rc)
+            return st_errf(s->errmsg, rc, "curves: %s", runner_store_errmsg(st));
+    }
+    return ST_OK;
+}
+
+size_t study_n_curve_points(const study *s)
+{
+    return s ? s->n_cp : 0;
+}
+
+st_status study_curve_point(const study *s, size_t c, size_t *engine_run, double *D,
+                            double *objective)
+{
+    if (!s || c >= s->n_cp)
+        return ST_EINVAL;
+    if (engine_run)
+        *engine_run = s->cp_run[c];
+    if (D)
+        *D = s->cp_D[c];
+    if (objective)
+        *objective = s->cp_obj[c];
+    return ST_OK;
+}

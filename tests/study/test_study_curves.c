@@ -1,0 +1,134 @@
+/*
+ * test_study_curves.c — study/study_curves.c: curve points from a run's stored step records.
+ * A run's training loss is written step by step from a known loss-curve law (Tissue et al.
+ * 2024: L0 + A S1^-alpha - C S2, computed here by its own loop) under a cosine schedule; the
+ * study must say that the same run trained to 1/4 and 1/2 of its steps (the cosine over fewer
+ * steps) ends at its objective times the law's ratio L(short) / L(whole), at 1/4 and 1/2 of its
+ * tokens. A run without records gives no point; curves off gives none.
+ */
+#include "common/st.h"
+#include "runner/runner.h"
+#include "study/study.h"
+#include "tests/check.h"
+
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const double L0 = 1.5, A = 0.5, ALPHA = 0.5, CC = 0.3, PEAK = 1e-3, RMIN = 0.1;
+static const double LAMBDA = 0.999; /* fit_curve_options_default's */
+enum { S = 400 };
+
+/* cosine from PEAK at step 1 to RMIN PEAK at step n */
+static double eta(size_t s, size_t n)
+{
+    double p = (double)(s - 1) / (double)(n - 1);
+    return PEAK * (RMIN + (1 - RMIN) * 0.5 * (1 + cos(M_PI * p)));
+}
+
+/* the law after `upto` steps of the n-step cosine (the paper's areas, eta_0 = eta_1) */
+static double law_at(size_t upto, size_t n)
+{
+    double S1 = 0, S2 = 0, m = 0, prev = eta(1, n);
+    for (size_t s = 1; s <= upto; s++) {
+        double e = eta(s, n);
+        m = LAMBDA * m + fmax(0, prev - e);
+        S1 += e;
+        S2 += m;
+        prev = e;
+    }
+    return L0 + A * pow(S1, -ALPHA) - CC * S2;
+}
+
+static const char *const yaml =
+    "name: curves\n"
+    "objective: {metric: val_loss}\n"
+    "cost: {metric: flops}\n"
+    "budget: {runs: 10}\n"
+    "parameters:\n"
+    "  N:      {space: log, min: 1.0e4, max: 1.0e6, center: 1.0e5}\n"
+    "  tokens: {space: log, min: 1.0e5, max: 1.0e7, center: 1.0e6}\n"
+    "  lr:     {space: log, min: 1.0e-4, max: 1.0e-2, center: 1.0e-3}\n";
+
+/* the run's step records into the store's tables, as the controller writes them */
+static void write_curve(const char *db, uint64_t run)
+{
+    sqlite3 *h = NULL;
+    CHECK(sqlite3_open(db, &h) == SQLITE_OK);
+    char sql[512];
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO attempts(run_id, number, state, backend, dir, slot, started) "
+             "VALUES(%llu, 1, 'succeeded', 'local', '/tmp', 0, 0)",
+             (unsigned long long)run);
+    CHECK(sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK);
+    long long att = sqlite3_last_insert_rowid(h);
+    sqlite3_exec(h, "BEGIN", NULL, NULL, NULL);
+    for (size_t s = 1; s <= S; s++) {
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO metric_points(attempt_id, event, step, t, line) VALUES(%lld, 1, "
+                 "%zu, 0, '{\"event\":\"step\",\"step\":%zu,\"loss\":%.17g,\"lr\":%.17g}')",
+                 att, s, s, law_at(s, S), eta(s, S));
+        sqlite3_exec(h, sql, NULL, NULL, NULL);
+    }
+    sqlite3_exec(h, "COMMIT", NULL, NULL, NULL);
+    sqlite3_close(h);
+}
+
+static void test_points(void)
+{
+    char dir[] = "/tmp/st_curves_XXXXXX", db[256], em[ST_ERRMSG_MAX];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(db, sizeof(db), "%s/s.db", dir);
+    CHECK_ST(runner_store_create_sweep(db, yaml, em), ST_OK);
+    runner_store *st = NULL;
+    CHECK_ST(runner_store_open(db, &st, em), ST_OK);
+    uint64_t id[2];
+    double x[3], val = 1.1 * law_at(S, S), D = 409600;
+    for (int r = 0; r < 2; r++) {
+        CHECK_ST(runner_store_ask(st, "curves", &id[r], x, 3), ST_OK);
+        char fin[256];
+        snprintf(fin, sizeof(fin), "{\"event\":\"final\",\"params\":%g,\"tokens\":%g}", x[0], D);
+        CHECK_ST(runner_store_tell_final(st, "curves", id[r], val, 6 * x[0] * D, 0, fin), ST_OK);
+    }
+    runner_store_close(st);
+    write_curve(db, id[0]); /* the second run has no records: no point */
+
+    study_options o = study_options_default();
+    study *s = NULL;
+    CHECK_ST(study_open(db, "curves", &o, &s, em), ST_OK);
+    CHECK(study_n_curve_points(s) == 0); /* off by default */
+    study_destroy(s);
+    o.curves = 1;
+    CHECK_ST(study_open(db, "curves", &o, &s, em), ST_OK);
+    CHECK(study_n_curve_points(s) == 2);
+    for (size_t c = 0; c < study_n_curve_points(s); c++) {
+        size_t k;
+        double Dc, y;
+        CHECK_ST(study_curve_point(s, c, &k, &Dc, &y), ST_OK);
+        double f = c == 0 ? 0.25 : 0.5;
+        size_t Sf = (size_t)(f * S);
+        double want = val * law_at(Sf, Sf) / law_at(S, S);
+        printf("point %zu: run %zu, D %g (want %g), objective %.5f (want %.5f, whole run %.5f)\n",
+               c, k, Dc, f * D, y, want, val);
+        CHECK(k == 0);
+        CHECK_REL(Dc, f * D, 1e-12);
+        CHECK_REL(y, want, 5e-4);
+        CHECK(y > val);
+    }
+    CHECK_ST(study_curve_point(s, 2, NULL, NULL, NULL), ST_EINVAL);
+    study_destroy(s);
+    unlink(db);
+    char more[300];
+    snprintf(more, sizeof(more), "rm -rf '%s'", dir);
+    CHECK(system(more) == 0);
+}
+
+int main(void)
+{
+    st_global_init();
+    test_points();
+    return check_summary("test_study_curves");
+}
