@@ -276,11 +276,11 @@ st_status ctl_release_view(runner *r, size_t *n_released, double **pending, size
     if (!p)
         return ST_ENOMEM;
     /* deterministic: the runs after the last released one, by id; the other mode: by position */
-    sqlite3_stmt *st = r->det
-                           ? store_stmt(r->st, "SELECT x FROM runs WHERE +sweep_id = ?1 AND id > ?2 "
-                                               "ORDER BY id")
-                           : store_stmt(r->st, "SELECT x FROM runs WHERE sweep_id = ?1 ORDER BY id "
-                                               "LIMIT -1 OFFSET ?2");
+    sqlite3_stmt *st =
+        r->det ? store_stmt(r->st, "SELECT x FROM runs WHERE +sweep_id = ?1 AND id > ?2 "
+                                   "ORDER BY id")
+               : store_stmt(r->st, "SELECT x FROM runs WHERE sweep_id = ?1 ORDER BY id "
+                                   "LIMIT -1 OFFSET ?2");
     if (!st) {
         free(p);
         return ST_EDB;

@@ -151,27 +151,48 @@ static void write_text(const char *path)
         fclose(t);
 }
 
-/* Steps the controller to its end, killing the trainer of attempts 1..n_kill once each, at a
- * seeded random moment 0.05-0.4 s after it started. Returns the kills made. */
+/* Step records attempt n has written so far (its metrics file or its stdout, whichever has
+ * more). */
+static int attempt_steps(const char *log, int n)
+{
+    int most = 0;
+    static const char *const files[] = {"metrics.jsonl", "stdout.log"};
+    for (int f = 0; f < 2; f++) {
+        char p[4400];
+        snprintf(p, sizeof(p), "%s/big/run-1/attempt-%d/%s", log, n, files[f]);
+        char *t = slurp(p);
+        int c = 0;
+        for (const char *q = t; q && (q = strstr(q, "\"event\": \"step\"")); q++)
+            c++;
+        for (const char *q = t; q && (q = strstr(q, "\"event\":\"step\"")); q++)
+            c++;
+        free(t);
+        most = c > most ? c : most;
+    }
+    return most;
+}
+
+/* Steps the controller to its end, killing the trainer of attempts 1..n_kill once each after a
+ * seeded random 1-6 of its step records (so at most about one checkpoint of progress per
+ * attempt: all n_kill kills land before the run can finish, however fast the machine is).
+ * Returns the kills made. */
 static int run_killing(runner *r, const char *log, int n_kill)
 {
-    int kills = 0, done = 0;
-    double kill_at = NAN, now = 0;
+    int kills = 0, done = 0, kill_after = 0;
     while (!done) {
         if (runner_step(r, &done)) {
             fprintf(stderr, "step: %s\n", runner_errmsg(r));
             break;
         }
         long pid = kills < n_kill ? live_trainer(log, kills + 1) : 0;
-        if (pid > 0 && isnan(kill_at))
-            kill_at = now + 0.05 + 0.35 * unit();
-        if (pid > 0 && now >= kill_at) {
+        if (pid > 0 && !kill_after)
+            kill_after = 1 + (int)(6 * unit());
+        if (pid > 0 && attempt_steps(log, kills + 1) >= kill_after) {
             kill((pid_t)pid, SIGKILL);
             kills++;
-            kill_at = NAN;
+            kill_after = 0;
         }
-        sleep_s(0.005);
-        now += 0.005;
+        sleep_s(0.002);
     }
     return kills;
 }
