@@ -90,6 +90,7 @@ void carbs_destroy(carbs *c)
         free((char *)c->params[i].active_if);
     }
     free(c->params);
+    carbs_priv_qrng_free(c);
     free(c->parent);
     free(c->center_b);
     free(c->lo_b);

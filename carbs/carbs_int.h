@@ -208,8 +208,14 @@ struct carbs {
     uint64_t n_suggest;    /* suggestions made (seeds the RNG of the next one) */
     size_t resample_count; /* CARBS' resample counter */
     size_t n_design;       /* random-phase points drawn so far (index into the QMC sequence) */
-    st_rng *rng;           /* reseeded from (seed, next_id) at each suggestion: a suggestion
-                              is a function of the state, whoever rebuilt it */
+    /* the QMC generator of the random phase, kept between suggestions (sample.c): design
+     * point k is the k-th point of the sequence, drawn once instead of from the start each
+     * time; qrng_drawn points have been drawn from it (a cache: not state) */
+    void *qrng;
+    int qrng_kind;
+    size_t qrng_drawn;
+    st_rng *rng; /* reseeded from (seed, next_id) at each suggestion: a suggestion
+                    is a function of the state, whoever rebuilt it */
     carbs_suggestion_info info;
     char errmsg[ST_ERRMSG_MAX];
 };
@@ -288,6 +294,8 @@ st_status cap_enforce(carbs *c, const capm *cm, double *b, cap_draw_fn draw, voi
 /* sample.c: coordinate i of a point drawn near origin o from u in (0, 1); the locality weight
  * of basic point b (tmp: 2*D doubles); a rounded point inside the bounds near one of n
  * origins; design point n_design (the random phase). */
+/* Frees the random phase's cached QMC generator (carbs_destroy). */
+void carbs_priv_qrng_free(carbs *c);
 double carbs_priv_draw_coord(const carbs *c, size_t i, double o, double u);
 double carbs_priv_locality(const carbs *c, const double *b, size_t n_origins, const double *origins,
                            double *tmp);
