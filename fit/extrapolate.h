@@ -86,7 +86,8 @@ typedef struct fit_xp_options {
     double prior_ab_sd;   /* sd of a Gaussian prior on alpha - beta of the MODEL's L(N, D)
                              (docs/algorithms/extrapolation.md), default 0.05; 0 disables it */
     double prior_law_sd;  /* scale of the sds of literature priors on the N and D slopes of the
-                             learning rate's and the batch's optima (docs/algorithms/
+                             learning rate's and the batch's optima and of the
+                             stability boundary's tie to the learning rate's (docs/algorithms/
                              extrapolation.md), default 1; 0 disables them */
     double prior_wd_sd;   /* sd of Gaussian priors that keep a weight decay's optimum near a
                              fixed AdamW timescale B / (lr lambda D) (docs/algorithms/

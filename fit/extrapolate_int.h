@@ -207,6 +207,10 @@ typedef struct xp_lg_data {
     const double *z; /* runs × XP_NZ centred covariates */
     const int *y;    /* failed */
     int use_w;       /* the warmup covariate is in (XP_NG coefficients; else XP_NG - 1) */
+    /* The slope tie (0 weight: none): + tie_w (g_LN + tie_slope g_LR)^2, a Gaussian prior that the
+     * boundary's ln lr moves with ln N as -g_LN / g_LR = tie_slope (linearised at a fitted g_LR).
+     */
+    double tie_slope, tie_w;
 } xp_lg_data;
 double xp_lg_objective(unsigned nv, const double *g, double *grad, void *data);
 /* Minimises from g (XP_NG, updated; g[XP_G_W] = 0 without use_w); 1 on success. */

@@ -268,6 +268,12 @@ double xp_lg_objective(unsigned nv, const double *g, double *grad, void *data)
         f += RIDGE_LOGIT * g[j] * g[j];
         G[j] += 2 * RIDGE_LOGIT * g[j];
     }
+    if (d->tie_w > 0) {
+        double e = g[XP_G_LN] + d->tie_slope * g[XP_G_LR];
+        f += d->tie_w * e * e;
+        G[XP_G_LN] += 2 * d->tie_w * e;
+        G[XP_G_LR] += 2 * d->tie_w * e * d->tie_slope;
+    }
     if (grad)
         for (unsigned j = 0; j < nv; j++)
             grad[j] = G[j];

@@ -71,6 +71,12 @@ static const double START_EXP[] = {0.2, 0.35, 0.6};
 #define PRIOR_DIV_LR      0.5 /* ln of the factor above the largest successful lr (no failed run) */
 #define PRIOR_BINS        4   /* size groups that each get a prior row (no failed run) */
 #define PRIOR_BIN_RUNS    5
+/* The boundary's slope tie: the largest stable learning rate and the optimal one move alike with
+ * the model's size (docs/algorithms/extrapolation.md section 2, "Boundary slope tie"), so a
+ * Gaussian prior of this sd (times o.prior_law_sd; 0 disables it) on the difference between the
+ * boundary's ln N slope -g_LN / g_LR and the fitted optimum's slope along the compute-optimal path.
+ */
+#define BOUNDARY_TIE_SD   0.1
 
 /* Literature priors on the N and D slopes of the learning rate's and the batch's optima (both on
  * log scales), each sd scaled by o.prior_law_sd (0 disables them), weighted sigma^2 / (2 sd^2) as
@@ -676,6 +682,39 @@ static void boundary_covariates(fit_xp *xp, fit_work *w, double slr, double sw)
     }
 }
 
+/* d b_lr* / d ln N of the learning rate's optimum law in th along the compute-optimal path
+ * (ln D moving alpha / beta as fast as ln N), through its coupling to the hypers before it; NAN
+ * when the learning rate is not modelled. */
+static double lr_path_slope(const xp_model *m, const double *th)
+{
+    double r = th[XP_TH_ALPHA] / th[XP_TH_BETA], slope[XP_MAX_HP];
+    for (size_t k = 0; k < m->n_hp; k++) {
+        const double *h = &th[XP_HP_OFF(k)];
+        slope[k] = h[XP_HP_SLOPE_N] + r * h[XP_HP_SLOPE_D];
+        for (size_t j = 0; j < k; j++)
+            slope[k] += h[XP_HP_COUPLING + j] * slope[j];
+        if (m->hp_param[k] == m->lr_param)
+            return isfinite(slope[k]) ? slope[k] : NAN;
+    }
+    return NAN;
+}
+
+/* The slope tie into L (see BOUNDARY_TIE_SD), linearised at the untied fit's g; refits g. */
+static void boundary_tie(fit_xp *xp, xp_lg_data *L, double *g)
+{
+    double sd = BOUNDARY_TIE_SD * xp->o.prior_law_sd, s = lr_path_slope(&xp->m, xp->m.th);
+    if (!(sd > 0) || !isfinite(s) || !(g[XP_G_LR] > 0))
+        return;
+    L->tie_slope = s;
+    L->tie_w = 1 / (2 * sd * sd * g[XP_G_LR] * g[XP_G_LR]);
+    double gt[XP_NG];
+    memcpy(gt, g, sizeof(gt));
+    if (xp_lg_minimise(L, gt))
+        memcpy(g, gt, sizeof(gt));
+    else
+        L->tie_w = 0;
+}
+
 /*
  * The stability boundary on every run whose ln N is known, into m->g (m->has_div) and L.
  * No failed run: a prior instead of "never diverges". The runs are split by ln N into up to
@@ -715,6 +754,7 @@ static void boundary_fit(fit_xp *xp, fit_work *w, xp_lg_data *L)
         L->use_w = m->wu_param != NONE;
         double g[XP_NG] = {log((double)n_fail / (double)w->n_lgr), LG_START_LR, 0, 0};
         if (xp_lg_minimise(L, g)) {
+            boundary_tie(xp, L, g);
             memcpy(m->g, g, sizeof(g));
             m->has_div = 1;
         }

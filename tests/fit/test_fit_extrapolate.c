@@ -452,8 +452,8 @@ static void test_jm_gradient(void)
     CHECK(worst_lnL < 1e-12);
 }
 
-/* xp_lg_objective on 40 random runs (a third failed), with and without the warmup covariate:
- * its gradient against central differences at 8 random points each. */
+/* xp_lg_objective on 40 random runs (a third failed), with and without the warmup covariate
+ * and the slope tie: its gradient against central differences at 8 random points each. */
 static void test_lg_gradient(void)
 {
     enum { n = 40 };
@@ -468,11 +468,13 @@ static void test_lg_gradient(void)
         y[i] = st_rng_uniform(rng) < 1.0 / 3;
         rows[i] = i;
     }
-    xp_lg_data L = {n, rows, z, y, 0};
+    xp_lg_data L = {n, rows, z, y, 0, 0, 0};
     double worst = 0;
     for (int use_w = 0; use_w <= 1; use_w++) {
         L.use_w = use_w;
         for (int pt = 0; pt < 8; pt++) {
+            L.tie_w = pt % 2 ? unif(rng, 0.5, 20) : 0; /* with and without the slope tie */
+            L.tie_slope = unif(rng, -1, 0.5);
             double g[XP_NG];
             for (size_t j = 0; j < XP_NG; j++)
                 g[j] = unif(rng, -3, 3);
@@ -746,6 +748,72 @@ static void test_boundary_prior_moves_with_n(void)
     fit_xp_destroy(xp);
 }
 
+/* The boundary's slope tie on a constructed sweep whose failures cannot place the boundary's N
+ * slope: lr_opt = 0.02 (N/1e7)^-0.3 (no D slope), runs fail above lr_max = 3 lr_opt, and only the
+ * 40 runs at N = 1e6 try learning rates that high (u = ln(lr / lr_opt) up to 1.6); the other 120
+ * (N up to 1e8) stay at u <= 0.3, far below the boundary. Every failure is at one size, so the
+ * data say nothing of the slope but "not below about -0.4", and the untied fit moves the boundary
+ * away from the larger runs' successes; tied, its ln N slope -g_LN / g_LR follows the fitted
+ * optimum's (-0.3, the truth). */
+static fit_xp *tie_sweep(double prior_law_sd)
+{
+    fit_xp_param p[3];
+    fit_xp_param_init(&p[0], "N", FIT_XP_LOG);
+    fit_xp_param_init(&p[1], "D", FIT_XP_LOG);
+    fit_xp_param_init(&p[2], "lr", FIT_XP_LOG);
+    enum { n = 160 };
+    double x[n * 3], cost[n], obj[n], Cmax = 0;
+    int failed[n];
+    st_rng *rng = NULL;
+    st_rng_create(17, &rng);
+    for (size_t i = 0; i < n; i++) {
+        int probe = i < 40; /* the runs at N = 1e6 that probe the boundary */
+        double N = probe ? 1e6 : exp(log(1e6) + st_rng_uniform(rng) * log(100.0));
+        double D = exp(log(1e8) + st_rng_uniform(rng) * log(100.0));
+        double u = probe ? unif(rng, -1.5, 1.6) : unif(rng, -1.5, 0.3);
+        x[3 * i] = N;
+        x[3 * i + 1] = D;
+        x[3 * i + 2] = 0.02 * pow(N / 1e7, -0.3) * exp(u);
+        failed[i] = u > log(3.0);
+        cost[i] = failed[i] ? NAN : 6 * N * D;
+        obj[i] = failed[i] ? NAN
+                           : (1.8 + 400 * pow(N, -0.34) + 2000 * pow(D, -0.28)) *
+                                 (1 + 0.5 * (1 - exp(-0.02 * u * u / 0.5)));
+        if (!failed[i])
+            Cmax = fmax(Cmax, cost[i]);
+    }
+    st_rng_destroy(rng);
+    fit_xp *xp = NULL;
+    fit_xp_create(&xp);
+    fit_xp_options o = fit_xp_options_default();
+    o.n_boot = 10;
+    o.prior_law_sd = prior_law_sd; /* 0: no literature priors, no tie */
+    fit_xp_set_options(xp, &o);
+    CHECK_ST(fit_xp_set_runs(xp, 3, p, n, x, cost, obj, failed, NULL, NULL), ST_OK);
+    CHECK_ST(fit_xp_run(xp, 100 * Cmax), ST_OK);
+    return xp;
+}
+
+static void test_boundary_tie(void)
+{
+    double g_free[4], g_tied[4], coef[3], curv, sat;
+    fit_xp *xp = tie_sweep(0);
+    CHECK_ST(fit_xp_divergence(xp, g_free), ST_OK);
+    fit_xp_destroy(xp);
+    xp = tie_sweep(1);
+    CHECK_ST(fit_xp_divergence(xp, g_tied), ST_OK);
+    CHECK_ST(fit_xp_hp_law(xp, 2, coef, &curv, &sat), ST_OK);
+    fit_xp_destroy(xp);
+    double s_free = -g_free[2] / g_free[1], s_tied = -g_tied[2] / g_tied[1];
+    printf("boundary tie: ln N slope of the boundary %.3f untied, %.3f tied (truth -0.3; the "
+           "lr optimum's fitted %.3f)\n",
+           s_free, s_tied, coef[1]);
+    CHECK_ABS(coef[1], -0.3, 0.02);
+    CHECK(g_free[1] > 0 && g_tied[1] > 0);
+    CHECK(fabs(s_free + 0.3) > 0.15); /* the case discriminates */
+    CHECK_ABS(s_tied, -0.3, 0.05);
+}
+
 int main(void)
 {
     st_global_init();
@@ -757,6 +825,7 @@ int main(void)
     test_ratio_guard();
     test_boundary_prior();
     test_boundary_prior_moves_with_n();
+    test_boundary_tie();
     test_wd_prior();
     test_simulator();
     st_global_cleanup();
