@@ -11,7 +11,13 @@ import sys
 import time
 
 from scaletune import Optimizer, Param, Space
-import optuna
+
+try:
+    import optuna
+except ImportError:
+    sys.exit("bench_ask_latency: Optuna is not importable by %s (the peer this bench measures "
+             "against): scripts/install-deps --bench, then run it with /usr/bin/python3"
+             % sys.executable)
 optuna.logging.set_verbosity(optuna.logging.ERROR)
 
 def f(x):  # 4-d, cheap
