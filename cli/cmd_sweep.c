@@ -55,6 +55,10 @@ static const sweep_cmd sweep_cmds[] = {
     {"status", sweep_do_status, "status [--db FILE] [--sweep NAME] [--json]",
      "runs done, running, failed, retried; the best run and its parameters; the Pareto front;\n"
      "spend; elapsed time; whether its controller is running (from the lease's heartbeat)"},
+    {"watch", sweep_do_watch, "watch [--db FILE] [--sweep NAME] [--interval SECONDS]",
+     "follow a sweep live from another terminal: a line whenever it changes (runs, best,\n"
+     "controller), with runs/min and the ETA; ends with the sweep (exit 0 when it finished,\n"
+     "1 when it stopped with runs left)"},
     {"list", sweep_do_list, "list [--db FILE] [--json]",
      "the sweeps in the store, with their runs and controller"},
     {"delete", sweep_do_delete, "delete NAME [--db FILE]",
@@ -86,6 +90,7 @@ static const char options_text[] =
     "  --out FILE         export: write to FILE instead of stdout\n"
     "  --ttl SECONDS      ask: the run expires after SECONDS without a tell (a dead worker):\n"
     "                     the next ask hands it out again, and it does not count on the budget\n"
+    "  --interval SECONDS watch: how often the store is read (default 2)\n"
     "  --json             status, list: JSON for scripts\n"
     "  -h, --help         this text; docs/cli/sweep.md has more\n";
 
@@ -119,7 +124,7 @@ static int parse_args(int argc, char **argv, args *a)
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int takes = !strcmp(s, "--db") || !strcmp(s, "--sweep") || !strcmp(s, "--log-dir") ||
                     !strcmp(s, "--out") || !strcmp(s, "--objective") || !strcmp(s, "--cost") ||
-                    !strcmp(s, "--ttl");
+                    !strcmp(s, "--ttl") || !strcmp(s, "--interval");
         if (takes && !v) {
             cli_error("see 'scaletune sweep --help'", "%s needs a value", s);
             return 2;
@@ -153,6 +158,11 @@ static int parse_args(int argc, char **argv, args *a)
         } else if (!strcmp(s, "--ttl")) {
             if (!parse_double(v, &a->ttl) || !(a->ttl > 0) || !isfinite(a->ttl)) {
                 cli_error(NULL, "--ttl: '%s' is not a positive number of seconds", v);
+                return 2;
+            }
+        } else if (!strcmp(s, "--interval")) {
+            if (!parse_double(v, &a->interval) || !(a->interval > 0) || !isfinite(a->interval)) {
+                cli_error(NULL, "--interval: '%s' is not a positive number of seconds", v);
                 return 2;
             }
         } else if (s[0] == '-' && s[1]) {

@@ -13,7 +13,8 @@
 typedef struct sweep_args {
     const char *db, *sweep, *log_dir, *out, *file, *file2;
     int csv, json, failed, has_objective, has_cost;
-    double ttl; /* ask --ttl: seconds, 0 none */
+    double ttl;      /* ask --ttl: seconds, 0 none */
+    double interval; /* watch --interval: seconds, 0 the default (2) */
     double objective, cost;
     unsigned long long id;
     int has_id;
@@ -36,5 +37,7 @@ int sweep_do_list(const sweep_args *a);
 int sweep_do_delete(const sweep_args *a);
 int sweep_do_rename(const sweep_args *a);
 int sweep_do_enqueue(const sweep_args *a);
+/* cli/sweep_watch.c */
+int sweep_do_watch(const sweep_args *a);
 
 #endif

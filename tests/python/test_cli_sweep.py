@@ -2,7 +2,8 @@
 never create a store ("no such store: PATH", non-zero exit, no file); a SQLite file of another
 program is refused and left byte for byte; list, delete (exact name; refused while a live
 controller holds the sweep) and rename; status --json with the best run's parameters; after
-kill -9 of the controller, status says "not running (last heartbeat N s ago ...)"; per-command
+kill -9 of the controller, status says "not running (last heartbeat N s ago ...)"; watch follows a sweep to
+its end (exit 0 when finished, 1 when nothing runs it); per-command
 --help, "did you mean", and tell without --cost naming what is missing."""
 
 import json
@@ -174,6 +175,37 @@ class TestCliSweep(unittest.TestCase):
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+    def test_watch(self):
+        p = self.write("w.yaml", TOY % ("w", 6))
+        proc = subprocess.Popen([stutil.CLI, "sweep", "launch", p, "--db", self.db],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env=stutil.tool_env(), start_new_session=True)
+        try:
+            for _ in range(200):  # the store exists once launch has created it
+                if cli("sweep", "status", "--db", self.db).returncode == 0:
+                    break
+                time.sleep(0.05)
+            r = cli("sweep", "watch", "--db", self.db, "--interval", "0.1")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            lines = r.stdout.strip().splitlines()
+            self.assertRegex(lines[0], r"^[0-9]{2}:[0-9]{2}:[0-9]{2} w: runs [0-9]+/6: ")
+            self.assertRegex(lines[-2], r"runs 6/6: 0 running, 0 pending, 6 ok, 0 failed, 0 infra, "
+                                        r"0 stopped \| best [0-9.]+ .*controller not running")
+            self.assertEqual(lines[-1], "sweep 'w' finished")
+        finally:
+            proc.wait(timeout=60)
+        # a sweep that was only created: nothing runs it, watch says so and exits 1
+        self.assertEqual(cli("sweep", "create", self.write("c.yaml", TOY % ("c", 3)), "--db",
+                             self.db).returncode, 0)
+        r = cli("sweep", "watch", "--db", self.db, "--sweep", "c", "--interval", "0.1")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("sweep 'c' is not running: no live controller and no run running (0 of 3 "
+                      "runs ended)", r.stderr)
+        self.assertIn("sweep resume", r.stderr)
+        r = cli("sweep", "watch", "--db", self.db, "--interval", "0")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--interval: '0' is not a positive number of seconds", r.stderr)
 
     def test_preflight(self):
         self.toy("other", 1)  # the store exists: a refused launch must not take the name
