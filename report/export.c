@@ -97,6 +97,69 @@ void rp_fmt(char *buf, size_t cap, double v, int dash)
         snprintf(buf, cap, "%.6g", v);
 }
 
+void rp_fmt_human(char *buf, size_t cap, double v)
+{
+    static const char *const si[] = {"", "k", "M", "G", "T", "P"};
+    double a = fabs(v);
+    if (!isfinite(v)) {
+        snprintf(buf, cap, "–");
+        return;
+    }
+    if (a < 1e4 || a >= 1e18) {
+        snprintf(buf, cap, "%.4g", v);
+        return;
+    }
+    int e = (int)floor(log10(a) / 3.0);
+    double m = v / pow(1e3, e);
+    if (fabs(m) >= 999.5 && e < 5) /* 999.7k reads as 1M */
+        m /= 1e3, e++;
+    snprintf(buf, cap, "%.3g%s", m, si[e]);
+}
+
+/* P as a percentage a person reads: "5.0%", "< 0.1%". */
+static void fmt_percent(char *buf, size_t cap, double p)
+{
+    if (!isfinite(p))
+        snprintf(buf, cap, "unknown");
+    else if (p < 0.001)
+        snprintf(buf, cap, "< 0.1%%");
+    else
+        snprintf(buf, cap, "%.1f%%", 100 * p);
+}
+
+void rp_what_to_run(const report *r, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    if (!isfinite(r->rec_obj) || r->n_hp == 0)
+        return;
+    size_t n = 0;
+    char v[64], lo[64], hi[64];
+#define ADD(...)                                                                                   \
+    do {                                                                                           \
+        int k_ = snprintf(buf + n, cap - n, __VA_ARGS__);                                          \
+        if (k_ < 0 || (size_t)k_ >= cap - n)                                                       \
+            return;                                                                                \
+        n += (size_t)k_;                                                                           \
+    } while (0)
+    ADD("What to run: ");
+    for (size_t i = 0; i < r->n_hp; i++) {
+        rp_fmt_human(v, sizeof(v), r->hp[i].rec);
+        ADD("%s%s %s", i ? ", " : "", r->pnames[r->hp[i].param], v);
+    }
+    rp_fmt_human(v, sizeof(v), r->target);
+    ADD(" (%s %s). Expected %s: ", r->cost_metric, v, r->objective);
+    rp_fmt_human(v, sizeof(v), r->rec_obj);
+    rp_fmt_human(lo, sizeof(lo), r->rec_lo);
+    rp_fmt_human(hi, sizeof(hi), r->rec_hi);
+    ADD("%s, %.0f%% interval %s to %s", v, 100 * r->o.band_level, lo, hi);
+    if (r->rec_obj > 0 && isfinite(r->rec_lo) && isfinite(r->rec_hi))
+        ADD(" (%+.1f%% / %+.1f%%)", 100 * (r->rec_lo / r->rec_obj - 1),
+            100 * (r->rec_hi / r->rec_obj - 1));
+    fmt_percent(v, sizeof(v), r->p_diverge);
+    ADD(". Probability that it diverges: %s.", v);
+#undef ADD
+}
+
 static st_status buf_done(rp_buf *b, char **out)
 {
     if (b->oom || !b->p) {
@@ -509,6 +572,13 @@ st_status report_md_dup(report *r, char **out)
 
     rp_fmt(v1, sizeof(v1), r->target, 1);
     rp_buf_addf(&b, "\n## Recommendation at compute %s (method: %s)\n\n", v1, rp_method_name(r));
+    char what[1024];
+    rp_what_to_run(r, what, sizeof(what));
+    if (what[0]) {
+        rp_buf_add(&b, "**");
+        md_cell(&b, what);
+        rp_buf_add(&b, "**\n\n");
+    }
     rp_buf_add(&b, "| parameter | value | lo | hi |\n| --- | --- | --- | --- |\n");
     for (size_t i = 0; i < r->n_hp; i++) {
         const rp_hp *h = &r->hp[i];

@@ -653,6 +653,13 @@ static void recommendation(report *r, rp_buf *b)
     char v[64];
     rp_fmt(v, sizeof(v), r->target, 1);
     rp_buf_addf(b, "<h2>Recommendation at %s = %s</h2>\n", r->cost_metric, v);
+    char what[1024];
+    rp_what_to_run(r, what, sizeof(what));
+    if (what[0]) {
+        rp_buf_add(b, "<p><b>");
+        rp_buf_html(b, what);
+        rp_buf_add(b, "</b></p>\n");
+    }
     rp_buf_addf(b,
                 "<table>\n<tr><th class=\"l\">parameter</th><th>value</th><th>%.0f%% "
                 "interval lo</th><th>hi</th></tr>\n",

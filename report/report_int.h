@@ -184,6 +184,12 @@ void rp_buf_addf(rp_buf *b, const char *fmt, ...)
 void rp_buf_html(rp_buf *b, const char *s);
 /* A number as text: "%.6g", or "" / "–" for NAN (empty non-zero: dash). */
 void rp_fmt(char *buf, size_t cap, double v, int dash);
+/* A number as a person reads it: 1.85M, 300G, 12k (3 significant digits, SI suffixes from 1e4
+ * to 1e18), else 4 significant digits; "–" when not finite. */
+void rp_fmt_human(char *buf, size_t cap, double v);
+/* The recommendation in one sentence ("What to run: ..."; the settings, the compute, the
+ * expected objective with its interval, P(diverge)); "" when there is none. */
+void rp_what_to_run(const report *r, char *buf, size_t cap);
 
 /* analyze.c: the method that gave the recommendation ("model", "front" or "none"). */
 const char *rp_method_name(const report *r);

@@ -14,6 +14,7 @@
 #include <math.h>
 
 #include "report/report.h"
+#include "report/report_int.h"
 #include "runner/largerun.h"
 #include "tests/report/report_test_util.h"
 
@@ -323,6 +324,9 @@ static void test_main(const char *db)
     CHECK_ST(report_md_dup(r, &md), ST_OK);
     CHECK(md && strstr(md, "## Recommendation at compute") && strstr(md, "| lr |") &&
           strstr(md, "## Pareto front"));
+    /* one sentence says what to run and what to expect (issue 19) */
+    CHECK(md && strstr(md, "**What to run: ") && strstr(md, "Expected val_loss: ") &&
+          strstr(md, "% interval ") && strstr(md, "Probability that it diverges: "));
     st_free(md);
 
     /* files: atomic (no temporary left), readable, and the same text as the dup */
@@ -618,10 +622,30 @@ static void test_errors(const char *db)
     report_destroy(NULL);
 }
 
+/* Human number formats against hand-written strings. */
+static void test_human(void)
+{
+    static const struct {
+        double v;
+        const char *want;
+    } cases[] = {{1852420, "1.85M"}, {3e11, "300G"},     {12000, "12k"},
+                 {9999, "9999"},     {2.04269, "2.043"}, {0.00503616, "0.005036"},
+                 {999700, "1M"},     {-2.5e7, "-25M"},   {3e18, "3e+18"},
+                 {NAN, "–"}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char b[64];
+        rp_fmt_human(b, sizeof(b), cases[i].v);
+        if (strcmp(b, cases[i].want))
+            fprintf(stderr, "  rp_fmt_human(%g) = '%s', want '%s'\n", cases[i].v, b, cases[i].want);
+        CHECK(!strcmp(b, cases[i].want));
+    }
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
     rt_init(argv[0]);
+    test_human();
     if (access(rt_sim, X_OK) != 0) {
         fprintf(stderr, "llmsim not found at %s (make build/bench/llmsim/llmsim)\n", rt_sim);
         CHECK(0);
