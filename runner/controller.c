@@ -59,33 +59,6 @@ st_status ctl_requeue_run(runner *r, int64_t run_id)
                           "requeueing a run", 1, &run_id);
 }
 
-static const char *phase_name(int phase)
-{
-    switch (phase) {
-    case CARBS_PHASE_RANDOM:
-        return "random";
-    case CARBS_PHASE_RESAMPLE:
-        return "resample";
-    case CARBS_PHASE_BAYES:
-        return "bayes";
-    case CARBS_PHASE_FALLBACK:
-        return "fallback";
-    }
-    return "unknown";
-}
-
-/* Why a run is over budget, for its event and progress line: its cost against the cap and
- * what was predicted at suggestion (the cost expression, or the optimizer's mean). */
-static void over_budget_why(const runner *r, const active *a, double cost, const char *when,
-                            char *why, size_t cap)
-{
-    snprintf(why, cap,
-             "cost %s %.4g, above the cap %.4g; predicted %.4g, the optimizer's bound "
-             "%.4g (%s phase)",
-             when, cost, r->cfg->max_cost_per_run, a->predicted_cost, a->bound,
-             phase_name(a->phase));
-}
-
 static st_status fail_store(runner *r, st_status rc)
 {
     if (rc && !r->errmsg[0])
@@ -142,11 +115,6 @@ static int mkdir_p(const char *path)
 
 /* ---- metrics ----------------------------------------------------------------------------- */
 
-static int cost_is_wall(const runner *r)
-{
-    return !strcmp(r->cfg->cost_metric, "wall_seconds");
-}
-
 /* Handles one protocol line inside the caller's transaction. */
 static st_status handle_line(runner *r, active *a, const char *line, size_t len, double now)
 {
@@ -163,7 +131,7 @@ static st_status handle_line(runner *r, active *a, const char *line, size_t len,
     if ((rc = es_note_line(r, a, &l)))
         return rc;
     double c;
-    if (!cost_is_wall(r) && runner_metrics_get(&l, r->cfg->cost_metric, &c) && isfinite(c) &&
+    if (!ctl_cost_is_wall(r) && runner_metrics_get(&l, r->cfg->cost_metric, &c) && isfinite(c) &&
         !(c <= a->max_cost))
         a->max_cost = c;
     if (l.event == RUNNER_EVENT_DIVERGED)
@@ -304,7 +272,7 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
         isfinite(job->ended) && job->ended >= a->started && job->ended <= now ? job->ended : now;
     double wall = end - a->started;
     runner_failure kind = RUNNER_FAIL_NONE;
-    double objective = NAN, cost = cost_is_wall(r) ? wall : a->max_cost;
+    double objective = NAN, cost = ctl_cost_is_wall(r) ? wall : a->max_cost;
     char why[256] = "";
     if (a->kill_reason == RUNNER_FAIL_STOPPED && !r->stopping && a->final_line &&
         job->state == RUNNER_JOB_EXITED && job->exit_code == 0)
@@ -315,7 +283,7 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
         if (kind == RUNNER_FAIL_LAUNCH) /* the backend's message */
             snprintf(why, sizeof(why), "%s", job->reason);
         if (kind == RUNNER_FAIL_OVER_BUDGET)
-            over_budget_why(r, a, cost, "killed at", why, sizeof(why));
+            ctl_over_budget_why(r, a, cost, "killed at", why, sizeof(why));
     } else if (job->failure != RUNNER_FAIL_NONE) {
         kind = job->failure; /* the scheduler's verdict (Slurm states) */
         snprintf(why, sizeof(why), "%s", job->reason);
@@ -333,47 +301,7 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
         kind = RUNNER_FAIL_EXIT;
         snprintf(why, sizeof(why), "exit %d", job->exit_code);
     } else {
-        runner_metrics_line fl;
-        double c = NAN;
-        const char *fline = a->final_line;
-        size_t flen = fline ? strlen(fline) : 0;
-        int parsed = fline && runner_metrics_parse(fline, flen, &fl) == ST_OK;
-        int ok = parsed && runner_metrics_get(&fl, r->cfg->objective, &objective);
-        int has_cost =
-            parsed && !cost_is_wall(r) && runner_metrics_get(&fl, r->cfg->cost_metric, &c);
-        if (!ok && parsed && runner_metrics_has_field(fline, flen, r->cfg->objective)) {
-            /* there, and not a number: the trainer's error, the same on every retry */
-            kind = RUNNER_FAIL_BAD_FINAL;
-            snprintf(why, sizeof(why), "'%s' is not a number in the final record: %.100s%s",
-                     r->cfg->objective, fline, flen > 100 ? "..." : "");
-        } else if (!ok) {
-            kind = RUNNER_FAIL_NO_FINAL;
-            snprintf(why, sizeof(why), "exit 0 without a final record holding '%s'",
-                     r->cfg->objective);
-        } else if (!isfinite(objective)) {
-            kind = RUNNER_FAIL_DIVERGED;
-            snprintf(why, sizeof(why), "non-finite objective");
-        } else if (!cost_is_wall(r) &&
-                   (has_cost || runner_metrics_has_field(fline, flen, r->cfg->cost_metric)) &&
-                   !(has_cost && isfinite(c) && c > 0)) {
-            kind = RUNNER_FAIL_BAD_FINAL;
-            snprintf(why, sizeof(why),
-                     "'%s' is not a positive number in the final record: %.100s%s",
-                     r->cfg->cost_metric, fline, flen > 100 ? "..." : "");
-        } else if (!cost_is_wall(r) && !has_cost) {
-            kind = RUNNER_FAIL_NO_FINAL;
-            snprintf(why, sizeof(why), "the final record lacks a positive '%s'",
-                     r->cfg->cost_metric);
-        } else {
-            if (!cost_is_wall(r))
-                cost = c;
-            if (cost > r->cfg->max_cost_per_run) {
-                kind = RUNNER_FAIL_OVER_BUDGET;
-                over_budget_why(r, a, cost, "finished at", why, sizeof(why));
-            } else if (runner_constraints_broken(r->cfg, fline, why, sizeof(why))) {
-                kind = RUNNER_FAIL_CONSTRAINT; /* observed as failed, objective kept */
-            }
-        }
+        kind = ctl_classify_final(r, a, &objective, &cost, why, sizeof(why));
     }
     if (!(cost > 0) || !isfinite(cost))
         cost = NAN;
@@ -875,7 +803,7 @@ static void check_limits(runner *r, active *a, double now)
         return;
     }
     double elapsed = now - a->started;
-    double cost = cost_is_wall(r) ? elapsed : a->max_cost;
+    double cost = ctl_cost_is_wall(r) ? elapsed : a->max_cost;
     if (r->stopping)
         kill_attempt(r, a, RUNNER_FAIL_STOPPED, now);
     else if (cost > r->cfg->max_cost_per_run)

@@ -88,6 +88,17 @@ struct runner {
     char event[256];
 };
 
+/* classify.c: 1 when the sweep's cost is the wall clock (no cost metric read). */
+int ctl_cost_is_wall(const runner *r);
+/* Why a run is over budget, for its event and progress line: its cost against the cap and
+ * what was predicted at suggestion. */
+void ctl_over_budget_why(const runner *r, const active *a, double cost, const char *when, char *why,
+                         size_t cap);
+/* What an attempt that exited 0 amounts to, from a->final_line: RUNNER_FAIL_NONE (objective
+ * and, unless the cost is the wall clock, cost written), or the failure with `why` written. */
+runner_failure ctl_classify_final(const runner *r, const active *a, double *objective, double *cost,
+                                  char *why, size_t cap);
+
 /* Counts attempts that fail the same deterministic way in a row (exit status, no final, a
  * malformed final, launch failure) and stops the sweep when cfg->stop_after_identical is
  * reached (streak.c); any other outcome ends the streak. `dir` is the attempt's log directory
