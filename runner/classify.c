@@ -1,7 +1,8 @@
 /*
  * classify.c — what an attempt that exited 0 amounts to, from its final record: a success, a
  * hyperparameter failure (non-finite objective, a broken constraint), over the cost cap, or a
- * trainer that does not speak the protocol (no final record, a malformed one). Split from
+ * trainer that does not speak the protocol (no final record; a malformed one, or one without
+ * the cost metric: configuration errors, never retried). Split from
  * controller.c's settle(), which classifies exits, signals and kills itself and records the
  * outcome; nothing here touches the store.
  */
@@ -75,8 +76,10 @@ runner_failure ctl_classify_final(const runner *r, const active *a, double *obje
         return RUNNER_FAIL_BAD_FINAL;
     }
     if (!wall && !has_cost) {
-        snprintf(why, cap, "the final record lacks a positive '%s'", r->cfg->cost_metric);
-        return RUNNER_FAIL_NO_FINAL;
+        /* a final record without the cost metric: the trainer says the same on every retry */
+        snprintf(why, cap, "the final record has no '%s' (the sweep's cost metric): %.100s%s",
+                 r->cfg->cost_metric, fline, flen > 100 ? "..." : "");
+        return RUNNER_FAIL_BAD_FINAL;
     }
     if (!wall)
         *cost = c;

@@ -310,7 +310,11 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
     int early = kind == RUNNER_FAIL_STOPPED && es_stopped(a, &bound, &bound_cost);
     if (early)
         kind = RUNNER_FAIL_NONE;
-    ctl_note_outcome(r, kind, job->state == RUNNER_JOB_EXITED ? job->exit_code : 0, why, a->dir);
+    int code = job->state == RUNNER_JOB_EXITED ? job->exit_code : 0;
+    int config_error = ctl_config_error(r, kind, code); /* before this outcome counts */
+    ctl_note_outcome(r, kind, code, why, a->dir);
+    if (config_error)
+        ctl_config_why(kind, code, a->dir, why, sizeof(why));
 
     int hyper = runner_failure_is_hyperparameter(kind);
     /* over the cost cap: ended (never retried) and shown to the optimizer's cost model only */
@@ -324,7 +328,7 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
         to = RUNNER_RUN_SUCCEEDED;
     else if (hyper || cost_only)
         to = RUNNER_RUN_FAILED;
-    else if (kind == RUNNER_FAIL_BAD_FINAL)
+    else if (config_error)
         to = RUNNER_RUN_INFRA_FAILED; /* ended, not observed, not retried */
     else if (kind == RUNNER_FAIL_STOPPED)
         to = RUNNER_RUN_STOPPED;
@@ -909,7 +913,7 @@ static st_status step(runner *r, int *done, int *changed)
         if (!r->stopping && (rc = ctl_release_upto(r, r->n_runs, &all)))
             return fail_store(r, rc);
         r->finished = !r->stopping || (r->n_status[RUNNER_RUN_PENDING] == 0 &&
-                                       r->n_status[RUNNER_RUN_STOPPED] == 0 && !ctl_can_suggest(r));
+                                       r->n_status[RUNNER_RUN_STOPPED] == 0 && !ctl_budget_left(r));
         *done = 1;
         ctl_progress(r, r->finished ? "sweep finished"
                                     : "sweep stopped; 'scaletune sweep resume' "

@@ -99,6 +99,13 @@ void ctl_over_budget_why(const runner *r, const active *a, double cost, const ch
 runner_failure ctl_classify_final(const runner *r, const active *a, double *objective, double *cost,
                                   char *why, size_t cap);
 
+/* 1 when a failed attempt is a configuration error, ended at once and never retried (streak.c):
+ * a malformed final record, or exit 126/127 (cannot execute, not found) while no run of the
+ * sweep has worked. */
+int ctl_config_error(const runner *r, runner_failure kind, int exit_code);
+/* Appends to `why` (of `cap` bytes) what exit 126/127 means and the tail of DIR/stderr.log. */
+void ctl_config_why(runner_failure kind, int exit_code, const char *dir, char *why, size_t cap);
+
 /* Counts attempts that fail the same deterministic way in a row (exit status, no final, a
  * malformed final, launch failure) and stops the sweep when cfg->stop_after_identical is
  * reached (streak.c); any other outcome ends the streak. `dir` is the attempt's log directory
@@ -138,6 +145,9 @@ st_status ctl_observe_cost(runner *r, uint64_t cid, const double *x_all, double 
 st_status ctl_may_suggest(runner *r, int *ok);
 /* The budget check (runs, cost; not stopping) for the next suggestion. */
 int ctl_can_suggest(const runner *r);
+/* 1 while the budget (runs, cost) has room for another run, stopping or not: a stopped sweep
+ * with room left is not finished. */
+int ctl_budget_left(const runner *r);
 /* Releases, in suggestion order, the terminal runs up to count `target` (stops at the first
  * run not terminal); *reached: whether r->released >= target after. No-op unless det. */
 st_status ctl_release_upto(runner *r, size_t target, int *reached);

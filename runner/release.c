@@ -21,8 +21,11 @@
 
 int ctl_can_suggest(const runner *r)
 {
-    if (r->stopping)
-        return 0;
+    return !r->stopping && ctl_budget_left(r);
+}
+
+int ctl_budget_left(const runner *r)
+{
     if (r->cfg->budget_runs && r->n_runs >= r->cfg->budget_runs)
         return 0;
     /* deterministic mode: what has been released, not what happened to finish first */

@@ -9,6 +9,8 @@
  * hyperparameters): after one has, the command is known to work and failures are retried as
  * usual. Any other kind of failure ends the streak; a stop by the user neither counts nor ends
  * it.
+ * Configuration errors (ctl_config_error): exit 126/127 while no run has worked and malformed
+ * final records end the run at once, unretried, with the stderr tail in its event.
  */
 #include <stdio.h>
 #include <string.h>
@@ -61,6 +63,26 @@ static const char *exit_hint(runner_failure kind, int code)
     if (kind == RUNNER_FAIL_EXIT && code == 126)
         return " (126: the program cannot be executed)";
     return "";
+}
+
+int ctl_config_error(const runner *r, runner_failure kind, int exit_code)
+{
+    if (kind == RUNNER_FAIL_BAD_FINAL)
+        return 1;
+    /* 126/127 after a run worked: a node without the program or the directory (Slurm's
+     * `cd DIR || exit 127`), an infrastructure failure */
+    int worked = r->n_status[RUNNER_RUN_SUCCEEDED] + r->n_status[RUNNER_RUN_FAILED] > 0;
+    return kind == RUNNER_FAIL_EXIT && (exit_code == 126 || exit_code == 127) && !worked;
+}
+
+void ctl_config_why(runner_failure kind, int exit_code, const char *dir, char *why, size_t cap)
+{
+    char tail[200];
+    stderr_tail(dir, tail, sizeof(tail));
+    size_t l = strlen(why);
+    if (l < cap)
+        snprintf(why + l, cap - l, "%s%s%s", exit_hint(kind, exit_code),
+                 tail[0] ? "; stderr ends: " : "", tail);
 }
 
 void ctl_note_outcome(runner *r, runner_failure kind, int exit_code, const char *why,

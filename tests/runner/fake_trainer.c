@@ -7,7 +7,7 @@
  *   fake_trainer [--mode M] [--loss L | --x V ...] [--cost C | --cost-pow2 V] [--steps N]
  *                [--sleep-ms MS] [--sleep-rand-ms MS]
  *                [--metrics-file] [--child] [--chaos crash,hang,diverge --chaos-key KEY]
- *   M: ok crash signal hang diverge divergeexit oom garbage nofinal halfway exit:N
+ *   M: ok crash signal hang diverge divergeexit oom garbage nofinal nocost halfway exit:N
  *      badutf8 oddcost (odd ignored fields in a valid final) strobjective negcost (invalid)
  *   --x V (repeatable): loss = 1 + sum (V - 0.5)^2 ; cost defaults to 1 + steps
  *   --child: also forks a grandchild that sleeps (its pid in $FAKE_CHILD_PIDS, appended)
@@ -266,8 +266,10 @@ int main(int argc, char **argv)
 
     if (!strcmp(mode, "oom"))
         return 4;
-    if (!strncmp(mode, "exit:", 5))
+    if (!strncmp(mode, "exit:", 5)) {
+        fprintf(stderr, "fake_trainer: exit %d as asked\n", atoi(mode + 5));
         return atoi(mode + 5);
+    }
     int last = steps;
     if (eval_every > 0)
         fprintf(out, "{\"event\": \"config\", \"steps\": %d}\n", steps);
@@ -333,11 +335,13 @@ int main(int argc, char **argv)
                 pyjson(loss, lb, sizeof(lb)), cost);
     else if (!strcmp(mode, "strobjective")) /* the objective is there, as a string */
         fprintf(out, "{\"event\": \"final\", \"val_loss\": \"low\", \"flops\": %.17g}\n", cost);
+    else if (!strcmp(mode, "nocost")) /* the objective, without the sweep's cost metric */
+        fprintf(out, "{\"event\": \"final\", \"val_loss\": %s}\n", pyjson(loss, lb, sizeof(lb)));
     else if (!strcmp(mode, "negcost")) /* the reported cost is there, negative */
         fprintf(out, "{\"event\": \"final\", \"val_loss\": %s, \"flops\": -1}\n",
                 pyjson(loss, lb, sizeof(lb)));
     if (!strncmp(mode, "badutf8", 7) || !strcmp(mode, "oddcost") || !strcmp(mode, "strobjective") ||
-        !strcmp(mode, "negcost"))
+        !strcmp(mode, "negcost") || !strcmp(mode, "nocost"))
         return 0;
     fprintf(out, "{\"event\": \"eval\", \"step\": %d, \"val_loss\": %s}\n", last,
             pyjson(loss, lb, sizeof(lb)));

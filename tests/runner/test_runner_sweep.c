@@ -357,6 +357,8 @@ static void test_flaky(void)
     runner_config_destroy(c);
 }
 
+static int streak_finished; /* runner_finished after streak_sweep */
+
 /* One sweep of 12 runs whose every attempt fails as `args` says; returns runner_run's status
  * and its message in `msg`. */
 static st_status streak_sweep(const char *name, const char *args, const char *extra, char *msg)
@@ -376,6 +378,7 @@ static st_status streak_sweep(const char *name, const char *args, const char *ex
     if (!rc)
         rc = runner_run(r);
     snprintf(msg, ST_ERRMSG_MAX, "%s", r ? runner_errmsg(r) : em);
+    streak_finished = r ? runner_finished(r) : -1;
     runner_destroy(r);
     runner_config_destroy(c);
     return rc;
@@ -397,6 +400,25 @@ static void test_streak(void)
                        "s.name = 'exit2' AND r.status = 1") == 0); /* nothing left running */
     CHECK_ST(streak_sweep("nofinal", "--mode, 'nofinal'", "", msg), ST_EBACKEND);
     CHECK(strstr(msg, "failed the same way (exit 0 without a final record") != NULL);
+    /* exit 127 and a final record without the cost: configuration errors, one attempt per
+     * run (not retried), the stderr tail in the run's event; then the streak stops the sweep */
+    CHECK_ST(streak_sweep("exit127", "--mode, 'exit:127'", "", msg), ST_EBACKEND);
+    CHECK(strstr(msg, "127: the program was not found") != NULL);
+    CHECK(!streak_finished); /* stopped with runs left: not finished */
+    CHECK(tu_query(db, "SELECT count(*) FROM attempts a JOIN runs r ON r.id = a.run_id JOIN "
+                       "sweeps s ON s.id = r.sweep_id WHERE s.name = 'exit127' AND "
+                       "r.n_infra > 0") == 0);
+    CHECK(tu_query(db, "SELECT count(*) FROM runs r JOIN sweeps s ON s.id = r.sweep_id WHERE "
+                       "s.name = 'exit127' AND r.status = 4") >= 4);
+    CHECK(tu_query(db, "SELECT count(*) FROM events e JOIN sweeps s ON s.id = e.sweep_id WHERE "
+                       "s.name = 'exit127' AND e.message LIKE '%stderr ends: fake_trainer: exit "
+                       "127 as asked%'") >= 4);
+    CHECK_ST(streak_sweep("nocost", "--mode, 'nocost'", "", msg), ST_EBACKEND);
+    CHECK(strstr(msg, "has no 'flops'") != NULL);
+    CHECK(tu_query(db, "SELECT count(*) FROM attempts a JOIN runs r ON r.id = a.run_id JOIN "
+                       "sweeps s ON s.id = r.sweep_id WHERE s.name = 'nocost' AND "
+                       "(r.n_infra > 0 OR a.failure NOT IN (12, 16))") ==
+          0); /* 12: stopped by the streak */
     /* off: the whole budget is spent, every run infra_failed, and runner_run is ST_OK */
     CHECK_ST(streak_sweep("off", "--mode, 'exit:2'", ", stop_after_identical: 0", msg), ST_OK);
     CHECK(tu_query(db, "SELECT count(*) FROM runs r JOIN sweeps s ON s.id = r.sweep_id WHERE "
