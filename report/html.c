@@ -298,54 +298,80 @@ static st_status fig_hp(report *r, const rp_hp *h, rp_buf *b)
     return ST_OK;
 }
 
-/* Training curves of the Pareto runs. */
+/* The validation runs' curves in black, each with the prediction of its objective (orange bar)
+ * and the objective it reached (black square) at its last record. */
+static void curves_validation(report *r, rp_fig *f, const double *lx, const size_t *off)
+{
+    int legend = 0;
+    for (size_t i = r->n_front; i < r->n_curves; i++) {
+        const rp_curve *c = &r->curves[i];
+        const rp_run *u = &r->runs[c->val_run - 1];
+        rp_fig_line(f, c->n, lx + off[i], c->y, C_BLACK, 2, 0);
+        if (!c->n)
+            continue;
+        double x = lx[off[i] + c->n - 1];
+        rp_fig_errbars(f, 1, &x, &u->pred_lo, &u->pred_hi, C_ORANGE, 0);
+        rp_fig_points(f, 1, &x, &u->pred, C_ORANGE, G_DOT, 1.3);
+        rp_fig_points(f, 1, &x, &u->objective, C_BLACK, G_SQUARE, 1.3);
+        legend = 1;
+    }
+    if (legend) {
+        char t[120];
+        snprintf(t, sizeof(t), "validation run (%s: square)", r->objective);
+        rp_fig_legend(f, t, C_BLACK, -1, 1, 0);
+        snprintf(t, sizeof(t), "predicted %s", r->objective);
+        rp_fig_legend(f, t, C_ORANGE, 0, 0, 0);
+    }
+}
+
+/* Training curves of the Pareto runs, and of the validation runs against their prediction. */
 static st_status fig_curves(report *r, rp_buf *b)
 {
     int all_cost = r->n_curves > 0;
-    size_t total = 0;
+    size_t total = 0, n_par = r->n_front < r->n_curves ? r->n_front : r->n_curves;
     for (size_t i = 0; i < r->n_curves; i++) {
         all_cost &= r->curves[i].x_is_cost || !r->curves[i].n;
         total += r->curves[i].n;
     }
     double *lx = malloc((total + 1) * sizeof(double));
-    if (!lx)
+    size_t *off = malloc((r->n_curves + 1) * sizeof(size_t));
+    if (!lx || !off) {
+        free(lx);
+        free(off);
         return ST_ENOMEM;
+    }
     range X = range_empty(), Y = range_empty();
-    for (size_t i = 0, k = 0; i < r->n_curves; i++)
+    for (size_t i = 0, k = 0; i < r->n_curves; i++) {
+        off[i] = k;
         for (size_t j = 0; j < r->curves[i].n; j++, k++) {
             lx[k] = lg(r->curves[i].x[j]);
             range_add(&X, lx[k]);
             range_add(&Y, r->curves[i].y[j]);
         }
+        if (r->curves[i].val_run && r->curves[i].n) {
+            range_add(&Y, r->runs[r->curves[i].val_run - 1].pred_lo);
+            range_add(&Y, r->runs[r->curves[i].val_run - 1].pred_hi);
+        }
+    }
     range_pad(&X, 0.03);
     range_pad(&Y, 0.05);
     char xl[200];
     snprintf(xl, sizeof(xl), "%s (log scale)", all_cost ? r->cost_metric : "step");
     rp_fig *f = NULL;
     st_status rc = rp_fig_begin(&f, FIG_W, FIG_H, X.lo, X.hi, Y.lo, Y.hi, 1, 0, xl, "training loss",
-                                "Loss curves of the Pareto runs");
+                                r->n_curves > n_par ? "Loss curves: Pareto runs, validation run"
+                                                    : "Loss curves of the Pareto runs");
     if (rc) {
         free(lx);
+        free(off);
         return rc;
     }
     /* at most N_SHOWN curves in colour (evenly spaced along the front), the rest in grey */
-    size_t n_col = r->n_curves < N_SHOWN ? r->n_curves : N_SHOWN;
-    size_t *off = malloc((r->n_curves + 1) * sizeof(size_t));
-    if (!off) {
-        free(lx);
-        char *svg = NULL;
-        rp_fig_end(f, &svg);
-        free(svg);
-        return ST_ENOMEM;
-    }
-    for (size_t i = 0, k = 0; i < r->n_curves; i++) {
-        off[i] = k;
-        k += r->curves[i].n;
-    }
-    for (size_t i = 0; i < r->n_curves; i++)
+    size_t n_col = n_par < N_SHOWN ? n_par : N_SHOWN;
+    for (size_t i = 0; i < n_par; i++)
         rp_fig_line(f, r->curves[i].n, lx + off[i], r->curves[i].y, C_GREY, 0.8, 0);
     for (size_t j = 0; j < n_col; j++) {
-        size_t i = n_col > 1 ? j * (r->n_curves - 1) / (n_col - 1) : 0;
+        size_t i = n_col > 1 ? j * (n_par - 1) / (n_col - 1) : 0;
         const rp_curve *c = &r->curves[i];
         rp_fig_line(f, c->n, lx + off[i], c->y, 2 + (int)j, 1.6, 0);
         char t[64];
@@ -353,9 +379,10 @@ static st_status fig_curves(report *r, rp_buf *b)
         if (c->n)
             rp_fig_legend(f, t, 2 + (int)j, -1, 1, 0);
     }
-    free(off);
-    if (r->n_curves > n_col)
+    if (n_par > n_col)
         rp_fig_legend(f, "other Pareto runs", C_GREY, -1, 1, 0);
+    curves_validation(r, f, lx, off);
+    free(off);
     if (!total)
         rp_fig_note(f, "no step records with a loss");
     char *svg = NULL;
@@ -363,13 +390,17 @@ static st_status fig_curves(report *r, rp_buf *b)
     free(lx);
     if (rc)
         return rc;
-    char cap[400];
+    char cap[600];
     snprintf(cap, sizeof(cap),
              "Training loss of the %zu Pareto runs (the step records of each one's last "
              "attempt) against the cost spent so far, or the step when the records do not carry "
-             "the cost%s.",
-             r->n_curves,
-             r->n_curves > N_SHOWN ? "; nine, evenly spaced along the front, in colour" : "");
+             "the cost%s.%s",
+             n_par, n_par > N_SHOWN ? "; nine, evenly spaced along the front, in colour" : "",
+             r->n_curves > n_par
+                 ? " Black: the validation run's training loss; at its end, orange: the "
+                   "engine's prediction of its objective with the interval, black square: the "
+                   "objective it reached."
+                 : "");
     caption(b, svg, cap);
     free(svg);
     return ST_OK;

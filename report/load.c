@@ -128,30 +128,52 @@ static st_status load_params(report *r, const runner_config *cfg)
     return ST_OK;
 }
 
-/* Step records ("loss") of the last attempt of each Pareto run: against the cost metric when
- * every record carries it, else against the step. */
+/* The step records ("loss") of run `id`'s last attempt: against the cost metric when every
+ * record carries it, else against the step. */
+static st_status load_curve(report *r, runner_store *s, int64_t id, rp_curve *c)
+{
+    c->run = id;
+    double *steps = NULL, *costs = NULL;
+    st_status rc = runner_store_run_curve(s, (uint64_t)id, "loss", r->cost_metric, &c->n, &steps,
+                                          &c->y, &costs);
+    if (rc)
+        return st_errf(r->errmsg, rc, "reading metric points: %s", runner_store_errmsg(s));
+    int all_cost = c->n > 0;
+    for (size_t k = 0; k < c->n; k++)
+        all_cost &= costs[k] > 0;
+    c->x_is_cost = all_cost;
+    c->x = all_cost ? costs : steps;
+    free(all_cost ? steps : costs);
+    return ST_OK;
+}
+
+/* The curves of the Pareto runs, then of the validation sweep's runs (drawn against their
+ * prediction). */
 static st_status load_curves(report *r, runner_store *s)
 {
-    if (!r->n_front)
+    size_t n_val = 0;
+    for (size_t i = 0; i < r->n_runs; i++)
+        n_val += r->runs[i].validation != 0;
+    if (!r->n_front && !n_val)
         return ST_OK;
-    r->curves = calloc(r->n_front, sizeof(*r->curves));
+    r->curves = calloc(r->n_front + n_val, sizeof(*r->curves));
     if (!r->curves)
         return ST_ENOMEM;
-    r->n_curves = r->n_front;
-    for (size_t i = 0; i < r->n_curves; i++) {
-        rp_curve *c = &r->curves[i];
-        c->run = r->runs[r->front[i]].id;
-        double *steps = NULL, *costs = NULL;
-        st_status rc = runner_store_run_curve(s, (uint64_t)c->run, "loss", r->cost_metric, &c->n,
-                                              &steps, &c->y, &costs);
+    for (size_t i = 0; i < r->n_front; i++) {
+        st_status rc = load_curve(r, s, r->runs[r->front[i]].id, &r->curves[r->n_curves]);
         if (rc)
-            return st_errf(r->errmsg, rc, "reading metric points: %s", runner_store_errmsg(s));
-        int all_cost = c->n > 0;
-        for (size_t k = 0; k < c->n; k++)
-            all_cost &= costs[k] > 0;
-        c->x_is_cost = all_cost;
-        c->x = all_cost ? costs : steps;
-        free(all_cost ? steps : costs);
+            return rc;
+        r->n_curves++;
+    }
+    for (size_t i = 0; i < r->n_runs; i++) {
+        if (!r->runs[i].validation)
+            continue;
+        rp_curve *c = &r->curves[r->n_curves];
+        st_status rc = load_curve(r, s, r->runs[i].id, c);
+        if (rc)
+            return rc;
+        c->val_run = i + 1;
+        r->n_curves++;
     }
     return ST_OK;
 }

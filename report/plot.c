@@ -3,7 +3,10 @@
  * + plsfile; PLplot closes the stream at plend1). Each figure is its own PLplot stream, made
  * with plmkstrm and ended with plend1, and the caller's current stream is restored, so the
  * report does not disturb other PLplot users in the process (which must not run concurrently).
- * Log axes take log10 data and PLplot's "l" box option. The legend sits outside the plot area.
+ * Log axes take log10 data and PLplot's "l" box option; one spanning less than two decades, where
+ * PLplot would label one power of ten or none, gets labels at 1-2-5 (or finer) multiples as a
+ * person writes them (20, 50, 1M). The legend sits inside the plot area, in the corner with the
+ * fewest data points.
  * The XML prologue, DOCTYPE and xlink namespace are dropped so that the element inlines in HTML.
  */
 #include <math.h>
@@ -18,6 +21,7 @@
 #define TEXT_MAX   160
 #define COL_BAND   14 /* cmap0 slot used for translucent fills */
 #define N_DISTINCT 9
+#define GRID       20
 
 struct rp_fig {
     FILE *mem;
@@ -25,6 +29,7 @@ struct rp_fig {
     size_t len;
     PLINT old_strm;
     double xmin, xmax, ymin, ymax;
+    double occ[GRID][GRID]; /* data drawn per cell of the plot area (where the legend goes) */
     size_t n_leg;
     char leg_text[LEG_MAX][TEXT_MAX];
     int leg_colour[LEG_MAX], leg_glyph[LEG_MAX], leg_line[LEG_MAX], leg_band[LEG_MAX];
@@ -51,6 +56,71 @@ static void plain(char *dst, size_t cap, const char *src)
     for (; src && src[i] && i + 1 < cap; i++)
         dst[i] = src[i] == '#' ? ' ' : src[i];
     dst[i] = '\0';
+}
+
+/* Adds weight w to the cell of the plot area that holds (x, y). */
+static void note_point(rp_fig *f, double x, double y, double w)
+{
+    double u = (x - f->xmin) / (f->xmax - f->xmin), v = (y - f->ymin) / (f->ymax - f->ymin);
+    if (!(u >= 0 && u <= 1 && v >= 0 && v <= 1))
+        return;
+    f->occ[u >= 1 ? GRID - 1 : (int)(u * GRID)][v >= 1 ? GRID - 1 : (int)(v * GRID)] += w;
+}
+
+/* A segment weighs w per plot width of its length, spread along it. */
+static void note_segment(rp_fig *f, double x0, double y0, double x1, double y1, double w)
+{
+    double dx = (x1 - x0) / (f->xmax - f->xmin), dy = (y1 - y0) / (f->ymax - f->ymin);
+    double len = hypot(dx, dy);
+    if (!isfinite(len))
+        return;
+    int n = 1 + (int)(len * 2 * GRID);
+    for (int k = 0; k < n; k++) {
+        double t = (k + 0.5) / n;
+        note_point(f, x0 + t * (x1 - x0), y0 + t * (y1 - y0), w * len / n);
+    }
+}
+
+/* 1 when a log axis from lo to hi (log10) needs our labels: PLplot's "l" labels only powers of
+ * ten, fewer than two of them on a span under two decades. */
+static int few_decades(double lo, double hi)
+{
+    return floor(hi) - ceil(lo) < 1;
+}
+
+/* Labels a log axis (lo..hi in log10) at m × 10^k for the mantissas that give at least two
+ * labels: 1, 2, 5; else 1-9; else the two ends. side: 'b' (x) or 'l' (y). */
+static void log_labels(char side, double lo, double hi)
+{
+    static const double m125[] = {1, 2, 5}, m19[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    const double *m[2] = {m125, m19};
+    size_t n_m[2] = {3, 9};
+    char t[32];
+    for (int pass = 0; pass < 3; pass++) {
+        double at[64];
+        size_t n = 0;
+        if (pass == 2) {
+            at[0] = lo, at[1] = hi, n = 2;
+        } else {
+            for (double k = floor(lo); k <= ceil(hi) && n < 64; k++)
+                for (size_t i = 0; i < n_m[pass] && n < 64; i++) {
+                    double v = log10(m[pass][i]) + k;
+                    if (v >= lo - 1e-9 && v <= hi + 1e-9)
+                        at[n++] = v;
+                }
+        }
+        if (n < 2)
+            continue;
+        for (size_t i = 0; i < n; i++) {
+            rp_fmt_human(t, sizeof(t), pow(10, at[i]));
+            double pos = (at[i] - lo) / (hi - lo);
+            if (side == 'b')
+                plmtex("b", 1.6, pos, 0.5, t);
+            else
+                plmtex("lv", 0.6, pos, 1.0, t);
+        }
+        return;
+    }
 }
 
 st_status rp_fig_begin(rp_fig **out, int w, int h, double xmin, double xmax, double ymin,
@@ -87,8 +157,9 @@ st_status rp_fig_begin(rp_fig **out, int w, int h, double xmin, double xmax, dou
     plinit();
     pladv(0);
     plschr(0, 0.85);
-    plvpor(0.1, 0.7, 0.13, 0.9);
+    plvpor(0.1, 0.96, 0.13, 0.9);
     plwind(xmin, xmax, ymin, ymax);
+    int xown = xlog && few_decades(xmin, xmax), yown = ylog && few_decades(ymin, ymax);
 
     /* light grid first, then the box on top */
     plcol0(12);
@@ -97,9 +168,13 @@ st_status rp_fig_begin(rp_fig **out, int w, int h, double xmin, double xmax, dou
     plcol0(1);
     plwidth(1);
     char xo[16], yo[16];
-    snprintf(xo, sizeof(xo), "bcnst%s", xlog ? "l" : "");
-    snprintf(yo, sizeof(yo), "bcnstv%s", ylog ? "l" : "");
+    snprintf(xo, sizeof(xo), "bc%sst%s", xown ? "" : "n", xlog ? "l" : "");
+    snprintf(yo, sizeof(yo), "bc%sstv%s", yown ? "" : "n", ylog ? "l" : "");
     plbox(xo, 0, 0, yo, 0, 0);
+    if (xown)
+        log_labels('b', xmin, xmax);
+    if (yown)
+        log_labels('l', ymin, ymax);
     char xl[TEXT_MAX], yl[TEXT_MAX], tl[TEXT_MAX];
     plain(xl, sizeof(xl), xlabel);
     plain(yl, sizeof(yl), ylabel);
@@ -112,7 +187,6 @@ st_status rp_fig_begin(rp_fig **out, int w, int h, double xmin, double xmax, dou
 void rp_fig_line(rp_fig *f, size_t n, const double *x, const double *y, int colour, double width,
                  int dashed)
 {
-    (void)f;
     plcol0(colour_index(colour));
     plwidth(width);
     pllsty(dashed ? 3 : 1);
@@ -126,6 +200,8 @@ void rp_fig_line(rp_fig *f, size_t n, const double *x, const double *y, int colo
             j++;
         if (j - i >= 2)
             plline((PLINT)(j - i), x + i, y + i);
+        for (size_t k = i; k + 1 < j; k++) /* a line across the plot weighs 8 markers */
+            note_segment(f, x[k], y[k], x[k + 1], y[k + 1], 8);
         i = j;
     }
     pllsty(1);
@@ -135,12 +211,13 @@ void rp_fig_line(rp_fig *f, size_t n, const double *x, const double *y, int colo
 void rp_fig_points(rp_fig *f, size_t n, const double *x, const double *y, int colour, int glyph,
                    double size)
 {
-    (void)f;
     plcol0(colour_index(colour));
     plssym(0, size);
     for (size_t i = 0; i < n; i++)
-        if (isfinite(x[i]) && isfinite(y[i]))
+        if (isfinite(x[i]) && isfinite(y[i])) {
             plpoin(1, &x[i], &y[i], glyph);
+            note_point(f, x[i], y[i], 1);
+        }
     plssym(0, 1);
 }
 
@@ -173,12 +250,15 @@ void rp_fig_band(rp_fig *f, size_t n, const double *x, const double *lo, const d
 void rp_fig_errbars(rp_fig *f, size_t n, const double *at, const double *lo, const double *hi,
                     int colour, int dir)
 {
-    (void)f;
     plcol0(colour_index(colour));
     plwidth(1.5);
     for (size_t i = 0; i < n; i++) {
         if (!isfinite(at[i]) || !isfinite(lo[i]) || !isfinite(hi[i]))
             continue;
+        if (dir == 0)
+            note_segment(f, at[i], lo[i], at[i], hi[i], 8);
+        else
+            note_segment(f, lo[i], at[i], hi[i], at[i], 8);
         if (dir == 0)
             plerry(1, &at[i], &lo[i], &hi[i]);
         else
@@ -205,6 +285,32 @@ void rp_fig_note(rp_fig *f, const char *text)
     plain(t, sizeof(t), text);
     plcol0(2);
     plptex((f->xmin + f->xmax) / 2, (f->ymin + f->ymax) / 2, 1, 0, 0.5, t);
+}
+
+/* The corner (0 top right, 1 top left, 2 bottom right, 3 bottom left) whose legend-sized box
+ * covers the fewest cells with data: the box estimated from the entries' number and longest text
+ * (PLplot says the size only once it has drawn the legend); top right on a tie. */
+static int legend_corner(const rp_fig *f)
+{
+    size_t longest = 0;
+    for (size_t i = 0; i < f->n_leg; i++)
+        if (strlen(f->leg_text[i]) > longest)
+            longest = strlen(f->leg_text[i]);
+    int w = (int)ceil((0.1 + 0.0125 * (double)longest) * GRID);
+    int h = (int)ceil((0.02 + 0.043 * (double)f->n_leg) * GRID);
+    w = w > GRID ? GRID : w, h = h > GRID ? GRID : h;
+    int best = 0;
+    double least = INFINITY;
+    for (int q = 0; q < 4; q++) {
+        int i0 = q % 2 == 0 ? GRID - w : 0, j0 = q < 2 ? GRID - h : 0;
+        double sum = 0;
+        for (int i = i0; i < i0 + w; i++)
+            for (int j = j0; j < j0 + h; j++)
+                sum += f->occ[i][j] < 1 ? f->occ[i][j] : 1; /* cells with data, not ink */
+        if (sum < least - 1e-9)
+            least = sum, best = q;
+    }
+    return best;
 }
 
 static void draw_legend(rp_fig *f)
@@ -241,12 +347,16 @@ static void draw_legend(rp_fig *f)
         if (f->leg_band[i])
             plscol0a(COL_BAND, pal_r[c], pal_g[c], pal_b[c], 0.22);
     }
+    static const PLINT corner[4] = {
+        PL_POSITION_TOP | PL_POSITION_RIGHT, PL_POSITION_TOP | PL_POSITION_LEFT,
+        PL_POSITION_BOTTOM | PL_POSITION_RIGHT, PL_POSITION_BOTTOM | PL_POSITION_LEFT};
+    int q = legend_corner(f);
     PLFLT lw, lh;
     plschr(0, 0.65);
     pllegend(&lw, &lh, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
-             PL_POSITION_RIGHT | PL_POSITION_OUTSIDE, 0.02, 0.0, 0.08, 0, 2, 1, 0, 0,
-             (PLINT)f->n_leg, opt, 0.8, 1.0, 1.6, 0.0, tcol, text, bcol, bpat, bscale, bwid, lcol,
-             lsty, lwid, scol, sscale, snum, sym);
+             corner[q] | PL_POSITION_INSIDE, 0.015, 0.02, 0.08, 0, 2, 1, 0, 0, (PLINT)f->n_leg, opt,
+             0.8, 0.9, 2.0, 0.0, tcol, text, bcol, bpat, bscale, bwid, lcol, lsty, lwid, scol,
+             sscale, snum, sym);
 }
 
 st_status rp_fig_end(rp_fig *f, char **svg)

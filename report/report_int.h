@@ -51,13 +51,14 @@ typedef struct rp_attempt {
                               3 unfinished or stopped */
 } rp_attempt;
 
-/* The training curve of one Pareto run (its last attempt's step records). */
+/* The training curve of one Pareto or validation run (its last attempt's step records). */
 typedef struct rp_curve {
     int64_t run;
     size_t n;
     double *x; /* cost metric at the step when every record has it, else the step */
     double *y; /* "loss" of the step record */
     int x_is_cost;
+    size_t val_run; /* 0 for a Pareto run; for a validation run, 1 + its index in runs */
 } rp_curve;
 
 /* A law y(C) on a log-spaced grid of cost, with its pointwise bootstrap band. */
@@ -97,7 +98,7 @@ struct report {
     size_t n_front;
     rp_attempt *att;
     size_t n_att;
-    rp_curve *curves;
+    rp_curve *curves; /* the Pareto runs' (n_front), then the validation runs' */
     size_t n_curves;
 
     double target;                /* compute of the recommendation */
