@@ -68,13 +68,13 @@ typedef struct bench_cfg {
     char scaletune[PATH_CHARS], llmsim[PATH_CHARS], work[PATH_CHARS];
     const char *out;
     long n_seeds, jobs;
-    int pass_config;  /* give extrapolate the sweep file too (--config) */
+    int pass_config;      /* give extrapolate the sweep file too (--config) */
     const char *xp_flags; /* appended to each extrapolate command (--xp-flags) */
-    const char *mode; /* best (no optimizer block), random, or study (goal: extrapolate) */
-    long runs;        /* budget.runs of each sweep */
-    int reuse;        /* keep a finished sweep in WORK/seed-S and only extrapolate again */
-    int early_stop;   /* early_stopping: {enabled: true} */
-    int paced;        /* llmsim --steps-to-report 20 --sleep-ms 150: runs that take time */
+    const char *mode;     /* best (no optimizer block), random, or study (goal: extrapolate) */
+    long runs;            /* budget.runs of each sweep */
+    int reuse;            /* keep a finished sweep in WORK/seed-S and only extrapolate again */
+    int early_stop;       /* early_stopping: {enabled: true} */
+    int paced;            /* llmsim --steps-to-report 20 --sleep-ms 150: runs that take time */
 } bench_cfg;
 
 /* ---- running programs --------------------------------------------------------------------- */
@@ -274,10 +274,11 @@ static void run_xp(const bench_cfg *cfg, int seed, double factor, xp_eval *e)
     char out[64], cmd[PATH_CHARS + 256];
     snprintf(out, sizeof(out), "x%.0f.json", factor);
     remove(out);
-    snprintf(cmd, sizeof(cmd),
-             "'%s' extrapolate --db sweep.db --factor %g --json --out %s%s %s >/dev/null 2>x%.0f.err",
-             cfg->scaletune, factor, out, cfg->pass_config ? " --config sweep.yaml" : "",
-             cfg->xp_flags, factor);
+    snprintf(
+        cmd, sizeof(cmd),
+        "'%s' extrapolate --db sweep.db --factor %g --json --out %s%s %s >/dev/null 2>x%.0f.err",
+        cfg->scaletune, factor, out, cfg->pass_config ? " --config sweep.yaml" : "", cfg->xp_flags,
+        factor);
     e->rc = run_status(cmd);
     if (e->rc != 0 && e->rc != 3) {
         snprintf(e->err, ERR_MAX, "extrapolate exited %d (see seed-%d/x%.0f.err)", e->rc, seed,
