@@ -12,6 +12,10 @@
 
 #include "runner/runner_int.h"
 
+/* what this header declares is internal: hidden from libscaletune.so's exports (the static
+ * library and the tests still link it); common/scaletune.map exports the public API */
+#pragma GCC visibility push(hidden)
+
 #define READ_CHUNK 65536 /* bytes of an attempt's files read at a time (r->buf) */
 
 /* One attempt in flight. */
@@ -147,5 +151,7 @@ st_status es_check(runner *r, active *a, int *stop);
  * sees, NAN when unknown; *reason: why, owned by a, for its run row). */
 int es_stopped(const active *a, double *bound, double *final_cost, const char **reason);
 void es_free(active *a);
+
+#pragma GCC visibility pop
 
 #endif

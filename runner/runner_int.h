@@ -28,6 +28,10 @@
 
 #include "runner/runner.h"
 
+/* what this header declares is internal: hidden from libscaletune.so's exports (the static
+ * library and the tests still link it); common/scaletune.map exports the public API */
+#pragma GCC visibility push(hidden)
+
 /* ---- store.c ----------------------------------------------------------------------------- */
 
 #define RUNNER_SCHEMA_VERSION 4
@@ -308,5 +312,7 @@ typedef struct runner_backend_type {
 extern const runner_backend_type *const runner_backend_local;
 extern const runner_backend_type *const runner_backend_slurm_cli;
 extern const runner_backend_type *const runner_backend_slurm_rest;
+
+#pragma GCC visibility pop
 
 #endif
