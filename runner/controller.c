@@ -215,6 +215,7 @@ static st_status tail(runner *r, active *a)
                 a->skip[f] = 1;
                 consumed = (size_t)n;
             }
+            assert(consumed <= (size_t)n); /* offsets only move over bytes read */
             a->off[f] += (int64_t)consumed;
         }
         close(fd);
@@ -596,6 +597,7 @@ static void free_strv(char **v)
  * while that doubles while the backend stays away. */
 static st_status unlaunch(runner *r, const char *why)
 {
+    assert(r->n_act > 0); /* the attempt just recorded by launch_run */
     active *a = &r->act[r->n_act - 1];
     double b = r->launch_pause > 0 ? 2 * r->launch_pause : r->cfg->backoff_seconds;
     if (b > r->cfg->backoff_max_seconds)
@@ -632,9 +634,12 @@ static st_status launch_run(runner *r, int64_t run_id, const double *x_all, doub
     if (r->opts.pause_hook)
         r->opts.pause_hook("launch", r->opts.pause_data);
     double t0 = runner_mono();
+    /* launch_some fills free slots only: one is free, and the search stays inside slot_busy */
+    assert(r->n_act < r->cfg->slots);
     size_t slot = 0;
     while (r->slot_busy[slot])
         slot++;
+    assert(slot < r->cfg->slots);
     active *a = &r->act[r->n_act];
     memset(a, 0, sizeof(*a));
     a->run_id = run_id;
