@@ -12,6 +12,10 @@
 
 #include "runner/runner_int.h"
 
+/* what this header declares is internal: hidden from libscaletune.so's exports (the static
+ * library and the tests still link it); common/scaletune.map exports the public API */
+#pragma GCC visibility push(hidden)
+
 #define READ_CHUNK 65536 /* bytes of an attempt's files read at a time (r->buf) */
 
 /* One attempt in flight. */
@@ -102,8 +106,6 @@ void ctl_progress(runner *r, const char *fmt, ...)
 #endif
     ;
 
-/* Puts a run back in the queue after an attempt that never really ran (inside a transaction). */
-st_status ctl_requeue_run(runner *r, int64_t run_id);
 /* Moves one run between the in-memory status counts. */
 void ctl_set_status_count(runner *r, runner_run_status from, runner_run_status to);
 
@@ -146,11 +148,10 @@ st_status es_note_line(runner *r, active *a, const runner_metrics_line *l);
  * minimum fraction and the patience; *stop is set when the run must be stopped now. */
 st_status es_check(runner *r, active *a, int *stop);
 /* 1 when the stop rule decided to stop a (and then *bound, *final_cost: what the optimizer
- * sees, NAN when unknown). */
-int es_stopped(const active *a, double *bound, double *final_cost);
-/* Records why a was stopped early and its bound in its run row (inside the caller's
- * transaction). */
-st_status es_record(runner *r, const active *a);
+ * sees, NAN when unknown; *reason: why, owned by a, for its run row). */
+int es_stopped(const active *a, double *bound, double *final_cost, const char **reason);
 void es_free(active *a);
+
+#pragma GCC visibility pop
 
 #endif
