@@ -68,12 +68,13 @@ typedef struct bench_cfg {
     char scaletune[PATH_CHARS], llmsim[PATH_CHARS], work[PATH_CHARS];
     const char *out;
     long n_seeds, jobs;
-    int pass_config;  /* give extrapolate the sweep file too (--config) */
-    const char *mode; /* best (no optimizer block), random, or study (goal: extrapolate) */
-    long runs;        /* budget.runs of each sweep */
-    int reuse;        /* keep a finished sweep in WORK/seed-S and only extrapolate again */
-    int early_stop;   /* early_stopping: {enabled: true} */
-    int paced;        /* llmsim --steps-to-report 20 --sleep-ms 150: runs that take time */
+    int pass_config;      /* give extrapolate the sweep file too (--config) */
+    const char *xp_flags; /* appended to each extrapolate command (--xp-flags) */
+    const char *mode;     /* best (no optimizer block), random, or study (goal: extrapolate) */
+    long runs;            /* budget.runs of each sweep */
+    int reuse;            /* keep a finished sweep in WORK/seed-S and only extrapolate again */
+    int early_stop;       /* early_stopping: {enabled: true} */
+    int paced;            /* llmsim --steps-to-report 20 --sleep-ms 150: runs that take time */
 } bench_cfg;
 
 /* ---- running programs --------------------------------------------------------------------- */
@@ -273,9 +274,11 @@ static void run_xp(const bench_cfg *cfg, int seed, double factor, xp_eval *e)
     char out[64], cmd[PATH_CHARS + 256];
     snprintf(out, sizeof(out), "x%.0f.json", factor);
     remove(out);
-    snprintf(cmd, sizeof(cmd),
-             "'%s' extrapolate --db sweep.db --factor %g --json --out %s%s >/dev/null 2>x%.0f.err",
-             cfg->scaletune, factor, out, cfg->pass_config ? " --config sweep.yaml" : "", factor);
+    snprintf(
+        cmd, sizeof(cmd),
+        "'%s' extrapolate --db sweep.db --factor %g --json --out %s%s %s >/dev/null 2>x%.0f.err",
+        cfg->scaletune, factor, out, cfg->pass_config ? " --config sweep.yaml" : "", cfg->xp_flags,
+        factor);
     e->rc = run_status(cmd);
     if (e->rc != 0 && e->rc != 3) {
         snprintf(e->err, ERR_MAX, "extrapolate exited %d (see seed-%d/x%.0f.err)", e->rc, seed,
@@ -621,6 +624,7 @@ static int write_json(const bench_cfg *cfg, const seed_result *res, const xp_sum
     json_object_set_new(root, "summary", sum);
     json_object_set_new(root, "run_seed_base", json_integer(RUN_SEED));
     json_object_set_new(root, "pass_config", json_boolean(cfg->pass_config));
+    json_object_set_new(root, "xp_flags", json_string(cfg->xp_flags));
     json_object_set_new(root, "mode", json_string(cfg->mode));
     json_object_set_new(root, "runs", json_integer(cfg->runs));
     int rc = json_dump_file(root, cfg->out, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
@@ -635,7 +639,7 @@ static void usage(FILE *f)
     fputs("usage: bench_extrapolate [--seeds N] [--jobs J] [--scaletune PATH] [--llmsim PATH]\n"
           "                         [--work DIR] [--out FILE] [--pass-config]\n"
           "                         [--mode best|random|study] [--runs N] [--reuse]\n"
-          "                         [--early-stop] [--paced]\n"
+          "                         [--early-stop] [--paced] [--xp-flags FLAGS]\n"
           "  --seeds N       seeds (worlds) 1..N (default 20)\n"
           "  --jobs J        seeds run at once (default 2)\n"
           "  --scaletune P   the CLI (default build/scaletune)\n"
@@ -650,7 +654,9 @@ static void usage(FILE *f)
           "  --reuse         keep each seed's stored sweep when there is one; extrapolate again\n"
           "  --early-stop    early_stopping: {enabled: true} in each sweep\n"
           "  --paced         llmsim --steps-to-report 20 --sleep-ms 150: a run takes 3 s, so that\n"
-          "                  it can be stopped part-way (its final loss does not change)\n",
+          "                  it can be stopped part-way (its final loss does not change)\n"
+          "  --xp-flags F    appended to each `scaletune extrapolate` command, e.g. with --reuse\n"
+          "                  '--bootstrap 100 --no-backtest' to score an engine change quickly\n",
           f);
 }
 
@@ -671,6 +677,7 @@ static int parse_args(int argc, char **argv, bench_cfg *cfg)
     cfg->n_seeds = 20;
     cfg->jobs = 2;
     cfg->pass_config = 0;
+    cfg->xp_flags = "";
     cfg->mode = "best";
     cfg->runs = 100;
     cfg->reuse = 0;
@@ -714,6 +721,8 @@ static int parse_args(int argc, char **argv, bench_cfg *cfg)
             cfg->mode = v;
         else if (!strcmp(a, "--runs"))
             cfg->runs = strtol(v, NULL, 10);
+        else if (!strcmp(a, "--xp-flags"))
+            cfg->xp_flags = v;
         else
             return usage(stderr), -1;
         i++;

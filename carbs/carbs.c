@@ -4,6 +4,7 @@
  * suggest.c, the option table in options.c, persistence in state.c.
  * Pure: no I/O, no clock, no globals; all randomness from the handle's RNG (carbs_int.h).
  */
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,6 +302,7 @@ static ptrdiff_t find_outstanding(const carbs *c, uint64_t id)
 
 static void remove_outstanding(carbs *c, size_t k)
 {
+    assert(k < c->n_out);
     size_t d = c->d, tail = c->n_out - k - 1;
     memmove(c->out_id + k, c->out_id + k + 1, tail * sizeof(uint64_t));
     memmove(c->out_x + k * d, c->out_x + (k + 1) * d, tail * d * sizeof(double));
@@ -314,6 +316,7 @@ static st_status add_observation(carbs *c, const double *x, double output, doubl
 {
     if (reserve_obs(c, c->n_obs + 1) != ST_OK)
         return st_errf(c->errmsg, ST_ENOMEM, "out of memory");
+    assert(c->n_obs < c->cap_obs);
     size_t n = c->n_obs, d = c->d;
     carbs_priv_to_basic(c, x, c->obs_b + n * d, c->obs_x + n * d);
     c->obs_y[n] = output;
@@ -520,6 +523,7 @@ st_status carbs_add_outstanding(carbs *c, uint64_t id, const double *x)
     }
     if (carbs_priv_reserve_outstanding(c, c->n_out + 1) != ST_OK)
         return st_errf(c->errmsg, ST_ENOMEM, "out of memory");
+    assert(c->n_out < c->cap_out);
     size_t k = c->n_out++, d = c->d;
     c->out_id[k] = id;
     c->out_born[k] = c->n_obs;

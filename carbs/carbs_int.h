@@ -16,6 +16,10 @@
 
 #include "carbs/carbs.h"
 
+/* what this header declares is internal: hidden from libscaletune.so's exports (the static
+ * library and the tests still link it); common/scaletune.map exports the public API */
+#pragma GCC visibility push(hidden)
+
 /* ---- gp.c -------------------------------------------------------------------------------- */
 
 typedef enum gp_kernel {
@@ -303,5 +307,7 @@ void carbs_priv_draw_near(carbs *c, size_t n_origins, const double *origins, dou
 void carbs_priv_random_point(carbs *c, double *b);
 /* Whether the next suggestion comes from the initial design (sample.c). */
 int carbs_priv_random_phase(const carbs *c);
+
+#pragma GCC visibility pop
 
 #endif

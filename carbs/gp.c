@@ -9,6 +9,7 @@
  */
 #include "carbs/gp_int.h"
 
+#include <assert.h>
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>
@@ -275,6 +276,7 @@ st_status gp_priv_set_data(gp *g, size_t n, const double *X, const double *y)
     st_status s = grow(g, n);
     if (s != ST_OK)
         return s;
+    assert(n <= g->cap);
     if (n) {
         memcpy(g->X, X, n * g->d * sizeof(double));
         memcpy(g->y, y, n * sizeof(double));
@@ -427,6 +429,8 @@ st_status gp_priv_append(gp *g, const double *x, double y)
     st_status s = grow(g, g->n + 1);
     if (s != ST_OK)
         return s;
+    /* room for the new row of X, y and L (leading dimension cap) */
+    assert(g->n < g->cap);
     size_t n = g->n, ld = g->cap;
     if (!g->factored) {
         memcpy(g->X + n * d, x, d * sizeof(double));

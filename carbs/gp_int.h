@@ -7,6 +7,10 @@
 
 #include "carbs/carbs_int.h"
 
+/* what this header declares is internal: hidden from libscaletune.so's exports (the static
+ * library and the tests still link it); common/scaletune.map exports the public API */
+#pragma GCC visibility push(hidden)
+
 struct gp {
     gp_kernel kernel;
     size_t d;        /* input dimension */
@@ -50,5 +54,7 @@ struct gp {
 st_status gp_priv_set_data(gp *g, size_t n, const double *X, const double *y);
 st_status gp_priv_predict(gp *g, size_t m, const double *Xs, double *mean, double *var);
 st_status gp_priv_append(gp *g, const double *x, double y);
+
+#pragma GCC visibility pop
 
 #endif

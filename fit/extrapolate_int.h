@@ -11,6 +11,10 @@
 
 #include "fit/extrapolate.h"
 
+/* what this header declares is internal: hidden from libscaletune.so's exports (the static
+ * library and the tests still link it); common/scaletune.map exports the public API */
+#pragma GCC visibility push(hidden)
+
 #define XP_MAX_HP 8 /* hyperparameters in the model (roles LR, BATCH, OTHER) */
 
 /*
@@ -215,5 +219,7 @@ typedef struct xp_lg_data {
 double xp_lg_objective(unsigned nv, const double *g, double *grad, void *data);
 /* Minimises from g (XP_NG, updated; g[XP_G_W] = 0 without use_w); 1 on success. */
 int xp_lg_minimise(xp_lg_data *d, double *g);
+
+#pragma GCC visibility pop
 
 #endif /* FIT_EXTRAPOLATE_INT_H */

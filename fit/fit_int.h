@@ -10,6 +10,10 @@
 
 #include <nlopt.h>
 
+/* what this header declares is internal: hidden from libscaletune.so's exports (the static
+ * library and the tests still link it); common/scaletune.map exports the public API */
+#pragma GCC visibility push(hidden)
+
 #define FIT_MAX_PAR 16 /* largest n_params of any law, plus log sigma */
 
 struct fit_law {
@@ -84,5 +88,7 @@ void fit_int_prob(const fit *f, fit_objective obj, fit_prob *p);
 const double *fit_int_fixed(const fit *f);
 size_t fit_int_n(const fit *f);
 char *fit_int_err(fit *f);
+
+#pragma GCC visibility pop
 
 #endif /* FIT_INT_H */

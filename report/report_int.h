@@ -21,6 +21,10 @@
 #include "runner/runner.h"
 #include "study/study.h"
 
+/* what this header declares is internal: hidden from libscaletune.so's exports (the static
+ * library and the tests still link it); common/scaletune.map exports the public API */
+#pragma GCC visibility push(hidden)
+
 /* Points on the law grids (log-spaced in cost). */
 #define RP_GRID 64
 
@@ -194,5 +198,7 @@ void rp_what_to_run(const report *r, char *buf, size_t cap);
 
 /* analyze.c: the method that gave the recommendation ("model", "front" or "none"). */
 const char *rp_method_name(const report *r);
+
+#pragma GCC visibility pop
 
 #endif

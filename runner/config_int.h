@@ -15,6 +15,10 @@
 
 #include "runner/runner_int.h"
 
+/* what this header declares is internal: hidden from libscaletune.so's exports (the static
+ * library and the tests still link it); common/scaletune.map exports the public API */
+#pragma GCC visibility push(hidden)
+
 typedef struct ctx {
     const char *label;
     char *errmsg; /* ST_ERRMSG_MAX bytes, never NULL inside */
@@ -79,5 +83,7 @@ st_status cfg_load_backend(ctx *c, const yaml_node_t *map);
 st_status cfg_load_large_run(ctx *c, const yaml_node_t *map);
 void cfg_large_run_defaults(runner_config *cfg);
 void cfg_large_run_free(runner_config *cfg);
+
+#pragma GCC visibility pop
 
 #endif

@@ -10,6 +10,7 @@
  */
 #include "runner/controller_int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -49,14 +50,6 @@ const double *runner_overhead_ms(const runner *r, size_t *n)
 {
     *n = r->n_ov;
     return r->ov;
-}
-
-/* Puts a run back in the queue after an attempt that never really ran (inside a transaction). */
-st_status ctl_requeue_run(runner *r, int64_t run_id)
-{
-    return store_exec_ids(r->st,
-                          "UPDATE runs SET status = 0, n_attempts = n_attempts - 1 WHERE id = ?1",
-                          "requeueing a run", 1, &run_id);
 }
 
 static st_status fail_store(runner *r, st_status rc)
@@ -145,17 +138,7 @@ static st_status handle_line(runner *r, active *a, const char *line, size_t len,
         free(a->final_line);
         a->final_line = f;
     }
-    sqlite3_stmt *st = store_stmt(r->st, "INSERT INTO metric_points(attempt_id, event, step, t, "
-                                         "line) VALUES(?1, ?2, ?3, ?4, ?5)");
-    if (!st)
-        return ST_EDB;
-    sqlite3_bind_int64(st, 1, a->attempt_id);
-    sqlite3_bind_int(st, 2, (int)l.event);
-    if (l.step >= 0)
-        sqlite3_bind_int64(st, 3, l.step);
-    sqlite3_bind_double(st, 4, now);
-    sqlite3_bind_text(st, 5, line, (int)len, SQLITE_TRANSIENT);
-    return store_exec_stmt(r->st, st, "recording a metric");
+    return store_record_metric(r->st, a->attempt_id, (int)l.event, l.step, now, line, len);
 }
 
 /* Reads what the attempt's files gained since the last call; records lines and offsets in one
@@ -200,6 +183,7 @@ static st_status tail(runner *r, active *a)
                 a->skip[f] = 1;
                 consumed = (size_t)n;
             }
+            assert(consumed <= (size_t)n); /* offsets only move over bytes read */
             a->off[f] += (int64_t)consumed;
         }
         close(fd);
@@ -207,27 +191,10 @@ static st_status tail(runner *r, active *a)
     if (!in_txn)
         return rc;
     if (!rc) {
-        sqlite3_stmt *st = store_stmt(
-            r->st, "UPDATE attempts SET out_off = ?2, mf_off = ?3, n_lines = ?4, n_garbage = ?5,"
-                   " last_metric = ?6, max_cost = ?7, diverged = ?8, final = ?9,"
-                   " state = 'running', job_id = ?10 WHERE id = ?1");
-        if (!st)
-            rc = ST_EDB;
-        else {
-            sqlite3_bind_int64(st, 1, a->attempt_id);
-            sqlite3_bind_int64(st, 2, a->off[0]);
-            sqlite3_bind_int64(st, 3, a->off[1]);
-            sqlite3_bind_int64(st, 4, a->n_lines);
-            sqlite3_bind_int64(st, 5, a->n_garbage);
-            sqlite3_bind_double(st, 6, a->last_metric);
-            if (!isnan(a->max_cost))
-                sqlite3_bind_double(st, 7, a->max_cost);
-            sqlite3_bind_int(st, 8, a->diverged);
-            if (a->final_line)
-                sqlite3_bind_text(st, 9, a->final_line, -1, SQLITE_TRANSIENT);
-            sqlite3_bind_text(st, 10, a->job_id, -1, SQLITE_TRANSIENT);
-            rc = store_exec_stmt(r->st, st, "recording metrics offsets");
-        }
+        store_progress p = {a->attempt_id, {a->off[0], a->off[1]}, a->n_lines,
+                            a->n_garbage,  a->last_metric,         a->max_cost,
+                            a->diverged,   a->final_line,          a->job_id};
+        rc = store_attempt_progress(r->st, &p);
     }
     if (!rc)
         return store_commit(r->st);
@@ -257,10 +224,136 @@ static void record_overhead(runner *r, double seconds)
     r->ov[r->n_ov++] = seconds * 1e3;
 }
 
-/* Classifies a finished attempt and records the outcome in one transaction. */
+/* What a failure kind does to its run (ARCHITECTURE.md, "Failures have kinds"). */
+typedef enum outcome {
+    OUT_RETRY = 0, /* infrastructure: pending again after a backoff, infra_failed past the
+                      retries; never observed (a kind missing below is one) */
+    OUT_SUCCEEDED, /* observed */
+    OUT_FAILED,    /* a hyperparameter failure: observed as failed */
+    OUT_COST_ONLY, /* over the cost cap: failed, never retried, shown to the cost model only */
+    OUT_ENDED,     /* infra_failed at once: a trainer that would say the same again */
+    OUT_STOPPED,   /* stopped by the user: resume relaunches it */
+} outcome;
+
+static const outcome outcome_of_kind[] = {
+    [RUNNER_FAIL_NONE] = OUT_SUCCEEDED,      [RUNNER_FAIL_DIVERGED] = OUT_FAILED,
+    [RUNNER_FAIL_OOM] = OUT_FAILED,          [RUNNER_FAIL_OVER_BUDGET] = OUT_COST_ONLY,
+    [RUNNER_FAIL_WALL_TIMEOUT] = OUT_FAILED, [RUNNER_FAIL_STRAGGLER] = OUT_FAILED,
+    [RUNNER_FAIL_EXIT] = OUT_RETRY,          [RUNNER_FAIL_SIGNAL] = OUT_RETRY,
+    [RUNNER_FAIL_HANG] = OUT_RETRY,          [RUNNER_FAIL_NO_FINAL] = OUT_RETRY,
+    [RUNNER_FAIL_LOST] = OUT_RETRY,          [RUNNER_FAIL_LAUNCH] = OUT_RETRY,
+    [RUNNER_FAIL_STOPPED] = OUT_STOPPED,     [RUNNER_FAIL_NODE] = OUT_RETRY,
+    [RUNNER_FAIL_CANCELLED] = OUT_RETRY,     [RUNNER_FAIL_TIME_LIMIT] = OUT_RETRY,
+    [RUNNER_FAIL_BAD_FINAL] = OUT_ENDED,     [RUNNER_FAIL_CONSTRAINT] = OUT_FAILED,
+};
+
+static outcome outcome_of(runner_failure kind)
+{
+    size_t n = sizeof(outcome_of_kind) / sizeof(outcome_of_kind[0]);
+    outcome o = (size_t)kind < n ? outcome_of_kind[kind] : OUT_RETRY;
+    /* the optimizer sees as failures exactly the kinds runner.h calls hyperparameter ones */
+    assert((o == OUT_FAILED) == (runner_failure_is_hyperparameter(kind) != 0));
+    return o;
+}
+
+/* Hands a settled attempt's result to the optimizer (the store has it already: a controller
+ * dying here rebuilds the optimizer from it). */
+static st_status observe_settled(runner *r, const active *a, runner_run_status to, outcome out,
+                                 int early, int censored, double y, double obs_cost, double cost)
+{
+    int observed = to == RUNNER_RUN_SUCCEEDED || to == RUNNER_RUN_FAILED || early;
+    if (r->det)
+        return ST_OK; /* released in suggestion order by release.c */
+    if (observed && out == OUT_COST_ONLY)
+        return ctl_observe_cost(r, a->carbs_id, a->x_all, cost);
+    if (observed && (!early || censored)) {
+        double x[256], *xp = x;
+        size_t d = carbs_dim(r->cb);
+        if (d > 256 && !(xp = malloc(d * sizeof(double))))
+            return ST_ENOMEM;
+        runner_x_to_carbs(r->cfg, a->x_all, xp);
+        int failed = to == RUNNER_RUN_FAILED;
+        st_status rc = carbs_observe(r->cb, a->carbs_id, xp, y, obs_cost, failed);
+        if (rc == ST_ENOTFOUND) /* forgotten as too old by the optimizer itself */
+            rc = carbs_observe(r->cb, 0, xp, y, obs_cost, failed);
+        if (xp != x)
+            free(xp);
+        if (rc)
+            return st_errf(r->errmsg, rc, "optimizer: %s", carbs_errmsg(r->cb));
+    } else if (a->carbs_id && to != RUNNER_RUN_PENDING) {
+        carbs_forget(r->cb, a->carbs_id); /* ST_ENOTFOUND is fine: nothing to forget */
+    }
+    return ST_OK;
+}
+
+/* Frees attempt r->act[idx] and its slot; the last attempt takes its place. */
+static void drop_active(runner *r, size_t idx)
+{
+    active *a = &r->act[idx];
+    r->slot_busy[a->slot] = 0;
+    free(a->dir);
+    free(a->final_line);
+    free(a->x_all);
+    es_free(a);
+    r->act[idx] = r->act[--r->n_act];
+}
+
+/* What the outcome makes of the attempt's run: *to, and for a retry the infrastructure failures
+ * it has had with this one (*n_infra, from the store) and when it may run again (*not_before). */
+static st_status run_status_after(runner *r, const active *a, outcome out, double now,
+                                  runner_run_status *to, double *not_before, unsigned *n_infra)
+{
+    switch (out) {
+    case OUT_SUCCEEDED:
+        *to = RUNNER_RUN_SUCCEEDED;
+        break;
+    case OUT_FAILED:
+    case OUT_COST_ONLY:
+        *to = RUNNER_RUN_FAILED;
+        break;
+    case OUT_ENDED:
+        *to = RUNNER_RUN_INFRA_FAILED; /* ended, not observed, not retried */
+        break;
+    case OUT_STOPPED:
+        *to = RUNNER_RUN_STOPPED;
+        break;
+    case OUT_RETRY: {
+        st_status rc = store_run_infra_count(r->st, a->run_id, n_infra);
+        if (rc)
+            return rc;
+        ++*n_infra;
+        *to = *n_infra > r->cfg->retries ? RUNNER_RUN_INFRA_FAILED : RUNNER_RUN_PENDING;
+        *not_before = now + backoff(r, *n_infra);
+        break;
+    }
+    }
+    return ST_OK;
+}
+
+/* The settlement's fields that come from the attempt itself (the rest is settle's verdict). */
+static void settlement_of_attempt(const runner *r, const active *a, const runner_job *job,
+                                  store_settlement *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->sweep = r->sweep;
+    o->run_id = a->run_id;
+    o->attempt_id = a->attempt_id;
+    o->has_exit_code = job->state == RUNNER_JOB_EXITED;
+    o->exit_code = job->exit_code;
+    o->has_signal = job->state == RUNNER_JOB_SIGNALED;
+    o->signal = job->signal;
+    o->job_id = a->job_id;
+    o->final_line = a->final_line;
+    o->x = a->x_all;
+    o->n_x = r->cfg->n_params;
+}
+
+/* Classifies a finished attempt (ctl_classify, outcome_of_kind) and records the outcome in one
+ * transaction (store_settle_attempt), then tells the optimizer. */
 static st_status settle(runner *r, size_t idx, const runner_job *job)
 {
     active *a = &r->act[idx];
+    assert(idx < r->n_act && r->slot_busy[a->slot]);
     double t0 = runner_mono();
     st_status rc = tail(r, a);
     if (rc)
@@ -270,44 +363,18 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
      * end is not the run's */
     double end =
         isfinite(job->ended) && job->ended >= a->started && job->ended <= now ? job->ended : now;
-    double wall = end - a->started;
-    runner_failure kind = RUNNER_FAIL_NONE;
-    double objective = NAN, cost = ctl_cost_is_wall(r) ? wall : a->max_cost;
+    double objective = NAN, cost = ctl_cost_is_wall(r) ? end - a->started : a->max_cost;
     char why[256] = "";
     if (a->kill_reason == RUNNER_FAIL_STOPPED && !r->stopping && a->final_line &&
         job->state == RUNNER_JOB_EXITED && job->exit_code == 0)
         a->kill_reason = RUNNER_FAIL_NONE; /* it finished before the early stop took effect */
-
-    if (a->kill_reason != RUNNER_FAIL_NONE) {
-        kind = a->kill_reason;
-        if (kind == RUNNER_FAIL_LAUNCH) /* the backend's message */
-            snprintf(why, sizeof(why), "%s", job->reason);
-        if (kind == RUNNER_FAIL_OVER_BUDGET)
-            ctl_over_budget_why(r, a, cost, "killed at", why, sizeof(why));
-    } else if (job->failure != RUNNER_FAIL_NONE) {
-        kind = job->failure; /* the scheduler's verdict (Slurm states) */
-        snprintf(why, sizeof(why), "%s", job->reason);
-    } else if (job->state == RUNNER_JOB_LOST) {
-        kind = RUNNER_FAIL_LOST;
-        snprintf(why, sizeof(why), "%s", job->reason);
-    } else if (a->diverged || (job->state == RUNNER_JOB_EXITED && job->exit_code == 3)) {
-        kind = RUNNER_FAIL_DIVERGED;
-    } else if (job->state == RUNNER_JOB_EXITED && job->exit_code == 4) {
-        kind = RUNNER_FAIL_OOM;
-    } else if (job->state == RUNNER_JOB_SIGNALED) {
-        kind = RUNNER_FAIL_SIGNAL;
-        snprintf(why, sizeof(why), "signal %d", job->signal);
-    } else if (job->exit_code != 0) {
-        kind = RUNNER_FAIL_EXIT;
-        snprintf(why, sizeof(why), "exit %d", job->exit_code);
-    } else {
-        kind = ctl_classify_final(r, a, &objective, &cost, why, sizeof(why));
-    }
+    runner_failure kind = ctl_classify(r, a, job, &objective, &cost, why, sizeof(why));
     if (!(cost > 0) || !isfinite(cost))
         cost = NAN;
     /* stopped by the stop rule: ended, censored for the optimizer (runner.h, early stopping) */
     double bound = NAN, bound_cost = NAN;
-    int early = kind == RUNNER_FAIL_STOPPED && es_stopped(a, &bound, &bound_cost);
+    const char *stop_reason = NULL;
+    int early = kind == RUNNER_FAIL_STOPPED && es_stopped(a, &bound, &bound_cost, &stop_reason);
     if (early)
         kind = RUNNER_FAIL_NONE;
     int code = job->state == RUNNER_JOB_EXITED ? job->exit_code : 0;
@@ -316,132 +383,54 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
     if (config_error)
         ctl_config_why(kind, code, a->dir, why, sizeof(why));
 
-    int hyper = runner_failure_is_hyperparameter(kind);
-    /* over the cost cap: ended (never retried) and shown to the optimizer's cost model only */
-    int cost_only = kind == RUNNER_FAIL_OVER_BUDGET;
-    runner_run_status to;
+    /* a configuration error (streak.c: also exit 126/127 while no run has worked) ends the run */
+    outcome out = config_error ? OUT_ENDED : outcome_of(kind);
+    runner_run_status to = RUNNER_RUN_PENDING;
     double not_before = 0;
     unsigned n_infra = 0;
-    if (early)
-        to = RUNNER_RUN_STOPPED;
-    else if (kind == RUNNER_FAIL_NONE)
-        to = RUNNER_RUN_SUCCEEDED;
-    else if (hyper || cost_only)
-        to = RUNNER_RUN_FAILED;
-    else if (config_error)
-        to = RUNNER_RUN_INFRA_FAILED; /* ended, not observed, not retried */
-    else if (kind == RUNNER_FAIL_STOPPED)
-        to = RUNNER_RUN_STOPPED;
-    else {
-        sqlite3_stmt *st = store_stmt(r->st, "SELECT n_infra FROM runs WHERE id = ?1");
-        if (!st)
-            return ST_EDB;
-        sqlite3_bind_int64(st, 1, a->run_id);
-        n_infra = sqlite3_step(st) == SQLITE_ROW ? (unsigned)sqlite3_column_int(st, 0) + 1 : 1;
-        sqlite3_reset(st);
-        to = n_infra > r->cfg->retries ? RUNNER_RUN_INFRA_FAILED : RUNNER_RUN_PENDING;
-        not_before = now + backoff(r, n_infra);
-    }
+    if ((rc = run_status_after(r, a, early ? OUT_STOPPED : out, now, &to, &not_before, &n_infra)))
+        return rc;
     int observed = to == RUNNER_RUN_SUCCEEDED || to == RUNNER_RUN_FAILED || early;
     int censored = early && isfinite(bound); /* else forgotten, as an infrastructure failure */
     double obs_y = censored ? bound : objective, obs_cost = censored ? bound_cost : cost;
-    int ended = to != RUNNER_RUN_PENDING;
-    /* deterministic mode: the observation waits for its turn (release.c) */
-    int observe_now = observed && !r->det;
+    /* an early stop is a stop of ours with the rule's reason; a success has a finite objective */
+    assert(!early || stop_reason);
+    assert(to != RUNNER_RUN_SUCCEEDED || isfinite(objective));
 
-    if ((rc = store_begin(r->st)))
-        return rc;
-    sqlite3_stmt *st = store_stmt(r->st, "UPDATE attempts SET state = 'done', ended = ?2, "
-                                         "exit_code = ?3, signal = ?4, failure = ?5, "
-                                         "job_id = coalesce(?6, job_id) WHERE id = ?1");
-    if (!st)
-        goto db;
-    sqlite3_bind_int64(st, 1, a->attempt_id);
-    sqlite3_bind_double(st, 2, end);
-    if (job->state == RUNNER_JOB_EXITED)
-        sqlite3_bind_int(st, 3, job->exit_code);
-    if (job->state == RUNNER_JOB_SIGNALED)
-        sqlite3_bind_int(st, 4, job->signal);
-    sqlite3_bind_int(st, 5, (int)kind);
-    if (a->job_id[0])
-        sqlite3_bind_text(st, 6, a->job_id, -1, SQLITE_TRANSIENT);
-    if ((rc = store_exec_stmt(r->st, st, "settling an attempt")))
-        goto out;
-    st = store_stmt(r->st, "UPDATE runs SET status = ?2, failure = ?3, objective = ?4, cost = ?5,"
-                           " final = ?6, n_infra = n_infra + ?7, not_before = ?8, ended = ?9"
-                           " WHERE id = ?1");
-    if (!st)
-        goto db;
-    sqlite3_bind_int64(st, 1, a->run_id);
-    sqlite3_bind_int(st, 2, (int)to);
-    sqlite3_bind_int(st, 3, (int)kind);
-    if (isfinite(objective))
-        sqlite3_bind_double(st, 4, objective);
-    if (observed && isfinite(cost))
-        sqlite3_bind_double(st, 5, cost);
-    if (a->final_line)
-        sqlite3_bind_text(st, 6, a->final_line, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(st, 7, n_infra ? 1 : 0);
-    sqlite3_bind_double(st, 8, not_before);
-    if (ended)
-        sqlite3_bind_double(st, 9, end);
-    if ((rc = store_exec_stmt(r->st, st, "settling a run")))
-        goto out;
-    if (early && (rc = es_record(r, a)))
-        goto out;
-    if (observe_now && (!early || censored)) {
-        st = store_stmt(r->st, "INSERT INTO observations(sweep_id, run_id, x, output, cost, "
-                               "failed, t) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
-        if (!st)
-            goto db;
-        sqlite3_bind_int64(st, 1, r->sweep);
-        sqlite3_bind_int64(st, 2, a->run_id);
-        sqlite3_bind_blob(st, 3, a->x_all, (int)(r->cfg->n_params * sizeof(double)),
-                          SQLITE_TRANSIENT);
-        if (to == RUNNER_RUN_SUCCEEDED || censored)
-            sqlite3_bind_double(st, 4, obs_y);
-        if (isfinite(obs_cost))
-            sqlite3_bind_double(st, 5, obs_cost);
-        sqlite3_bind_int(st, 6, to == RUNNER_RUN_FAILED);
-        sqlite3_bind_double(st, 7, now);
-        if ((rc = store_exec_stmt(r->st, st, "recording an observation")))
-            goto out;
-    }
     char msg[512];
     snprintf(msg, sizeof(msg), "run %lld attempt %u: %s%s%s%s", (long long)a->run_id, a->number,
              early                      ? "stopped early"
              : kind == RUNNER_FAIL_NONE ? "succeeded"
                                         : runner_failure_name(kind),
              why[0] ? " (" : "", why, why[0] ? ")" : "");
-    if ((rc = store_event(r->st, r->sweep, a->run_id, a->attempt_id,
-                          to == RUNNER_RUN_PENDING ? "retry" : runner_run_status_name(to), msg)))
-        goto out;
-    if ((rc = store_commit(r->st)))
+    store_settlement o;
+    settlement_of_attempt(r, a, job, &o);
+    o.ended = end;
+    o.kind = kind;
+    o.to = to;
+    o.objective = objective;
+    o.cost = observed ? cost : NAN;
+    o.infra = n_infra > 0;
+    o.not_before = not_before;
+    o.run_ended = to != RUNNER_RUN_PENDING ? end : NAN;
+    o.stop_reason = early ? stop_reason : NULL;
+    o.bound_objective = bound;
+    o.bound_cost = bound_cost > 0 ? bound_cost : NAN;
+    /* deterministic mode: the observation waits for its turn (release.c) */
+    o.observe = observed && !r->det && (!early || censored);
+    o.obs_output = to == RUNNER_RUN_SUCCEEDED || censored ? obs_y : NAN;
+    o.obs_cost = obs_cost;
+    o.obs_failed = to == RUNNER_RUN_FAILED;
+    o.obs_t = now;
+    o.event_kind = to == RUNNER_RUN_PENDING ? "retry" : runner_run_status_name(to);
+    o.event_msg = msg;
+    if ((rc = store_settle_attempt(r->st, &o)))
         return rc;
 
     /* the store has it; now the optimizer (rebuilt from the store if we die right here) */
-    if (r->det) {
-        /* released in suggestion order by release.c */
-    } else if (observed && cost_only) {
-        if ((rc = ctl_observe_cost(r, a->carbs_id, a->x_all, cost)))
-            return rc;
-    } else if (observed && (!early || censored)) {
-        double x[256], *xp = x;
-        size_t d = carbs_dim(r->cb);
-        if (d > 256 && !(xp = malloc(d * sizeof(double))))
-            return ST_ENOMEM;
-        runner_x_to_carbs(r->cfg, a->x_all, xp);
-        double y = to == RUNNER_RUN_SUCCEEDED || censored ? obs_y : NAN;
-        rc = carbs_observe(r->cb, a->carbs_id, xp, y, obs_cost, to == RUNNER_RUN_FAILED);
-        if (rc == ST_ENOTFOUND) /* forgotten as too old by the optimizer itself */
-            rc = carbs_observe(r->cb, 0, xp, y, obs_cost, to == RUNNER_RUN_FAILED);
-        if (xp != x)
-            free(xp);
-        if (rc)
-            return st_errf(r->errmsg, rc, "optimizer: %s", carbs_errmsg(r->cb));
-    } else if (a->carbs_id && to != RUNNER_RUN_PENDING) {
-        carbs_forget(r->cb, a->carbs_id); /* ST_ENOTFOUND is fine: nothing to forget */
-    }
+    double y = to == RUNNER_RUN_SUCCEEDED || censored ? obs_y : NAN;
+    if ((rc = observe_settled(r, a, to, out, early, censored, y, obs_cost, cost)))
+        return rc;
     if (observed && isfinite(cost))
         r->spent += cost;
     if (to == RUNNER_RUN_SUCCEEDED &&
@@ -454,18 +443,8 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
     record_overhead(r, a->overhead);
     ctl_progress(r, "%s", msg);
 
-    r->slot_busy[a->slot] = 0;
-    free(a->dir);
-    free(a->final_line);
-    free(a->x_all);
-    es_free(a);
-    r->act[idx] = r->act[--r->n_act];
+    drop_active(r, idx);
     return ST_OK;
-db:
-    rc = ST_EDB;
-out:
-    store_rollback(r->st);
-    return rc;
 }
 
 /* ---- launching --------------------------------------------------------------------------- */
@@ -524,6 +503,7 @@ static void free_strv(char **v)
  * while that doubles while the backend stays away. */
 static st_status unlaunch(runner *r, const char *why)
 {
+    assert(r->n_act > 0); /* the attempt just recorded by launch_run */
     active *a = &r->act[r->n_act - 1];
     double b = r->launch_pause > 0 ? 2 * r->launch_pause : r->cfg->backoff_seconds;
     if (b > r->cfg->backoff_max_seconds)
@@ -535,38 +515,14 @@ static st_status unlaunch(runner *r, const char *why)
     char msg[ST_ERRMSG_MAX + 96];
     snprintf(msg, sizeof(msg), "run %lld attempt %u not submitted (%s); launching again in %gs",
              (long long)a->run_id, a->number, why, b);
-    st_status rc = store_begin(r->st);
-    if (rc)
-        return rc;
-    sqlite3_stmt *st = store_stmt(r->st, "UPDATE attempts SET state = 'abandoned', ended = ?2 "
-                                         "WHERE id = ?1");
-    if (!st) {
-        store_rollback(r->st);
-        return ST_EDB;
-    }
-    sqlite3_bind_int64(st, 1, a->attempt_id);
-    sqlite3_bind_double(st, 2, runner_now());
-    rc = store_exec_stmt(r->st, st, "abandoning an attempt");
-    if (!rc) {
-        rc = ctl_requeue_run(r, a->run_id);
-    }
-    if (!rc)
-        rc = store_event(r->st, r->sweep, a->run_id, a->attempt_id, "backend", msg);
-    if (!rc)
-        rc = store_commit(r->st);
-    else
-        store_rollback(r->st);
+    st_status rc =
+        store_abandon_attempt(r->st, r->sweep, a->run_id, a->attempt_id, runner_now(), msg);
     if (rc)
         return rc;
     ctl_set_status_count(r, RUNNER_RUN_RUNNING, RUNNER_RUN_PENDING);
     if (a->number > 1 && r->n_retried)
         r->n_retried--;
-    r->slot_busy[a->slot] = 0;
-    free(a->dir);
-    free(a->final_line);
-    free(a->x_all);
-    es_free(a);
-    r->n_act--;
+    drop_active(r, r->n_act - 1);
     ctl_progress(r, "%s", msg);
     return ST_OK;
 }
@@ -579,9 +535,12 @@ static st_status launch_run(runner *r, int64_t run_id, const double *x_all, doub
     if (r->opts.pause_hook)
         r->opts.pause_hook("launch", r->opts.pause_data);
     double t0 = runner_mono();
+    /* launch_some fills free slots only: one is free, and the search stays inside slot_busy */
+    assert(r->n_act < r->cfg->slots);
     size_t slot = 0;
     while (r->slot_busy[slot])
         slot++;
+    assert(slot < r->cfg->slots);
     active *a = &r->act[r->n_act];
     memset(a, 0, sizeof(*a));
     a->run_id = run_id;
@@ -607,39 +566,15 @@ static st_status launch_run(runner *r, int64_t run_id, const double *x_all, doub
     memcpy(a->x_all, x_all, r->cfg->n_params * sizeof(double));
     a->started = a->last_metric = runner_now();
 
-    st_status rc = store_begin(r->st);
-    if (rc)
-        goto fail;
-    sqlite3_stmt *st = store_stmt(r->st, "INSERT INTO attempts(run_id, number, state, backend, "
-                                         "host, dir, slot, started) VALUES(?1, ?2, 'launching',"
-                                         " ?3, ?4, ?5, ?6, ?7)");
-    if (!st) {
-        rc = ST_EDB;
-        goto fail_txn;
-    }
     char host[64] = "";
     gethostname(host, sizeof(host) - 1);
-    sqlite3_bind_int64(st, 1, run_id);
-    sqlite3_bind_int(st, 2, (int)number);
-    sqlite3_bind_text(st, 3, r->be->name, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, host, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 5, dir, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 6, (sqlite3_int64)slot);
-    sqlite3_bind_double(st, 7, a->started);
-    if ((rc = store_exec_stmt(r->st, st, "recording an attempt")))
-        goto fail_txn;
-    a->attempt_id = sqlite3_last_insert_rowid(r->st->db);
-    st = store_stmt(r->st, "UPDATE runs SET status = 1, n_attempts = n_attempts + 1 "
-                           "WHERE id = ?1");
-    if (!st) {
-        rc = ST_EDB;
-        goto fail_txn;
+    store_launch l = {run_id, number, r->be->name, host, dir, slot, a->started};
+    st_status rc = store_launch_attempt(r->st, &l, &a->attempt_id);
+    if (rc) {
+        free(a->x_all);
+        free(a->dir);
+        return rc;
     }
-    sqlite3_bind_int64(st, 1, run_id);
-    if ((rc = store_exec_stmt(r->st, st, "marking a run running")))
-        goto fail_txn;
-    if ((rc = store_commit(r->st)))
-        goto fail;
     ctl_set_status_count(r, from, RUNNER_RUN_RUNNING);
     if (number > 1)
         r->n_retried++;
@@ -689,12 +624,6 @@ static st_status launch_run(runner *r, int64_t run_id, const double *x_all, doub
     a->overhead += runner_mono() - t0;
     ctl_progress(r, "launched run %lld attempt %u", (long long)run_id, number);
     return ST_OK;
-fail_txn:
-    store_rollback(r->st);
-fail:
-    free(a->x_all);
-    free(a->dir);
-    return rc;
 }
 
 /* Fills free slots: retries and resumed runs first, then new suggestions. */
@@ -714,45 +643,16 @@ static st_status launch_some(runner *r, int *changed)
         r->next_bound = NAN; /* known only for a new suggestion */
         r->next_phase = -1;
         if (r->n_status[RUNNER_RUN_PENDING] > 0) {
-            sqlite3_stmt *st = store_stmt(
-                r->st, "SELECT id, x, carbs_id, generation, predicted_cost, n_attempts"
-                       " FROM runs WHERE sweep_id = ?1 AND status = 0 AND not_before <= ?2"
-                       " ORDER BY not_before, id LIMIT 1");
-            if (!st) {
-                rc = ST_EDB;
+            store_queued q;
+            if ((rc = store_next_pending(r->st, r->sweep, runner_now(), r->generation,
+                                         r->cfg->n_params, x_all, &q)))
                 break;
-            }
-            sqlite3_bind_int64(st, 1, r->sweep);
-            sqlite3_bind_double(st, 2, runner_now());
-            if (sqlite3_step(st) == SQLITE_ROW) {
-                run_id = sqlite3_column_int64(st, 0);
-                if ((size_t)sqlite3_column_bytes(st, 1) == r->cfg->n_params * sizeof(double))
-                    memcpy(x_all, sqlite3_column_blob(st, 1), r->cfg->n_params * sizeof(double));
-                else
-                    rc = st_errf(r->errmsg, ST_EFORMAT, "store: run %lld has bad parameters",
-                                 (long long)run_id);
-                if (sqlite3_column_int64(st, 3) == r->generation)
-                    cid = (uint64_t)sqlite3_column_int64(st, 2);
-                predicted =
-                    sqlite3_column_type(st, 4) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 4);
-                /* numbers stay unique: count attempts recorded, including abandoned ones */
-                number = (unsigned)sqlite3_column_int(st, 5) + 1;
+            if (q.found) {
+                run_id = q.run_id;
+                cid = q.carbs_id;
+                predicted = q.predicted;
+                number = q.number;
                 from_queue = 1;
-            }
-            sqlite3_reset(st);
-            if (rc)
-                break;
-            if (from_queue) {
-                st = store_stmt(r->st, "SELECT coalesce(max(number), 0) FROM attempts "
-                                       "WHERE run_id = ?1");
-                if (!st) {
-                    rc = ST_EDB;
-                    break;
-                }
-                sqlite3_bind_int64(st, 1, run_id);
-                if (sqlite3_step(st) == SQLITE_ROW)
-                    number = (unsigned)sqlite3_column_int(st, 0) + 1;
-                sqlite3_reset(st);
             }
         }
         if (!from_queue) {
@@ -832,13 +732,11 @@ static st_status heartbeat(runner *r)
     st_status rc = store_lease_beat(r->st, r->sweep, r->owner, r->opts.lease_seconds);
     if (rc)
         return rc;
-    sqlite3_stmt *st = store_stmt(r->st, "SELECT stop_requested FROM sweeps WHERE id = ?1");
-    if (!st)
-        return ST_EDB;
-    sqlite3_bind_int64(st, 1, r->sweep);
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0))
+    int stop = 0;
+    if ((rc = store_stop_requested(r->st, r->sweep, &stop)))
+        return rc;
+    if (stop)
         r->stopping = 1;
-    sqlite3_reset(st);
     return ST_OK;
 }
 

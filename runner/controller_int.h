@@ -1,6 +1,8 @@
 /*
  * controller_int.h — what the controller's files share (not installed, not public):
  *   controller.c  the loop: launch, poll, parse, settle, retry, stop
+ *   classify.c    why a finished attempt ended: kills, the scheduler, exit statuses, the final
+ *                 record (settle maps the kind to what happens to the run)
  *   controller_open.c  runner_launch, runner_resume (rebuild, adopt), runner_destroy
  *   suggest.c     new suggestions: from carbs/ or a proposer (runner_set_proposer), the cost
  *                 expression's refusal, the record of a suggestion in the store
@@ -11,6 +13,10 @@
 #define RUNNER_CONTROLLER_INT_H
 
 #include "runner/runner_int.h"
+
+/* what this header declares is internal: hidden from libscaletune.so's exports (the static
+ * library and the tests still link it); common/scaletune.map exports the public API */
+#pragma GCC visibility push(hidden)
 
 #define READ_CHUNK 65536 /* bytes of an attempt's files read at a time (r->buf) */
 
@@ -90,14 +96,12 @@ struct runner {
 
 /* classify.c: 1 when the sweep's cost is the wall clock (no cost metric read). */
 int ctl_cost_is_wall(const runner *r);
-/* Why a run is over budget, for its event and progress line: its cost against the cap and
- * what was predicted at suggestion. */
-void ctl_over_budget_why(const runner *r, const active *a, double cost, const char *when, char *why,
-                         size_t cap);
-/* What an attempt that exited 0 amounts to, from a->final_line: RUNNER_FAIL_NONE (objective
- * and, unless the cost is the wall clock, cost written), or the failure with `why` written. */
-runner_failure ctl_classify_final(const runner *r, const active *a, double *objective, double *cost,
-                                  char *why, size_t cap);
+/* Why a finished attempt ended (kill, scheduler, lost, divergence or a reserved exit status,
+ * signal, exit status, and for exit 0 its final record): RUNNER_FAIL_NONE (*objective written
+ * and *cost, in the wall seconds or the largest reported cost, out the run's cost), or the
+ * failure with `why` (of `cap` bytes) written where there is something to say. */
+runner_failure ctl_classify(const runner *r, const active *a, const runner_job *job,
+                            double *objective, double *cost, char *why, size_t cap);
 
 /* 1 when a failed attempt is a configuration error, ended at once and never retried (streak.c):
  * a malformed final record, or exit 126/127 (cannot execute, not found) while no run of the
@@ -120,8 +124,6 @@ void ctl_progress(runner *r, const char *fmt, ...)
 #endif
     ;
 
-/* Puts a run back in the queue after an attempt that never really ran (inside a transaction). */
-st_status ctl_requeue_run(runner *r, int64_t run_id);
 /* Moves one run between the in-memory status counts. */
 void ctl_set_status_count(runner *r, runner_run_status from, runner_run_status to);
 
@@ -167,11 +169,10 @@ st_status es_note_line(runner *r, active *a, const runner_metrics_line *l);
  * minimum fraction and the patience; *stop is set when the run must be stopped now. */
 st_status es_check(runner *r, active *a, int *stop);
 /* 1 when the stop rule decided to stop a (and then *bound, *final_cost: what the optimizer
- * sees, NAN when unknown). */
-int es_stopped(const active *a, double *bound, double *final_cost);
-/* Records why a was stopped early and its bound in its run row (inside the caller's
- * transaction). */
-st_status es_record(runner *r, const active *a);
+ * sees, NAN when unknown; *reason: why, owned by a, for its run row). */
+int es_stopped(const active *a, double *bound, double *final_cost, const char **reason);
 void es_free(active *a);
+
+#pragma GCC visibility pop
 
 #endif

@@ -382,7 +382,7 @@ st_status runner_resume(const char *sweep, const runner_options *opts, runner **
             sqlite3_bind_double(st, 2, runner_now());
         rc = store_exec_stmt(r->st, st, "adopting an attempt");
         if (!rc && !launched) {
-            rc = ctl_requeue_run(r, a->run_id);
+            rc = store_requeue_run(r->st, a->run_id);
         }
         if (!rc)
             rc = store_commit(r->st);

@@ -210,26 +210,12 @@ st_status es_check(runner *r, active *a, int *stop)
     return ST_OK;
 }
 
-int es_stopped(const active *a, double *bound, double *final_cost)
+int es_stopped(const active *a, double *bound, double *final_cost, const char **reason)
 {
     if (!a->es || !a->es->stop)
         return 0;
     *bound = a->es->bound;
     *final_cost = a->es->final_cost;
+    *reason = a->es->reason;
     return 1;
-}
-
-st_status es_record(runner *r, const active *a)
-{
-    sqlite3_stmt *st = store_stmt(r->st, "UPDATE runs SET stop_reason = ?2, bound_objective = ?3,"
-                                         " bound_cost = ?4 WHERE id = ?1");
-    if (!st)
-        return ST_EDB;
-    sqlite3_bind_int64(st, 1, a->run_id);
-    sqlite3_bind_text(st, 2, a->es->reason, -1, SQLITE_TRANSIENT);
-    if (isfinite(a->es->bound))
-        sqlite3_bind_double(st, 3, a->es->bound);
-    if (isfinite(a->es->final_cost) && a->es->final_cost > 0)
-        sqlite3_bind_double(st, 4, a->es->final_cost);
-    return store_exec_stmt(r->st, st, "recording an early stop");
 }

@@ -15,6 +15,7 @@
  */
 #include "runner/controller_int.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,6 +206,7 @@ st_status ctl_release_upto(runner *r, size_t target, int *reached)
         int found = 0;
         if ((rc = read_run(r, r->released_id, &h, &found)) || !found)
             break;
+        assert(h.id > r->released_id); /* released in suggestion (id) order, each once */
         if (h.status != RUNNER_RUN_SUCCEEDED && h.status != RUNNER_RUN_FAILED &&
             h.status != RUNNER_RUN_INFRA_FAILED && !h.early)
             break; /* not ended: everything after it waits */

@@ -336,6 +336,12 @@ typedef enum runner_failure {
     RUNNER_FAIL_CONSTRAINT = 17,
 } runner_failure;
 
+/* Exit statuses a trainer reserves (docs/trainer.md, the reference trainer): a run that exits
+ * with one is classified as that hyperparameter failure even without a record saying so. Any
+ * other non-zero status is an infrastructure failure (RUNNER_FAIL_EXIT). */
+#define RUNNER_EXIT_DIVERGED 3 /* RUNNER_FAIL_DIVERGED */
+#define RUNNER_EXIT_OOM      4 /* RUNNER_FAIL_OOM */
+
 /* "diverged", "oom", ... (static). */
 const char *runner_failure_name(runner_failure f);
 /* 1 for the hyperparameter kinds (observed as failures): diverged, oom, wall_timeout,

@@ -8,6 +8,7 @@
  *   store_query.c    status, Pareto front, export, ask/tell
  *   store_rebuild.c  an optimizer from the store: observations, open runs, counters
  *   store_manage.c   lease liveness, deleting and renaming a sweep
+ *   store_attempt.c  the controller's named store calls: launch, metrics, settle, requeue
  *   backend_local.c  the local backend: supervisor per attempt, process groups
  *   backend_slurm.c  the Slurm backend: job scripts, state mapping, batched polling, adoption;
  *                    the sbatch/squeue/scancel route (backend_slurm_rest.c: the slurmrestd one)
@@ -26,6 +27,10 @@
 #include <sys/types.h>
 
 #include "runner/runner.h"
+
+/* what this header declares is internal: hidden from libscaletune.so's exports (the static
+ * library and the tests still link it); common/scaletune.map exports the public API */
+#pragma GCC visibility push(hidden)
 
 /* ---- store.c ----------------------------------------------------------------------------- */
 
@@ -121,6 +126,107 @@ st_status store_record_progress(runner_store *s, int64_t run, const carbs_progre
 void runner_x_to_carbs(const runner_config *cfg, const double *all, double *x);
 void runner_x_from_carbs(const runner_config *cfg, const double *x, double *all);
 
+/* ---- store_attempt.c: the controller's named store calls --------------------------------- */
+/* Each returns ST_OK or a store status (ST_EDB, ST_EBUSY when the lease was taken, ST_ENOSPC,
+ * ...) with s->errmsg set; a call that opens its own transaction leaves nothing of it behind
+ * on failure. "Inside the caller's transaction" calls open none. */
+
+/* An attempt about to be launched. */
+typedef struct store_launch {
+    int64_t run_id;
+    unsigned number;        /* >= 1, unique per run */
+    const char *backend;    /* a static string (the backend's name) */
+    const char *host, *dir; /* copied */
+    size_t slot;
+    double started; /* wall clock */
+} store_launch;
+
+/* One transaction: records the attempt as 'launching' (*attempt_id: its id) and the run as
+ * running with one more attempt, before anything is started. */
+st_status store_launch_attempt(runner_store *s, const store_launch *l, int64_t *attempt_id);
+
+/* Inside the caller's transaction: one protocol line of an attempt (step < 0: none; t: when it
+ * was read, wall clock; line: len bytes, copied). */
+st_status store_record_metric(runner_store *s, int64_t attempt_id, int event, int64_t step,
+                              double t, const char *line, size_t len);
+
+/* What the controller has read of an attempt's files so far. */
+typedef struct store_progress {
+    int64_t attempt_id;
+    int64_t off[2]; /* bytes consumed of stdout.log, metrics.jsonl */
+    int64_t n_lines, n_garbage;
+    double last_metric, max_cost; /* wall clock; the largest reported cost (NAN: none) */
+    int diverged;
+    const char *final_line; /* NULL: none yet */
+    const char *job_id;
+} store_progress;
+
+/* Inside the caller's transaction: the attempt's read offsets and counters; it is running. */
+st_status store_attempt_progress(runner_store *s, const store_progress *p);
+
+/* The infrastructure failures recorded on run `run_id` so far (0 when there is no such run). */
+st_status store_run_infra_count(runner_store *s, int64_t run_id, unsigned *n_infra);
+
+/* How an attempt ended and what follows for its run (the controller's classification). Values
+ * that are NAN (or NULL) are stored as NULL. */
+typedef struct store_settlement {
+    int64_t sweep, run_id, attempt_id;
+    /* the attempt */
+    double ended; /* its end, wall clock */
+    int has_exit_code, exit_code, has_signal, signal;
+    runner_failure kind;
+    const char *job_id; /* NULL or "": keep the stored one */
+    /* the run */
+    runner_run_status to;
+    double objective, cost;
+    const char *final_line;
+    int infra;         /* one more infrastructure failure on the run */
+    double not_before; /* wall clock: no relaunch before */
+    double run_ended;  /* NAN while the run goes on (requeued) */
+    /* an early stop (stop_reason not NULL): why, and the bound the optimizer sees */
+    const char *stop_reason;
+    double bound_objective, bound_cost;
+    /* the observation, when `observe`: x (n_x values, all parameters), output, cost, failed */
+    int observe;
+    const double *x;
+    size_t n_x;
+    double obs_output, obs_cost, obs_t;
+    int obs_failed;
+    /* the event: its kind (a static string) and message */
+    const char *event_kind, *event_msg;
+} store_settlement;
+
+/* One transaction: the attempt done, the run's new status and outcome, the early stop, the
+ * observation and the event. */
+st_status store_settle_attempt(runner_store *s, const store_settlement *o);
+
+/* Inside the caller's transaction: puts a run back in the queue after an attempt that never
+ * really ran (one attempt fewer). */
+st_status store_requeue_run(runner_store *s, int64_t run_id);
+
+/* One transaction: the attempt the backend never took is abandoned (ended: wall clock), its run
+ * requeued, and a 'backend' event with msg recorded. */
+st_status store_abandon_attempt(runner_store *s, int64_t sweep, int64_t run_id, int64_t attempt_id,
+                                double ended, const char *msg);
+
+/* A queued run, as store_next_pending finds it. */
+typedef struct store_queued {
+    int found;
+    int64_t run_id;
+    uint64_t carbs_id; /* 0 unless issued by the optimizer of `generation` */
+    double predicted;  /* the predicted cost (NAN: none) */
+    unsigned number;   /* the next attempt's number: one above every attempt recorded */
+} store_queued;
+
+/* The pending run of sweep `sweep` due first at `now` (not_before, then id), its parameters
+ * into x (n_params values); q->found = 0 when none is due. ST_EFORMAT when its stored
+ * parameters are not n_params values. */
+st_status store_next_pending(runner_store *s, int64_t sweep, double now, int64_t generation,
+                             size_t n_params, double *x, store_queued *q);
+
+/* Whether a stop was requested for sweep `sweep` ('scaletune sweep stop'). */
+st_status store_stop_requested(runner_store *s, int64_t sweep, int *stop);
+
 /* ---- template.c ------------------------------------------------------------------------- */
 
 /* Checks braces and placeholder names of one template. ST_OK or ST_EINVAL (errmsg says why). */
@@ -206,5 +312,7 @@ typedef struct runner_backend_type {
 extern const runner_backend_type *const runner_backend_local;
 extern const runner_backend_type *const runner_backend_slurm_cli;
 extern const runner_backend_type *const runner_backend_slurm_rest;
+
+#pragma GCC visibility pop
 
 #endif

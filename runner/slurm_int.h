@@ -11,6 +11,10 @@
 
 #include "runner/runner_int.h"
 
+/* what this header declares is internal: hidden from libscaletune.so's exports (the static
+ * library and the tests still link it); common/scaletune.map exports the public API */
+#pragma GCC visibility push(hidden)
+
 /* What the scheduler says about one job. */
 typedef struct slurm_info {
     int known;       /* 0: Slurm does not know the job (purged after MinJobAge, or never was) */
@@ -93,5 +97,7 @@ void slurm_secret_vars(const runner_slurm_config *sc, const char *out[4]);
 extern const slurm_route slurm_route_rest;
 /* Creates the REST route's state (curl handle) in s->route_state. */
 st_status slurm_rest_create(slurm *s, char *errmsg);
+
+#pragma GCC visibility pop
 
 #endif

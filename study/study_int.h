@@ -14,6 +14,10 @@
 
 #include "study/study.h"
 
+/* what this header declares is internal: hidden from libscaletune.so's exports (the static
+ * library and the tests still link it); common/scaletune.map exports the public API */
+#pragma GCC visibility push(hidden)
+
 struct study {
     char unordered[160]; /* a categorical or conditional parameter (study_run refuses) */
     char errmsg[ST_ERRMSG_MAX];
@@ -153,5 +157,7 @@ st_status study_design_units(size_t P, uint64_t seed, size_t first, size_t n, do
 /* The default initial design's size for a sweep: design_initial, else max(8, budget_runs / 4),
  * 16 without a run budget. */
 size_t study_design_size(const runner_config *cfg);
+
+#pragma GCC visibility pop
 
 #endif

@@ -13,6 +13,10 @@
 
 #include "trainer/gpt.h"
 
+/* what this header declares is internal: hidden from libscaletune.so's exports (the static
+ * library and the tests still link it); common/scaletune.map exports the public API */
+#pragma GCC visibility push(hidden)
+
 /* Hot loops get an AVX2+FMA clone picked at load time; the default clone runs anywhere. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
 #define GPT_VEC __attribute__((target_clones("arch=haswell", "default")))
@@ -131,5 +135,7 @@ static inline float gpt_expf(float x)
     s.u = (uint32_t)(n + 127) << 23;
     return p * s.f;
 }
+
+#pragma GCC visibility pop
 
 #endif /* GPT_INT_H */

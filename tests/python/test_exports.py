@@ -1,9 +1,10 @@
 """test_exports.py -- what libscaletune.so exports (issue 21): every function declared in an
 installed (public) header is exported, and every exported function carries a module prefix
-(st_, carbs_, fit_, runner_, study_, report_, gpt_): the internal helpers (gp_, cfg_, ctl_,
-store_, ...) stay local (common/scaletune.map). The declarations come from the C compiler
-(gcc -aux-info over a file that includes every public header), the exports from nm -D.
-Skipped without gcc or nm."""
+(st_, carbs_, fit_, runner_, study_, report_, gpt_) and is declared in a public header: the
+internal helpers (gp_, cfg_, ctl_, store_, ...) stay local (common/scaletune.map), and so do
+prefixed ones declared only in a private *_int.h header (its #pragma GCC visibility). The
+declarations come from the C compiler (gcc -aux-info over a file that includes every public
+header), the exports from nm -D. Skipped without gcc or nm."""
 
 import glob
 import os
@@ -80,6 +81,12 @@ class TestExports(unittest.TestCase):
     def test_no_unprefixed_export(self):
         bad = sorted(n for n in self.exported if not n.startswith(PREFIXES))
         self.assertEqual(bad, [], "exported without a module prefix")
+
+    def test_no_internal_export(self):
+        # a prefixed name declared only in a private header (carbs_priv_*, runner_now, the
+        # trainer's layers, ...) stays hidden too: the *_int.h headers push hidden visibility
+        bad = sorted(n for n in self.exported if n not in self.declared)
+        self.assertEqual(bad, [], "exported but not declared in a public header")
 
 
 if __name__ == "__main__":
