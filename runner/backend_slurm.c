@@ -157,17 +157,22 @@ st_status slurm_job_script(const runner_job_spec *spec, char **out)
     } else {
         e |= append(&b, &len, &cap, "cd \"$d\" || exit 127\n");
     }
+    e |= append(&b, &len, &cap, "t0=$(date +%s.%N)\n");
     for (char *const *a = spec->argv; *a; a++) {
         e |= slurm_shell_quote(&b, &len, &cap, *a);
         e |= append(&b, &len, &cap, " ");
     }
     /* bash reports a child killed by signal N as 128 + N */
-    e |= append(&b, &len, &cap,
-                "< /dev/null >> \"$d/stdout.log\" 2>> \"$d/stderr.log\"\n"
-                "rc=$?\n"
-                "if [ $rc -gt 128 ] && [ $rc -le 192 ]; then finish \"signal $((rc - 128))\"; "
-                "else finish \"exit $rc\"; fi\n"
-                "exit $rc\n");
+    /* the exit file carries the trainer's own end and start (wall clock): the cost in wall
+     * seconds is neither the time in the queue nor the time no controller was there to see */
+    e |= append(
+        &b, &len, &cap,
+        "< /dev/null >> \"$d/stdout.log\" 2>> \"$d/stderr.log\"\n"
+        "rc=$?\n"
+        "t1=$(date +%s.%N)\n"
+        "if [ $rc -gt 128 ] && [ $rc -le 192 ]; then finish \"signal $((rc - 128)) $t1 $t0\"; "
+        "else finish \"exit $rc $t1 $t0\"; fi\n"
+        "exit $rc\n");
     if (e) {
         free(b);
         return ST_ENOMEM;
@@ -670,17 +675,24 @@ static slurm_cached *cache_get(slurm *s, const char *id, int create)
     return c;
 }
 
-/* The exit file: 1 "exit N", 2 "signal N", 0 none yet. */
-static int read_exit(const char *dir, int *v)
+/* The exit file: 1 "exit N END START", 2 "signal N END START", 0 none yet. The job script's
+ * times (wall clock) go to j->ended and j->started when both are there. */
+static int read_exit(const char *dir, int *v, runner_job *j)
 {
-    char buf[64];
+    char buf[128];
+    double t1 = NAN, t0 = NAN;
+    int kind = 0;
     if (read_small(dir, "exit", buf, sizeof(buf)) <= 0)
         return 0;
-    if (sscanf(buf, "exit %d", v) == 1)
-        return 1;
-    if (sscanf(buf, "signal %d", v) == 1)
-        return 2;
-    return 0;
+    if (sscanf(buf, "exit %d %lf %lf", v, &t1, &t0) >= 1)
+        kind = 1;
+    else if (sscanf(buf, "signal %d %lf %lf", v, &t1, &t0) >= 1)
+        kind = 2;
+    if (kind && isfinite(t1) && isfinite(t0) && t0 <= t1) {
+        j->ended = t1;
+        j->started = t0;
+    }
+    return kind;
 }
 
 static int state_is(const char *st, const char *const *names)
@@ -771,7 +783,7 @@ static st_status slurm_poll(void *state, runner_job *jobs, size_t n, char *errms
         runner_job *j = &jobs[i];
         j->state = RUNNER_JOB_RUNNING;
         j->exit_code = j->signal = 0;
-        kind[i] = read_exit(j->dir, &val[i]);
+        kind[i] = read_exit(j->dir, &val[i], j);
         if (kind[i] == 1) {
             j->state = RUNNER_JOB_EXITED;
             j->exit_code = val[i];

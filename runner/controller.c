@@ -363,7 +363,11 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
      * end is not the run's */
     double end =
         isfinite(job->ended) && job->ended >= a->started && job->ended <= now ? job->ended : now;
-    double objective = NAN, cost = ctl_cost_is_wall(r) ? end - a->started : a->max_cost;
+    /* and its own start when the backend knows it (Slurm): time in the queue is not the run's */
+    double begin = isfinite(job->started) && job->started >= a->started && job->started <= end
+                       ? job->started
+                       : a->started;
+    double objective = NAN, cost = ctl_cost_is_wall(r) ? end - begin : a->max_cost;
     char why[256] = "";
     if (a->kill_reason == RUNNER_FAIL_STOPPED && !r->stopping && a->final_line &&
         job->state == RUNNER_JOB_EXITED && job->exit_code == 0)
@@ -611,7 +615,7 @@ static st_status launch_run(runner *r, int64_t run_id, const double *x_all, doub
         job.job_id = a->job_id;
         job.dir = a->dir;
         job.state = RUNNER_JOB_LOST;
-        job.ended = NAN;
+        job.ended = job.started = NAN;
         snprintf(job.reason, sizeof(job.reason), "%s", em);
         a->kill_reason = RUNNER_FAIL_LAUNCH;
         snprintf(r->errmsg, sizeof(r->errmsg), "%s", em);
@@ -762,6 +766,7 @@ static st_status step(runner *r, int *done, int *changed)
         for (size_t i = 0; i < r->n_act; i++) {
             r->jobs[i].failure = RUNNER_FAIL_NONE;
             r->jobs[i].ended = NAN;
+            r->jobs[i].started = NAN;
             r->jobs[i].reason[0] = '\0';
         }
         char em[ST_ERRMSG_MAX] = "";

@@ -279,6 +279,10 @@ typedef struct runner_job {
      * supervisor's exit file), else NAN (the controller cleared it): the cost in wall seconds
      * is the job's own, not up to when a controller noticed */
     double ended;
+    /* out, for a finished job: when it started running (wall clock) if the backend knows
+     * (Slurm: the job script's start, after any time in the queue), else NAN: time waiting in
+     * a scheduler's queue is not the run's either */
+    double started;
 } runner_job;
 
 /*

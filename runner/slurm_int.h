@@ -80,7 +80,8 @@ int slurm_shell_quote(char **buf, size_t *len, size_t *cap, const char *s);
 
 /* The batch script of an attempt: claims the attempt directory, records the job id, exports
  * spec->env, enters the workdir, runs argv with its logs in the directory and writes the exit
- * file ("exit N" or "signal N") atomically. *out: malloc'd. */
+ * file ("exit N END START" or "signal N END START": the trainer's wall-clock end and start)
+ * atomically. *out: malloc'd. */
 st_status slurm_job_script(const runner_job_spec *spec, char **out);
 
 /* "st-" and 16 hex digits of a hash of the attempt directory: the job's name in Slurm. */

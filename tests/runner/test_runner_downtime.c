@@ -4,6 +4,7 @@
  * not up to when the next controller noticed. The controller is SIGKILLed while the run runs,
  * the run finishes, the resume comes DOWNTIME seconds later; the reference is the exit file's
  * end time minus the attempt's recorded start, and the trainer's own sleeps bound it below.
+ * The Slurm backend charges the job script's own start to end: not the time in the queue.
  */
 #include <math.h>
 #include <sys/stat.h>
@@ -118,12 +119,95 @@ static void test_cost_excludes_downtime(void)
     runner_config_destroy(c);
 }
 
+/* Writes an executable shell script. */
+static int write_script(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fputs(text, f);
+    fclose(f);
+    return chmod(path, 0755);
+}
+
+/* The Slurm backend (via: cli) against a fake sbatch that keeps each job QUEUE seconds in its
+ * "queue" before running the job script, and a fake squeue that says RUNNING: the cost in wall
+ * seconds is the trainer's own start to end, from the job script's exit file, without the time
+ * in the queue (nor, since the end comes from the file too, the time until a controller saw it). */
+#define QUEUE 1.5 /* the fake sbatch's "sleep 1.5" */
+static void test_slurm_cost_excludes_queue(void)
+{
+    char bin[4300], path[8600], f[4400];
+    snprintf(bin, sizeof(bin), "%s", tu_path("bin"));
+    CHECK(mkdir(bin, 0755) == 0);
+    snprintf(f, sizeof(f), "%s/sbatch", bin);
+    CHECK(write_script(f, "#!/bin/sh\n"
+                          "for a in \"$@\"; do s=$a; done\n"
+                          "id=$$\n"
+                          "(sleep 1.5; SLURM_JOB_ID=$id exec bash \"$s\") </dev/null >/dev/null "
+                          "2>&1 &\n"
+                          "echo $id\n") == 0);
+    snprintf(f, sizeof(f), "%s/squeue", bin);
+    CHECK(write_script(f,
+                       "#!/bin/sh\n"
+                       "while [ $# -gt 0 ]; do\n"
+                       "  [ \"$1\" = -j ] && echo \"$2\" | tr , '\\n' | sed 's/$/|RUNNING|None/'\n"
+                       "  shift\n"
+                       "done\n"
+                       "exit 0\n") == 0);
+    const char *old = getenv("PATH");
+    snprintf(path, sizeof(path), "%s:%s", bin, old ? old : "/usr/bin:/bin");
+    setenv("PATH", path, 1);
+
+    const char *db = tu_path("queue.db");
+    char text[8192], em[ST_ERRMSG_MAX];
+    snprintf(text, sizeof(text),
+             "name: queue\n"
+             "command: ['%s', '--x', '{x}', '--steps', '%d', '--sleep-ms', '%d']\n"
+             "objective: {metric: val_loss}\n"
+             "cost: {metric: wall_seconds}\n"
+             "parameters:\n"
+             "  x: {space: linear, min: -2, max: 3, center: 0}\n"
+             "budget: {runs: 1}\n"
+             "backend: {kind: slurm, poll_seconds: 0.2}\n",
+             tu_trainer, STEPS, STEP_MS);
+    runner_config *c = NULL;
+    CHECK_ST(runner_config_load_string(text, strlen(text), "queue", &c, em), ST_OK);
+    if (!c)
+        return;
+    int fin = 0;
+    CHECK_ST(tu_sweep(db, c, NULL, &fin), ST_OK);
+    CHECK(fin);
+    if (old)
+        setenv("PATH", old, 1);
+
+    char exitf[4300];
+    snprintf(exitf, sizeof(exitf), "%s.runs/queue/run-1/attempt-1/exit", db);
+    FILE *ef = fopen(exitf, "r");
+    int code = -1;
+    double t1 = NAN, t0 = NAN;
+    CHECK(ef && fscanf(ef, "exit %d %lf %lf", &code, &t1, &t0) == 3 && code == 0);
+    if (ef)
+        fclose(ef);
+    double started = query_double(db, "SELECT started FROM attempts WHERE run_id = 1");
+    double cost = query_double(db, "SELECT cost FROM runs WHERE id = 1");
+    CHECK(tu_query(db, "SELECT status FROM runs WHERE id = 1") == 2);
+    CHECK(t0 >= started + QUEUE - 0.1); /* it did wait in the queue */
+    CHECK(fabs(cost - (t1 - t0)) < 1e-5);
+    CHECK(cost >= STEPS * STEP_MS * 1e-3);
+    CHECK(cost < STEPS * STEP_MS * 1e-3 + QUEUE / 2);
+    double obs = query_double(db, "SELECT cost FROM observations WHERE run_id = 1");
+    CHECK(fabs(obs - cost) < 1e-9);
+    runner_config_destroy(c);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
     st_global_init();
     tu_init(argv[0]);
     test_cost_excludes_downtime();
+    test_slurm_cost_excludes_queue();
     tu_cleanup();
     st_global_cleanup();
     return check_summary("runner.downtime");
