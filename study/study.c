@@ -46,7 +46,12 @@ void study_add_warning(study *s, const char *fmt, ...)
 /* A parameter searched on a linear scale whose values are all positive and span more than this
  * factor is fitted on a log scale: the engine's laws are power laws in N and D, and a
  * hyperparameter tried over decades (a warmup fraction from 0.001 to 0.5) acts on a log scale.
- * Its searched bounds still bound the recommendation. */
+ * Its searched bounds still bound the recommendation. A warmup (named like one) with positive
+ * values is fitted on a log scale whatever its span: its optimum is a fixed number of steps, a
+ * fraction of the run that is a power law of B / D (fit/'s warmup prior). On a linear scale its
+ * law is a straight line in N and D that a 100x extrapolation runs through zero: on
+ * bench-extrapolate's world 13 (warmups tried 0.022-0.127, a span of 5.7) the engine recommended
+ * warmup 0, which halves the stable learning rate, and the run diverged. */
 #define LOG_SPAN 10.0
 
 /* ---- the input policy: parameters ------------------------------------------------------- */
@@ -253,7 +258,8 @@ static void settle_spaces(study *s)
         if ((p->space == FIT_XP_LOG && !(lo > 0)) ||
             (p->space == FIT_XP_LOGIT && !(lo > 0 && hi < 1)))
             p->space = FIT_XP_LINEAR;
-        else if (p->space == FIT_XP_LINEAR && lo > 0 && hi > LOG_SPAN * lo)
+        else if (p->space == FIT_XP_LINEAR && lo > 0 &&
+                 (hi > LOG_SPAN * lo || strstr(p->name, "warmup")))
             p->space = FIT_XP_LOG; /* laws are power laws: see LOG_SPAN */
     }
 }

@@ -39,14 +39,24 @@ static double batch_opt(double D)
 /* The batch's penalty weight: 0.01, or 0 for a world where the batch does not matter. */
 static double world_k_batch = 0.01;
 
+/* The warmup: 0, or a world whose warmup optimum is this many optimizer steps (a run has D /
+ * (256 batch) steps), penalty 0.02 ln(w / w_opt)^2; the runs try warmups in [wu_lo, wu_hi]. */
+static double world_wu_steps = 0, world_wu_lo = 0, world_wu_hi = 0.5;
+
+static double warmup_opt(double D, double batch)
+{
+    return world_wu_steps * 256 * batch / D;
+}
+
 /* True loss, or INFINITY when the run diverges (lr above 4x its optimum). */
-static double world_loss(double N, double D, double lr, double batch)
+static double world_loss(double N, double D, double lr, double batch, double warmup)
 {
     if (lr > 4 * lr_opt(N))
         return INFINITY;
     double u = log(lr / lr_opt(N)), v = log(batch / batch_opt(D));
+    double q = world_wu_steps > 0 ? log(warmup / warmup_opt(D, batch)) : 0;
     return (W_E + W_A * pow(N, -W_ALPHA) + W_B * pow(D, -W_BETA)) *
-           (1 + 0.03 * u * u + world_k_batch * v * v);
+           (1 + 0.03 * u * u + world_k_batch * v * v + 0.02 * q * q);
 }
 
 static uint64_t rng_state = 12345;
@@ -121,9 +131,13 @@ static runner_sweep *make_sweep(int junk)
     junk_state = 999;
     for (int i = 0; i < 90; i++) {
         double N = log_unif(1e6, 3e7), D = log_unif(2e7, 1e9);
-        double x[6] = {N,  D, log_unif(1e-4, 0.3), 8 * round(log_unif(16, 1024) / 8), 0.5 * unif(),
+        double x[6] = {N,
+                       D,
+                       log_unif(1e-4, 0.3),
+                       8 * round(log_unif(16, 1024) / 8),
+                       world_wu_lo + (world_wu_hi - world_wu_lo) * unif(),
                        256};
-        double y = world_loss(N, D, x[2], x[3]) * (1 + 0.003 * (unif() - 0.5));
+        double y = world_loss(N, D, x[2], x[3], x[4]) * (1 + 0.003 * (unif() - 0.5));
         if (isfinite(y))
             add_run(w, RUNNER_RUN_SUCCEEDED, RUNNER_FAIL_NONE, x, y, 6 * N * D);
         else
@@ -266,6 +280,31 @@ static void test_law_priors(void)
     runner_sweep_free(w);
 }
 
+/* A warmup searched on a linear scale, tried over less than a decade (0.02-0.12), in a world
+ * whose warmup optimum is a fixed number of steps: the study fits it on a log scale (a power law
+ * of B / D), so at 100x its recommended value follows the steps. On a linear scale its law is a
+ * straight line in N and D, which the extrapolation ran through zero on bench-extrapolate's
+ * world 13: warmup 0, and the run diverged. */
+static void test_linear_warmup(void)
+{
+    world_wu_steps = 300;
+    world_wu_lo = 0.02;
+    world_wu_hi = 0.12;
+    runner_sweep *w = make_sweep(0);
+    study *s = run_study(w, 100, 0);
+    fit_xp_result r;
+    CHECK_ST(fit_xp_get_result(study_engine(s), &r), ST_OK);
+    double opt = warmup_opt(r.D, r.value[3]);
+    printf("linear warmup tried in [0.02, 0.12]: recommended %.4g at 100x, optimum there %.4g\n",
+           r.value[4], opt);
+    CHECK(r.value[4] > 0 && fabs(log(r.value[4] / opt)) < log(2.0));
+    study_destroy(s);
+    runner_sweep_free(w);
+    world_wu_steps = 0;
+    world_wu_lo = 0;
+    world_wu_hi = 0.5;
+}
+
 /* ---- the CLI on a store written through ask/tell ---------------------------------------- */
 
 static char dir[256], cli_path[4200];
@@ -307,7 +346,7 @@ static int write_store(const char *db)
         double x[6];
         if (runner_store_ask(s, "world", &id, x, 6))
             break;
-        double y = world_loss(x[0], x[1], x[2], x[3]);
+        double y = world_loss(x[0], x[1], x[2], x[3], x[4]);
         runner_store_tell(s, "world", id, NAN, 6 * x[0] * x[1], 1);
         runner_store_record(s, "world", x, y, 6 * x[0] * x[1], !isfinite(y), NULL, NULL);
     }
@@ -358,6 +397,7 @@ int main(int argc, char **argv)
     test_failure_kinds();
     test_domains();
     test_law_priors();
+    test_linear_warmup();
     test_cli(argv[0]);
     return check_summary("study");
 }
