@@ -68,6 +68,7 @@ typedef struct bench_cfg {
     char scaletune[PATH_CHARS], llmsim[PATH_CHARS], work[PATH_CHARS];
     const char *out;
     long n_seeds, jobs;
+    long first_seed;      /* worlds first_seed .. first_seed + n_seeds - 1 (--first-seed) */
     int pass_config;      /* give extrapolate the sweep file too (--config) */
     const char *xp_flags; /* appended to each extrapolate command (--xp-flags) */
     const char *mode;     /* best (no optimizer block), random, or study (goal: extrapolate) */
@@ -625,6 +626,7 @@ static int write_json(const bench_cfg *cfg, const seed_result *res, const xp_sum
     json_object_set_new(root, "run_seed_base", json_integer(RUN_SEED));
     json_object_set_new(root, "pass_config", json_boolean(cfg->pass_config));
     json_object_set_new(root, "xp_flags", json_string(cfg->xp_flags));
+    json_object_set_new(root, "first_seed", json_integer(cfg->first_seed));
     json_object_set_new(root, "mode", json_string(cfg->mode));
     json_object_set_new(root, "runs", json_integer(cfg->runs));
     int rc = json_dump_file(root, cfg->out, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
@@ -640,7 +642,9 @@ static void usage(FILE *f)
           "                         [--work DIR] [--out FILE] [--pass-config]\n"
           "                         [--mode best|random|study] [--runs N] [--reuse]\n"
           "                         [--early-stop] [--paced] [--xp-flags FLAGS]\n"
+          "                         [--first-seed K]\n"
           "  --seeds N       seeds (worlds) 1..N (default 20)\n"
+          "  --first-seed K  seeds K..K+N-1 instead (a held-out set of worlds, e.g. 21)\n"
           "  --jobs J        seeds run at once (default 2)\n"
           "  --scaletune P   the CLI (default build/scaletune)\n"
           "  --llmsim P      the simulated trainer (default build/bench/llmsim/llmsim)\n"
@@ -675,6 +679,7 @@ static int parse_args(int argc, char **argv, bench_cfg *cfg)
     const char *work = "build/bench/extrapolate";
     cfg->out = "build/bench/extrapolate.json";
     cfg->n_seeds = 20;
+    cfg->first_seed = 1;
     cfg->jobs = 2;
     cfg->pass_config = 0;
     cfg->xp_flags = "";
@@ -721,6 +726,8 @@ static int parse_args(int argc, char **argv, bench_cfg *cfg)
             cfg->mode = v;
         else if (!strcmp(a, "--runs"))
             cfg->runs = strtol(v, NULL, 10);
+        else if (!strcmp(a, "--first-seed"))
+            cfg->first_seed = strtol(v, NULL, 10);
         else if (!strcmp(a, "--xp-flags"))
             cfg->xp_flags = v;
         else
@@ -736,8 +743,12 @@ static int parse_args(int argc, char **argv, bench_cfg *cfg)
         fprintf(stderr, "bench_extrapolate: --runs in [2, 100000]\n");
         return -1;
     }
-    if (cfg->n_seeds < 1 || cfg->n_seeds > MAX_SEEDS || cfg->jobs < 1 || cfg->jobs > 64) {
-        fprintf(stderr, "bench_extrapolate: --seeds in [1, %d], --jobs in [1, 64]\n", MAX_SEEDS);
+    if (cfg->n_seeds < 1 || cfg->n_seeds > MAX_SEEDS || cfg->jobs < 1 || cfg->jobs > 64 ||
+        cfg->first_seed < 1 || cfg->first_seed > 1000000) {
+        fprintf(stderr,
+                "bench_extrapolate: --seeds in [1, %d], --jobs in [1, 64], --first-seed in "
+                "[1, 1000000]\n",
+                MAX_SEEDS);
         return -1;
     }
     if (mkdir(work, 0777) != 0 && errno != EEXIST) {
@@ -764,7 +775,7 @@ int main(int argc, char **argv)
     }
     memset(res, 0, bytes);
     for (long i = 0; i < cfg.n_seeds; i++)
-        res[i].seed = (int)i + 1;
+        res[i].seed = (int)(cfg.first_seed + i);
     fprintf(stderr, "bench-extrapolate: %ld seeds, %ld at a time; work in %s\n", cfg.n_seeds,
             cfg.jobs, cfg.work);
     if (run_all(&cfg, res) != 0) {
