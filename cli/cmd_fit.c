@@ -43,9 +43,9 @@ static void usage_fit(FILE *f)
            "  --linear               residuals in linear space instead of log\n"
            "  --drop-top-loss K      drop the K highest-loss rows (Epoch's rule; recorded)\n"
            "  --keep-outliers        fit rows with absurd values (refused by default)\n"
-           "  --bootstrap N          bootstrap replicates for intervals (default 0 = none)\n"
+           "  --bootstrap N          bootstrap replicates for intervals (default 200; 0: none)\n"
            "  --seed S               bootstrap seed (default 42)\n"
-           "  --level L              interval level (default 0.95)\n"
+           "  --level L              interval level (default 0.9)\n"
            "  --predict N=..,D=..    predict the target there, or C=.. for the compute-optimal\n"
            "                         N, D and loss at C; intervals with --bootstrap (repeatable)\n"
            "  --backtest             hold out the largest compute tier (C > C_max/2), fit the\n"
@@ -374,7 +374,8 @@ int cmd_fit(int argc, char **argv)
     c.o = fit_options_default();
     c.seed = 42;
     c.holdout = NAN;
-    c.level = 0.95;
+    c.n_boot = 200; /* as extrapolate, report */
+    c.level = 0.9;
     c.cut = NAN;
     int rc = parse_args(&c, argc, argv);
     if (rc >= 0)

@@ -187,8 +187,34 @@ static json_t *alerts_json(runner_store *s, const runner_status *st)
     return arr;
 }
 
+/* The rate, ETA, running runs' step and loss, and expired asked runs (cli/sweep_live.c). */
+static void live_json(json_t *o, json_t *runs, const sweep_live *l)
+{
+    json_object_set_new(runs, "running", json_integer((json_int_t)l->n_running));
+    json_object_set_new(runs, "expired", json_integer((json_int_t)l->n_expired));
+    json_object_set_new(o, "rate_runs_per_min", num_or_null(l->rate_per_min));
+    json_object_set_new(o, "eta_seconds", num_or_null(l->eta_seconds));
+    json_t *ex = json_array(), *run = json_array();
+    for (size_t i = 0; i < l->n_expired && i < SWEEP_LIVE_MAX; i++)
+        json_array_append_new(ex, json_integer((json_int_t)l->expired[i]));
+    for (size_t i = 0; i < l->n_runs; i++) {
+        const sweep_live_run *r = &l->runs[i];
+        json_t *j = json_object();
+        json_object_set_new(j, "suggestion_id", json_integer((json_int_t)r->id));
+        json_object_set_new(j, "attempt", json_integer(r->attempt));
+        json_object_set_new(j, "seconds", num_or_null(r->seconds));
+        json_object_set_new(j, "step",
+                            isfinite(r->step) ? json_integer((json_int_t)r->step) : json_null());
+        json_object_set_new(j, "loss", num_or_null(r->loss));
+        json_object_set_new(j, "metric", json_string(r->metric));
+        json_array_append_new(run, j);
+    }
+    json_object_set_new(o, "expired", ex);
+    json_object_set_new(o, "running", run);
+}
+
 static int status_json(runner_store *s, const sweep_args *a, const runner_status *st,
-                       const runner_sweep *w, double now)
+                       const runner_sweep *w, const sweep_live *l, double now)
 {
     static const char *const keys[6] = {"pending", "running",      "succeeded",
                                         "failed",  "infra_failed", "stopped"};
@@ -199,6 +225,7 @@ static int status_json(runner_store *s, const sweep_args *a, const runner_status
         json_object_set_new(runs, keys[k], json_integer((json_int_t)st->n_by_status[k]));
     json_object_set_new(runs, "budget",
                         st->budget_runs ? json_integer((json_int_t)st->budget_runs) : json_null());
+    live_json(o, runs, l);
     json_object_set_new(o, "runs", runs);
     json_object_set_new(o, "attempts", json_integer((json_int_t)st->n_attempts));
     json_object_set_new(o, "retried", json_integer((json_int_t)st->n_retried));
@@ -303,21 +330,49 @@ static void print_pareto(runner_store *s, const sweep_args *a)
 }
 
 /* Asked runs whose --ttl passed without a tell: the next ask hands them out again. */
-static void print_expired(runner_store *s, const runner_status *st)
+static void print_expired(const sweep_live *l)
 {
-    uint64_t ids[16];
-    size_t n = 0;
-    if (runner_store_expired(s, st->name, 16, &n, ids) || n == 0)
+    if (l->n_expired == 0)
         return;
+    size_t n = l->n_expired;
     printf("expired: %zu asked run%s without a tell in time (the next ask hands %s out again):", n,
            n == 1 ? "" : "s", n == 1 ? "it" : "them");
-    for (size_t i = 0; i < n && i < 16; i++)
-        printf(" %llu", (unsigned long long)ids[i]);
-    printf("%s\n", n > 16 ? " ..." : "");
+    for (size_t i = 0; i < n && i < SWEEP_LIVE_MAX; i++)
+        printf(" %llu", (unsigned long long)l->expired[i]);
+    printf("%s\n", n > SWEEP_LIVE_MAX ? " ..." : "");
+}
+
+/* "rate       3.2 runs/min (last 20 runs ended), ETA 4 min 10 s", then each running run's
+ * last step and loss. */
+static void print_live(const sweep_live *l)
+{
+    char eta[48];
+    if (isfinite(l->rate_per_min)) {
+        printf("rate       %.3g runs/min (the last runs that ended)", l->rate_per_min);
+        if (isfinite(l->eta_seconds)) {
+            fmt_duration(l->eta_seconds, eta, sizeof(eta));
+            printf(", ETA %s", eta);
+        }
+        printf("\n");
+    }
+    for (size_t i = 0; i < l->n_runs; i++) {
+        const sweep_live_run *r = &l->runs[i];
+        char age[48] = "";
+        if (isfinite(r->seconds))
+            fmt_duration(r->seconds, age, sizeof(age));
+        printf("%s run %llu (attempt %d, %s): ", i ? "          " : "running   ",
+               (unsigned long long)r->id, r->attempt, age[0] ? age : "-");
+        if (isfinite(r->step) && isfinite(r->loss))
+            printf("step %.0f, %s %.6g\n", r->step, r->metric, r->loss);
+        else if (isfinite(r->loss))
+            printf("%s %.6g\n", r->metric, r->loss);
+        else
+            printf("no metrics yet\n");
+    }
 }
 
 static void status_text(runner_store *s, const sweep_args *a, const runner_status *st,
-                        const runner_sweep *w, double now)
+                        const runner_sweep *w, const sweep_live *l, double now)
 {
     char ctl[320], el[48];
     controller_text(st, now, ctl, sizeof(ctl));
@@ -329,10 +384,13 @@ static void status_text(runner_store *s, const sweep_args *a, const runner_statu
     if (st->budget_runs)
         printf(" of %zu", st->budget_runs);
     printf(": %zu succeeded, %zu failed, %zu infra_failed, %zu running, %zu pending, %zu "
-           "stopped\n",
+           "stopped",
            st->n_by_status[RUNNER_RUN_SUCCEEDED], st->n_by_status[RUNNER_RUN_FAILED],
-           st->n_by_status[RUNNER_RUN_INFRA_FAILED], st->n_by_status[RUNNER_RUN_RUNNING],
+           st->n_by_status[RUNNER_RUN_INFRA_FAILED], l->n_running,
            st->n_by_status[RUNNER_RUN_PENDING], st->n_by_status[RUNNER_RUN_STOPPED]);
+    if (l->n_expired)
+        printf(", %zu expired", l->n_expired);
+    printf("\n");
     printf("attempts   %zu (%zu retries), %zu garbage lines\n", st->n_attempts, st->n_retried,
            st->n_garbage);
     printf("spend      %.6g", st->spent_cost);
@@ -341,9 +399,10 @@ static void status_text(runner_store *s, const sweep_args *a, const runner_statu
     if (isfinite(st->max_cost_per_run))
         printf(", at most %.6g per run", st->max_cost_per_run);
     printf("\n");
+    print_live(l);
     print_best(st, w);
     print_pareto(s, a);
-    print_expired(s, st);
+    print_expired(l);
     print_alerts(s, st);
     print_quarantined(s, st);
     if (st->stop_requested)
@@ -362,11 +421,16 @@ int sweep_do_status(const sweep_args *a)
     if (runner_store_read_sweep(s, st.name, &w))
         return sweep_store_error(s);
     double now = now_seconds();
+    sweep_live l;
+    if (sweep_live_read(s, &st, w, now, &l)) {
+        runner_sweep_free(w);
+        return sweep_store_error(s);
+    }
     int rc = 0;
     if (a->json)
-        rc = status_json(s, a, &st, w, now);
+        rc = status_json(s, a, &st, w, &l, now);
     else
-        status_text(s, a, &st, w, now);
+        status_text(s, a, &st, w, &l, now);
     runner_sweep_free(w);
     runner_store_close(s);
     return rc;

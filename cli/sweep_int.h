@@ -40,4 +40,32 @@ int sweep_do_enqueue(const sweep_args *a);
 /* cli/sweep_watch.c */
 int sweep_do_watch(const sweep_args *a);
 
+/* cli/sweep_live.c: what moves in a sweep, for `sweep status` */
+#define SWEEP_LIVE_MAX    64 /* running runs and expired ids listed */
+#define SWEEP_RATE_WINDOW 20 /* the rate is over the last this many runs that ended */
+
+typedef struct sweep_live_run {
+    uint64_t id;
+    int attempt;        /* the last attempt's number */
+    double seconds;     /* since it started */
+    double step, loss;  /* its last stored point of `metric`; NAN when none yet */
+    const char *metric; /* "loss", or the objective when the trainer reports no loss */
+} sweep_live_run;
+
+typedef struct sweep_live {
+    size_t n_running; /* running, expired asked runs left out */
+    size_t n_expired; /* asked runs past their --ttl without a tell */
+    uint64_t expired[SWEEP_LIVE_MAX];
+    sweep_live_run runs[SWEEP_LIVE_MAX];
+    size_t n_runs;
+    double rate_per_min; /* NAN until two runs ended at different times */
+    double eta_seconds;  /* to the run budget at that rate; NAN without a budget, a rate, or a
+                            controller or running run */
+} sweep_live;
+
+/* Fills *l from the store, the status and the typed read w at epoch seconds `now`; 0, or 1 on a
+ * store error (the store's message says why). */
+int sweep_live_read(runner_store *s, const runner_status *st, const runner_sweep *w, double now,
+                    sweep_live *l);
+
 #endif

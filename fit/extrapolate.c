@@ -68,6 +68,22 @@ double xp_finish_value(const fit_xp *xp, size_t i, double v, int *clamped)
     return v;
 }
 
+void xp_clamp_reset(fit_xp *xp)
+{
+    xp->clamp_names[0] = '\0';
+}
+
+double xp_finish_rec(fit_xp *xp, size_t i, double v)
+{
+    int clamped = 0;
+    double r = xp_finish_value(xp, i, v, &clamped);
+    size_t len = strlen(xp->clamp_names), cap = sizeof(xp->clamp_names);
+    if (clamped && !strstr(xp->clamp_names, xp->par[i].name) && len + 8 < cap)
+        snprintf(xp->clamp_names + len, cap - len, "%s%s (to its %s %.4g)", len ? ", " : "",
+                 xp->par[i].name, v < r ? "min" : "max", r);
+    return r;
+}
+
 static void xp_clear_err(fit_xp *xp)
 {
     xp->err[0] = '\0';
@@ -507,7 +523,8 @@ st_status fit_xp_run(fit_xp *xp, double C)
         if (s != ST_OK)
             return s;
         if (xp->res.warnings & FIT_XP_WARN_BOUND)
-            add_warning(xp, 0, "a recommended value was clamped to its bound");
+            add_warning(xp, 0, "a recommended value was clamped to its bound: %s",
+                        xp->clamp_names[0] ? xp->clamp_names : "(unnamed)");
         s = xp_front_boundary_apply(xp, C);
         if (s != ST_OK)
             return s;
@@ -525,6 +542,13 @@ st_status fit_xp_run(fit_xp *xp, double C)
 void xp_add_warning(fit_xp *xp, unsigned bit, const char *text)
 {
     add_warning(xp, bit, "%s", text);
+}
+
+void xp_clamp_warn(fit_xp *xp)
+{
+    if (xp->clamp_names[0])
+        add_warning(xp, FIT_XP_WARN_BOUND, "a recommended value was clamped to its bound: %s",
+                    xp->clamp_names);
 }
 
 st_status fit_xp_get_result(const fit_xp *xp, fit_xp_result *r)

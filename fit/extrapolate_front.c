@@ -360,14 +360,14 @@ st_status fit_xp_front_recommend(const fit_xp *xp, double *value)
 st_status xp_front_recommend_fill(fit_xp *xp, double C)
 {
     size_t P = xp->P;
-    int clamped = 0;
+    xp_clamp_reset(xp);
     double *tmp = malloc(3 * sizeof(double));
     if (!tmp)
         return xp_fail(xp, ST_ENOMEM, "out of memory");
     for (size_t j = 0; j < P; j++) {
         if (xp->front_law_ok[j] &&
             fit_xp_front_curve(xp, j, 1, &C, &tmp[0], &tmp[1], &tmp[2]) == ST_OK) {
-            xp->rec[j] = xp_finish_value(xp, j, tmp[0], &clamped);
+            xp->rec[j] = xp_finish_rec(xp, j, tmp[0]);
             xp->rec_lo[j] = xp_finish_value(xp, j, fmin(tmp[1], tmp[0]), NULL);
             xp->rec_hi[j] = xp_finish_value(xp, j, fmax(tmp[2], tmp[0]), NULL);
         } else {
@@ -407,7 +407,7 @@ st_status xp_front_recommend_fill(fit_xp *xp, double C)
         }
     }
     xp->res.method = FIT_XP_METHOD_FRONT;
-    if (clamped)
+    if (xp->clamp_names[0])
         xp->res.warnings |= FIT_XP_WARN_BOUND;
     return ST_OK;
 }

@@ -127,6 +127,7 @@ struct fit_xp {
     fit_xp_result res;
     double *rec, *rec_lo, *rec_hi; /* P */
     char warn_text[1024];
+    char clamp_names[320]; /* the clamped parameters of the last recommendation, for its warning */
 };
 
 /* Curve points (extrapolate_curves.c): freeing (fit_xp_set_runs and destroy call it); the
@@ -145,6 +146,13 @@ double xp_to_basic(fit_xp_space s, double v);
 double xp_from_basic(fit_xp_space s, double b);
 /* Clamps and rounds value of parameter i; sets *clamped when a bound was hit. */
 double xp_finish_value(const fit_xp *xp, size_t i, double v, int *clamped);
+/* xp_finish_value for the recommendation: a parameter it clamps is named in xp->clamp_names
+ * ("lr (to its max 0.3)"; xp_clamp_reset empties it), for the warning xp_clamp_warn adds. */
+double xp_finish_rec(fit_xp *xp, size_t i, double v);
+void xp_clamp_reset(fit_xp *xp);
+/* Adds "a recommended value was clamped to its bound: NAMES" (bit FIT_XP_WARN_BOUND) when
+ * xp->clamp_names is not empty. */
+void xp_clamp_warn(fit_xp *xp);
 
 /* Appends a warning (bit may be 0) to the result. */
 void xp_add_warning(fit_xp *xp, unsigned bit, const char *text);

@@ -374,16 +374,15 @@ static void rec_finish(fit_xp *xp, double lN, double lND, rec_work *w)
 {
     size_t P = xp->P;
     double lD = lND - lN;
-    int clamped = 0;
+    xp_clamp_reset(xp);
     for (size_t j = 0; j < P; j++)
-        xp->rec[j] = xp_finish_value(xp, j, xp_from_basic(xp->par[j].space, w->b[j]), &clamped);
-    if (clamped)
-        xp_add_warning(xp, FIT_XP_WARN_BOUND, "a recommended value was clamped to its bound");
+        xp->rec[j] = xp_finish_rec(xp, j, xp_from_basic(xp->par[j].space, w->b[j]));
+    xp_clamp_warn(xp);
     double lNr = xp_model_lnN(xp, xp->rec), lDr = lnD_of(xp, xp->rec);
     if (isfinite(lNr) && isfinite(lDr) && fabs(lNr - lN) > ROUND_TOL)
         for (size_t j = 0; j < P; j++)
             if (xp->role[j] == FIT_XP_D) {
-                xp->rec[j] = xp_finish_value(xp, j, exp(lND - lNr), &clamped);
+                xp->rec[j] = xp_finish_value(xp, j, exp(lND - lNr), NULL);
                 lDr = log(xp->rec[j]);
             }
     if (!isfinite(lNr))

@@ -117,7 +117,7 @@ void rp_fmt_human(char *buf, size_t cap, double v)
 }
 
 /* P as a percentage a person reads: "5.0%", "< 0.1%". */
-static void fmt_percent(char *buf, size_t cap, double p)
+void rp_fmt_percent(char *buf, size_t cap, double p)
 {
     if (!isfinite(p))
         snprintf(buf, cap, "unknown");
@@ -155,9 +155,26 @@ void rp_what_to_run(const report *r, char *buf, size_t cap)
     if (r->rec_obj > 0 && isfinite(r->rec_lo) && isfinite(r->rec_hi))
         ADD(" (%+.1f%% / %+.1f%%)", 100 * (r->rec_lo / r->rec_obj - 1),
             100 * (r->rec_hi / r->rec_obj - 1));
-    fmt_percent(v, sizeof(v), r->p_diverge);
+    rp_fmt_percent(v, sizeof(v), r->p_diverge);
     ADD(". Probability that it diverges: %s.", v);
 #undef ADD
+}
+
+int rp_model_method(const report *r)
+{
+    return r->xp && r->res.method == FIT_XP_METHOD_MODEL;
+}
+
+void rp_front_law_backtest(const report *r, rp_buf *b)
+{
+    const study_backtest_result *bt = r->xp ? study_get_backtest(r->st) : NULL;
+    if (rp_model_method(r) || !bt || !bt->done) {
+        rp_buf_add(b, " (no backtest of the front law alone: the engine's backtest is its "
+                      "model's)");
+        return;
+    }
+    rp_buf_addf(b, " (backtest: median error %.2f%%, worst %.2f%%, %zu of %zu inside)",
+                100 * bt->median_error, 100 * bt->worst_error, bt->n_inside, bt->n_held);
 }
 
 static st_status buf_done(rp_buf *b, char **out)
@@ -570,7 +587,7 @@ st_status report_md_dup(report *r, char **out)
                 " |\n| runs | %zu (%zu succeeded) |\n| attempts | %zu |\n| Pareto runs | %zu |\n",
                 r->n_sweep_runs, n_ok, n_att, r->n_front);
 
-    rp_fmt(v1, sizeof(v1), r->target, 1);
+    rp_fmt_human(v1, sizeof(v1), r->target);
     rp_buf_addf(&b, "\n## Recommendation at compute %s (method: %s)\n\n", v1, rp_method_name(r));
     char what[1024];
     rp_what_to_run(r, what, sizeof(what));
@@ -582,20 +599,20 @@ st_status report_md_dup(report *r, char **out)
     rp_buf_add(&b, "| parameter | value | lo | hi |\n| --- | --- | --- | --- |\n");
     for (size_t i = 0; i < r->n_hp; i++) {
         const rp_hp *h = &r->hp[i];
-        rp_fmt(v1, sizeof(v1), h->rec, 1);
-        rp_fmt(v2, sizeof(v2), h->rec_lo, 1);
-        rp_fmt(v3, sizeof(v3), h->rec_hi, 1);
+        rp_fmt_human(v1, sizeof(v1), h->rec);
+        rp_fmt_human(v2, sizeof(v2), h->rec_lo);
+        rp_fmt_human(v3, sizeof(v3), h->rec_hi);
         rp_buf_add(&b, "| ");
         md_cell(&b, r->pnames[h->param]);
         rp_buf_addf(&b, " | %s | %s | %s |\n", v1, v2, v3);
     }
-    rp_fmt(v1, sizeof(v1), r->rec_obj, 1);
-    rp_fmt(v2, sizeof(v2), r->rec_lo, 1);
-    rp_fmt(v3, sizeof(v3), r->rec_hi, 1);
+    rp_fmt_human(v1, sizeof(v1), r->rec_obj);
+    rp_fmt_human(v2, sizeof(v2), r->rec_lo);
+    rp_fmt_human(v3, sizeof(v3), r->rec_hi);
     rp_buf_add(&b, "| predicted ");
     md_cell(&b, r->objective);
     rp_buf_addf(&b, " | %s | %s | %s |\n", v1, v2, v3);
-    rp_fmt(v1, sizeof(v1), r->p_diverge, 1);
+    rp_fmt_percent(v1, sizeof(v1), r->p_diverge);
     rp_buf_addf(&b, "| p(diverge) | %s | | |\n\nSource: %s.\n", v1, r->rec_source);
     const char *warn = r->xp ? r->res.warning_text : r->xp_note;
     if (warn && *warn) {
@@ -608,34 +625,38 @@ st_status report_md_dup(report *r, char **out)
         rp_buf_add(&b, "\n## Validation\n\n| run | actual | predicted | lo | hi |\n"
                        "| --- | --- | --- | --- | --- |\n");
         char v4[64];
-        rp_fmt(v1, sizeof(v1), r->val_actual, 1);
-        rp_fmt(v2, sizeof(v2), r->val_pred, 1);
-        rp_fmt(v3, sizeof(v3), r->val_lo, 1);
-        rp_fmt(v4, sizeof(v4), r->val_hi, 1);
+        rp_fmt_human(v1, sizeof(v1), r->val_actual);
+        rp_fmt_human(v2, sizeof(v2), r->val_pred);
+        rp_fmt_human(v3, sizeof(v3), r->val_lo);
+        rp_fmt_human(v4, sizeof(v4), r->val_hi);
         rp_buf_addf(&b, "| %lld | %s | %s | %s | %s |\n", (long long)r->val_run, v1, v2, v3, v4);
     }
 
     rp_buf_add(&b, "\n## Pareto front\n\n| run | cost | objective |\n| --- | --- | --- |\n");
     for (size_t i = 0; i < r->n_front; i++) {
         const rp_run *u = &r->runs[r->front[i]];
-        rp_fmt(v1, sizeof(v1), r->front_cost[i], 1);
-        rp_fmt(v2, sizeof(v2), r->front_obj[i], 1);
+        rp_fmt_human(v1, sizeof(v1), r->front_cost[i]);
+        rp_fmt_human(v2, sizeof(v2), r->front_obj[i]);
         rp_buf_addf(&b, "| %lld | %s | %s |\n", (long long)u->id, v1, v2);
     }
 
     rp_buf_add(&b, "\n## Fits\n\n");
     if (r->loss_law.ok) {
-        rp_buf_add(&b, "Objective against cost, y = E + A C^-alpha:\n\n| parameter | value | lo | "
-                       "hi |\n| --- | --- | --- | --- |\n");
+        rp_buf_add(&b, "CARBS' analysis (Pareto front law): objective against cost on the front, "
+                       "y = E + A C^-alpha");
+        rp_front_law_backtest(r, &b);
+        rp_buf_add(&b, ":\n\n| parameter | value | lo | hi |\n| --- | --- | --- | --- |\n");
         static const char *const nm[] = {"A", "alpha", "E"};
         for (int k = 0; k < 3; k++) {
-            rp_fmt(v1, sizeof(v1), r->loss_nat[k], 1);
+            rp_fmt_human(v1, sizeof(v1), r->loss_nat[k]);
             rp_buf_addf(&b, "| %s | %s | | |\n", nm[k], v1);
         }
-        rp_fmt(v1, sizeof(v1), r->loss_at, 1);
-        rp_fmt(v2, sizeof(v2), r->loss_at_lo, 1);
-        rp_fmt(v3, sizeof(v3), r->loss_at_hi, 1);
-        rp_buf_addf(&b, "| y at the target | %s | %s | %s |\n", v1, v2, v3);
+        if (!rp_model_method(r)) { /* else the one prediction is the model's, above */
+            rp_fmt_human(v1, sizeof(v1), r->loss_at);
+            rp_fmt_human(v2, sizeof(v2), r->loss_at_lo);
+            rp_fmt_human(v3, sizeof(v3), r->loss_at_hi);
+            rp_buf_addf(&b, "| y at the target | %s | %s | %s |\n", v1, v2, v3);
+        }
     } else {
         rp_buf_addf(&b, "%s.\n", r->xp ? r->loss_note : r->xp_note);
     }

@@ -131,31 +131,31 @@ static st_status fig_front(report *r, rp_buf *b)
     rp_fig_line(f, r->n_front, fx, fy, C_BLACK, 1.2, 0);
     rp_fig_points(f, r->n_front, fx, fy, C_BLACK, G_DOT, 1.1);
     rp_fig_points(f, nb, bx, by, C_RED, G_SQUARE, 1.3);
+    /* one prediction at the target, the engine's: the front law's only when the engine used it */
     double tx = lg(r->target), ty = r->loss_at, tlo = r->loss_at_lo, thi = r->loss_at_hi;
-    if (r->loss_law.ok && isfinite(ty)) {
+    if (!model && r->loss_law.ok && isfinite(ty)) {
         rp_fig_errbars(f, 1, &tx, &tlo, &thi, C_ORANGE, 0);
         rp_fig_points(f, 1, &tx, &ty, C_ORANGE, G_DOT, 1.3);
     }
     double mx = tx, my = r->rec_obj, mlo = r->rec_lo, mhi = r->rec_hi;
     if (model && isfinite(my)) {
-        /* drawn just right of the target so that both bars stay visible */
-        mx += 0.012 * (X.hi - X.lo);
         rp_fig_errbars(f, 1, &mx, &mlo, &mhi, C_GREEN, 0);
         rp_fig_points(f, 1, &mx, &my, C_GREEN, G_DOT, 1.3);
     }
     rp_fig_legend(f, "runs", C_GREY, 1, 0, 0);
     rp_fig_legend(f, "Pareto front", C_BLACK, 0, 1, 0);
     if (r->loss_law.ok) {
-        rp_fig_legend(f, "law E + A C^-alpha", C_BLUE, -1, 1, 0);
+        rp_fig_legend(f, "CARBS' analysis (Pareto front law)", C_BLUE, -1, 1, 0);
         char t[64];
         snprintf(t, sizeof(t), "%.0f%% band", 100 * r->o.band_level);
         rp_fig_legend(f, t, C_BLUE, -1, 0, 1);
-        rp_fig_legend(f, "law at target", C_ORANGE, 0, 0, 0);
+        if (!model)
+            rp_fig_legend(f, "prediction at target", C_ORANGE, 0, 0, 0);
     } else {
         rp_fig_note(f, r->xp ? r->loss_note : r->xp_note);
     }
     if (model && isfinite(my))
-        rp_fig_legend(f, "model at target", C_GREEN, 0, 0, 0);
+        rp_fig_legend(f, "prediction at target", C_GREEN, 0, 0, 0);
     if (nb)
         rp_fig_legend(f, "beyond the fit", C_RED, 3, 0, 0);
     char *svg = NULL;
@@ -168,16 +168,18 @@ static st_status fig_front(report *r, rp_buf *b)
     if (r->loss_law.ok)
         cn = snprintf(cap, sizeof(cap),
                       "Objective against cost. Black: the Pareto front (%zu groups of identical "
-                      "settings); blue: the saturating law y = E + A C^-alpha fitted to it with "
-                      "its %.0f%% bootstrap band; orange: the law at the target compute %.3g.",
-                      r->n_front, 100 * r->o.band_level, r->target);
+                      "settings); blue: CARBS' analysis (Pareto front law), the saturating law "
+                      "y = E + A C^-alpha fitted to it with its %.0f%% bootstrap band%s",
+                      r->n_front, 100 * r->o.band_level,
+                      model ? "." : "; orange: the engine's prediction, that law at the target.");
     else
         cn = snprintf(cap, sizeof(cap), "Objective against cost; %s.",
                       r->xp ? r->loss_note : r->xp_note);
     if (model && isfinite(my) && cn > 0 && (size_t)cn < sizeof(cap))
         snprintf(cap + cn, sizeof(cap) - (size_t)cn,
-                 " Green: the model's predicted objective for the recommended settings, with its "
-                 "interval (run noise included).");
+                 " Green: the engine's prediction at the target, its model's objective for the "
+                 "recommended settings with its interval (run noise included); the front law is "
+                 "not a second prediction.");
     caption(b, svg, cap);
     free(svg);
     return ST_OK;
@@ -580,7 +582,7 @@ static void row2(rp_buf *b, const char *k, const char *v)
 static void num_cell(rp_buf *b, double v)
 {
     char t[64];
-    rp_fmt(t, sizeof(t), v, 1);
+    rp_fmt_human(t, sizeof(t), v);
     rp_buf_addf(b, "<td>%s</td>", t);
 }
 
@@ -612,8 +614,8 @@ static void summary(report *r, rp_buf *b)
     row2(b, "attempts", t);
     snprintf(t, sizeof(t), "%zu", r->n_front);
     row2(b, "Pareto runs", t);
-    rp_fmt(v1, sizeof(v1), r->cost_lo, 1);
-    rp_fmt(v2, sizeof(v2), r->cost_hi, 1);
+    rp_fmt_human(v1, sizeof(v1), r->cost_lo);
+    rp_fmt_human(v2, sizeof(v2), r->cost_hi);
     snprintf(t, sizeof(t), "%s to %s", v1, v2);
     row2(b, "cost of fitted runs", t);
     if (isfinite(r->o.fit_max_cost) || r->validate_sweep) {
@@ -682,7 +684,7 @@ static void validation_alerts(const report *r, rp_buf *b)
 static void recommendation(report *r, rp_buf *b)
 {
     char v[64];
-    rp_fmt(v, sizeof(v), r->target, 1);
+    rp_fmt_human(v, sizeof(v), r->target);
     rp_buf_addf(b, "<h2>Recommendation at %s = %s</h2>\n", r->cost_metric, v);
     char what[1024];
     rp_what_to_run(r, what, sizeof(what));
@@ -714,7 +716,8 @@ static void recommendation(report *r, rp_buf *b)
     snprintf(t, sizeof(t), "predicted %s", r->objective);
     row4(b, t, r->rec_obj, r->rec_lo, r->rec_hi);
     rp_buf_add(b, "<tr><td class=\"l\">probability of divergence</td>");
-    num_cell(b, r->p_diverge);
+    rp_fmt_percent(t, sizeof(t), r->p_diverge);
+    rp_buf_addf(b, "<td>%s</td>", isfinite(r->p_diverge) ? t : "–");
     rp_buf_add(b, "<td></td><td></td></tr>\n</table>\n<p class=\"note\">Method: ");
     rp_buf_html(b, rp_method_name(r));
     rp_buf_add(b, ". Source: ");
@@ -812,15 +815,19 @@ static void fits(report *r, rp_buf *b)
     }
     if (r->loss_law.ok) {
         rp_buf_addf(b,
-                    "<p>Objective against cost on the Pareto front (%zu groups): y = E + A "
-                    "C<sup>&minus;&alpha;</sup>, %zu bootstrap replicates for the band.</p>\n",
+                    "<p><b>CARBS' analysis (Pareto front law)</b>: objective against cost on "
+                    "the Pareto front (%zu groups): y = E + A C<sup>&minus;&alpha;</sup>, %zu "
+                    "bootstrap replicates for the band",
                     r->n_front, r->o.n_boot);
+        rp_front_law_backtest(r, b);
+        rp_buf_add(b, ".</p>\n");
         rp_buf_add(b, "<table>\n<tr><th class=\"l\">parameter</th><th>value</th><th>lo</th>"
                       "<th>hi</th></tr>\n");
         static const char *const nm[] = {"A", "alpha", "E"};
         for (int k = 0; k < 3; k++)
             row4(b, nm[k], r->loss_nat[k], NAN, NAN);
-        row4(b, "y at the target", r->loss_at, r->loss_at_lo, r->loss_at_hi);
+        if (!rp_model_method(r)) /* else the one prediction is the model's, above */
+            row4(b, "y at the target", r->loss_at, r->loss_at_lo, r->loss_at_hi);
         rp_buf_add(b, "</table>\n");
     } else {
         rp_buf_add(b, "<p>");

@@ -192,6 +192,14 @@ void rp_fmt(char *buf, size_t cap, double v, int dash);
 /* A number as a person reads it: 1.85M, 300G, 12k (3 significant digits, SI suffixes from 1e4
  * to 1e18), else 4 significant digits; "–" when not finite. */
 void rp_fmt_human(char *buf, size_t cap, double v);
+/* A probability as a person reads it: "5.0%", "< 0.1%", "unknown" for NAN. */
+void rp_fmt_percent(char *buf, size_t cap, double p);
+/* 1 when the engine's recommendation is its model of every run (the one prediction at the
+ * target), 0 when it is the Pareto front law (CARBS' analysis) or there is none. */
+int rp_model_method(const report *r);
+/* Appends " (backtest: median error ...)" for the front law when the engine used it, else
+ * says that the backtest is the model's. */
+void rp_front_law_backtest(const report *r, rp_buf *b);
 /* The recommendation in one sentence ("What to run: ..."; the settings, the compute, the
  * expected objective with its interval, P(diverge)); "" when there is none. */
 void rp_what_to_run(const report *r, char *buf, size_t cap);

@@ -109,18 +109,7 @@ $ST sweep status --db "$DB" --sweep $SW | head -n 12
 
 # ---- 2. scaletune fit: Chinchilla on every successful run (N, D from the final records) ----
 step "2/5 scaletune fit: L(N, D) on the sweep's runs (all hyperparameters mixed, for comparison)"
-$ST sweep export --json --db "$DB" --sweep $SW --out "$DIR/runs.json"
-$PY - "$DIR/runs.json" "$DIR/runs.csv" <<'EOF'
-import json, sys
-runs = json.load(open(sys.argv[1]))["runs"]
-with open(sys.argv[2], "w") as f:
-    f.write("N,D,C,loss\n")
-    for r in runs:
-        fin = r.get("final") or {}
-        if r["status"] == "succeeded" and fin.get("params") and fin.get("tokens"):
-            f.write("%d,%.17g,%.17g,%.17g\n" % (fin["params"], fin["tokens"], r["cost"], r["objective"]))
-EOF
-$ST fit --data "$DIR/runs.csv" --law chinchilla --threads 2 || echo "(the naive fit failed; the extrapolation below does not need it)"
+$ST fit --db "$DB" --sweep $SW --law chinchilla --threads 2 || echo "(the naive fit failed; the extrapolation below does not need it)"
 
 # ---- 3. scaletune extrapolate -------------------------------------------------------------
 step "3/5 scaletune extrapolate: settings at $XP_WHAT"

@@ -86,6 +86,17 @@ static void test_front(void)
     CHECK_ST(fit_xp_front_loss_law(xp, nat), ST_OK);
     CHECK_REL(nat[1], 0.3, 2e-2);
     CHECK_REL(nat[2], 2.0, 1e-2);
+    CHECK(!strstr(r.warning_text, "clamped"));
+    /* warmup's law gives 0.49 at 1e17: above a bound of 0.45, clamped, and the warning says
+     * which value */
+    p[1].max = 0.45;
+    CHECK_ST(fit_xp_set_runs(xp, 2, p, n, x, cost, obj, failed, NULL, NULL), ST_OK);
+    CHECK_ST(fit_xp_run(xp, 1e17), ST_OK);
+    CHECK_ST(fit_xp_get_result(xp, &r), ST_OK);
+    CHECK(r.value[1] == 0.45);
+    CHECK(r.warnings & FIT_XP_WARN_BOUND);
+    CHECK(strstr(r.warning_text, "clamped to its bound: warmup (to its max 0.45)") != NULL);
+    CHECK(!strstr(r.warning_text, "lr ("));
     /* errors */
     CHECK_ST(fit_xp_run(xp, -1), ST_EINVAL);
     CHECK_ST(fit_xp_get_result(xp, &r), ST_ESTATE);

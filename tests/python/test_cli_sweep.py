@@ -40,6 +40,18 @@ budget: {runs: 1}
 """
 
 
+# runs 1-3 end at once; later runs report two steps, then train until stopped
+LIVE = """name: live
+command: ["python3", "-c", "import json, time\\nr = {_run}\\nif r > 3:\\n    for s in (10, 20): print(json.dumps(dict(event='step', step=s, loss=4.0 - s / 40)), flush=True)\\n    time.sleep(60)\\nprint(json.dumps(dict(event='final', val_loss=2.0 + {x} ** 2, flops=1e9)))"]
+objective: {metric: val_loss}
+cost: {metric: flops}
+parameters:
+  x: {space: linear, min: -2, max: 3, center: 0}
+budget: {runs: 8}
+seed: 3
+"""
+
+
 def cli(*args, check=False, cwd=None):
     return stutil.run([stutil.CLI] + list(args), check=check, cwd=cwd)
 
@@ -175,6 +187,38 @@ class TestCliSweep(unittest.TestCase):
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+    def test_status_running_step_loss_rate_eta(self):
+        p = self.write("live.yaml", LIVE)
+        proc = subprocess.Popen([stutil.CLI, "sweep", "launch", p, "--db", self.db],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env=stutil.tool_env(), start_new_session=True)
+        try:
+            st = None
+            for _ in range(400):
+                r = cli("sweep", "status", "--db", self.db, "--json")
+                if r.returncode == 0:
+                    st = json.loads(r.stdout)
+                    if st["running"] and st["running"][0]["step"] == 20:
+                        break
+                time.sleep(0.05)
+            self.assertEqual(st["runs"]["succeeded"], 3, st)
+            self.assertEqual(st["runs"]["running"], 1)
+            run = st["running"][0]
+            self.assertEqual((run["suggestion_id"], run["attempt"], run["step"], run["loss"],
+                              run["metric"]), (4, 1, 20, 3.5, "loss"))
+            self.assertGreaterEqual(run["seconds"], 0)
+            # 3 runs ended: the rate over them, and the ETA of the 5 left while the controller runs
+            self.assertGreater(st["rate_runs_per_min"], 0)
+            self.assertAlmostEqual(st["eta_seconds"], 5 * 60 / st["rate_runs_per_min"], places=6)
+            text = cli("sweep", "status", "--db", self.db, check=True).stdout
+            self.assertRegex(text, r"rate +[0-9.e+]+ runs/min .*, ETA [0-9]")
+            self.assertRegex(text, r"running +run 4 \(attempt 1, [0-9]+ s\): step 20, loss 3.5")
+        finally:
+            cli("sweep", "stop", "--db", self.db)
+            proc.wait(timeout=60)
+        st = json.loads(cli("sweep", "status", "--db", self.db, "--json", check=True).stdout)
+        self.assertEqual((st["running"], st["eta_seconds"]), ([], None))  # nothing runs it
 
     def test_watch(self):
         p = self.write("w.yaml", TOY % ("w", 6))

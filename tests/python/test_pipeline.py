@@ -5,6 +5,7 @@ exceptions recorded as failures, best / best_params / trials, recommend() throug
 that expire (ask(ttl=...), `scaletune sweep ask --ttl`), and the sharp edges of observe()."""
 
 import math
+import json
 import os
 import tempfile
 import time
@@ -128,6 +129,13 @@ class TestPipeline(unittest.TestCase):
             self.assertEqual(s.expired(), [r1])  # its worker is gone: listed...
             st = stutil.run([stutil.CLI, "sweep", "status", "--db", self.db]).stdout
             self.assertIn("expired: 1 asked run", st)
+            # shown as expired, not running, before any ask comes
+            self.assertIn("1 running, 0 pending, 0 stopped, 1 expired", st)
+            js = json.loads(stutil.run([stutil.CLI, "sweep", "status", "--db", self.db,
+                                        "--sweep", "ttl", "--json"]).stdout)
+            self.assertEqual((js["runs"]["running"], js["runs"]["expired"], js["expired"]),
+                             (1, 1, [r1]))
+            self.assertEqual([r["suggestion_id"] for r in js["running"]], [r2])
             p3, r3 = s.ask(ttl=60)  # ...and handed out again, within the budget
             self.assertEqual((r3, p3), (r1, p1))
             self.assertEqual(s.expired(), [])

@@ -61,6 +61,8 @@ class TestReadme(unittest.TestCase):
                 self.assertEqual(r.returncode, 0, "%s\n%s\n%s" % (run, r.stdout[-2000:],
                                                                  r.stderr[-2000:]))
             self.assertTrue(os.path.getsize(os.path.join(d, "report.html")) > 1000)
+            with open(os.path.join(d, "report.html")) as f:  # the large run against its prediction
+                self.assertIn("<h2>Validation</h2>", f.read())
             st = subprocess.run([stutil.CLI, "sweep", "list", "--db", "sweep.db"], cwd=d,
                                 capture_output=True, text=True, env=stutil.tool_env())
             self.assertRegex(st.stdout, r"tiny-gpt-large\s+1\s+1\s")

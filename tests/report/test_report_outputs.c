@@ -320,10 +320,24 @@ static void test_main(const char *db)
     CHECK_ST(report_html_dup(r, &html), ST_OK);
     if (html)
         check_html(html, report_n_figures(r));
+    /* the model method: one prediction at the target, the engine's; the front law is labelled
+     * CARBS' analysis and its value at the target is not shown as a second prediction
+     * (issue 19); numbers in human formats */
+    CHECK(html && strstr(html, "<b>CARBS' analysis (Pareto front law)</b>") &&
+          strstr(html, "blue: CARBS' analysis (Pareto front law)") &&
+          strstr(html, "the front law is not a second prediction"));
+    CHECK(html && !strstr(html, "y at the target") && !strstr(html, "model at target"));
+    CHECK(html && strstr(html, "no backtest of the front law alone"));
+    /* tables: "258M", "9.45G", 4 significant digits, never 6 (6.16759e+14) */
+    CHECK(html && strstr(html, "<td>9.45G</td>") && strstr(html, "<td>258M</td>"));
+    const char *pdc = html ? strstr(html, "probability of divergence</td><td>") : NULL;
+    CHECK(pdc && strchr(pdc, 0x25) && strchr(pdc, 0x25) < strstr(pdc, "</td></tr>")); /* "< 0.1%" */
+    CHECK(html && !strstr(html, "cost of fitted runs</th><td class=\"l\">6.16759e+14"));
     st_free(html);
     CHECK_ST(report_md_dup(r, &md), ST_OK);
     CHECK(md && strstr(md, "## Recommendation at compute") && strstr(md, "| lr |") &&
           strstr(md, "## Pareto front"));
+    CHECK(md && strstr(md, "CARBS' analysis (Pareto front law)") && !strstr(md, "y at the target"));
     /* one sentence says what to run and what to expect (issue 19) */
     CHECK(md && strstr(md, "**What to run: ") && strstr(md, "Expected val_loss: ") &&
           strstr(md, "% interval ") && strstr(md, "Probability that it diverges: "));
@@ -405,7 +419,15 @@ static void test_front_method(const char *db)
     char *md = NULL;
     CHECK_ST(report_md_dup(r, &md), ST_OK);
     CHECK(md && strstr(md, "(method: front)") && strstr(md, "slope ln C"));
+    /* the front method: the front law at the target is the engine's one prediction */
+    CHECK(md && strstr(md, "CARBS' analysis (Pareto front law)") &&
+          strstr(md, "| y at the target |"));
     st_free(md);
+    char *html = NULL;
+    CHECK_ST(report_html_dup(r, &html), ST_OK);
+    CHECK(html && strstr(html, "orange: the engine's prediction, that law at the target") &&
+          strstr(html, "y at the target"));
+    st_free(html);
     report_destroy(r);
 
     /* no bootstrap: no bands and no intervals */
