@@ -197,6 +197,8 @@ static int status_json(runner_store *s, const sweep_args *a, const runner_status
     json_object_set_new(runs, "total", json_integer((json_int_t)st->n_runs));
     for (int k = 0; k < 6; k++)
         json_object_set_new(runs, keys[k], json_integer((json_int_t)st->n_by_status[k]));
+    /* of infra_failed: a malformed final record, a configuration error of the trainer */
+    json_object_set_new(runs, "bad_final", json_integer((json_int_t)st->n_bad_final));
     json_object_set_new(runs, "budget",
                         st->budget_runs ? json_integer((json_int_t)st->budget_runs) : json_null());
     json_object_set_new(o, "runs", runs);
@@ -333,6 +335,10 @@ static void status_text(runner_store *s, const sweep_args *a, const runner_statu
            st->n_by_status[RUNNER_RUN_SUCCEEDED], st->n_by_status[RUNNER_RUN_FAILED],
            st->n_by_status[RUNNER_RUN_INFRA_FAILED], st->n_by_status[RUNNER_RUN_RUNNING],
            st->n_by_status[RUNNER_RUN_PENDING], st->n_by_status[RUNNER_RUN_STOPPED]);
+    if (st->n_bad_final)
+        printf("           %zu of the infra_failed printed a malformed final record (a "
+               "configuration error of the trainer): %s\n",
+               st->n_bad_final, st->bad_final);
     printf("attempts   %zu (%zu retries), %zu garbage lines\n", st->n_attempts, st->n_retried,
            st->n_garbage);
     printf("spend      %.6g", st->spent_cost);
