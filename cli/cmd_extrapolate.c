@@ -247,9 +247,10 @@ static void print_runs(const study *st, const fit_xp *xp, const fit_xp_result *r
     size_t out = c->n_runs - c->n_used;
     if (out)
         printf("left out: %zu over the cost cap, %zu out of memory or timed out, %zu "
-               "infrastructure, %zu unfinished, %zu unusable, %zu beyond the fit\n",
+               "infrastructure, %zu unfinished, %zu unusable, %zu beyond the fit, %zu malformed "
+               "final records\n",
                c->n_over_budget, c->n_resource, c->n_infra, c->n_unfinished, c->n_unusable,
-               c->n_beyond);
+               c->n_beyond, c->n_bad_final);
 }
 
 static void print_text(const study *st, const args *a)

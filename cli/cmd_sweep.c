@@ -269,7 +269,9 @@ static void on_progress(const runner_progress *p, void *data)
     }
 }
 
-/* A finished sweep in which no run succeeded is a failure of the work: exit 1 with why. */
+/* A finished sweep with runs that printed a malformed final record (failure bad_final) is a
+ * configuration error of the trainer, and one in which no run succeeded a failure of the work:
+ * exit 1 with why. */
 static int check_successes(const char *db, const char *sweep)
 {
     runner_store *s = NULL;
@@ -279,6 +281,15 @@ static int check_successes(const char *db, const char *sweep)
         return 0; /* the sweep itself ended well; the check is best effort */
     }
     runner_store_close(s);
+    if (st.n_bad_final) {
+        cli_error("the trainer's final record must hold the objective as a number and a cost "
+                  "metric as a positive number (docs/metrics-protocol.md); such runs are not "
+                  "retried or rerun: fix the trainer, then launch again",
+                  "sweep '%s': %zu of %zu run%s printed a malformed final record (a configuration "
+                  "error of the trainer, not infrastructure): %s",
+                  st.name, st.n_bad_final, st.n_runs, st.n_runs == 1 ? "" : "s", st.bad_final);
+        return 1;
+    }
     if (st.n_runs == 0 || st.n_by_status[RUNNER_RUN_SUCCEEDED] > 0)
         return 0;
     cli_error("each attempt's stderr.log (under the log directory) says why; 'scaletune sweep "

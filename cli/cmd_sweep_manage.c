@@ -223,6 +223,8 @@ static int status_json(runner_store *s, const sweep_args *a, const runner_status
     json_object_set_new(runs, "total", json_integer((json_int_t)st->n_runs));
     for (int k = 0; k < 6; k++)
         json_object_set_new(runs, keys[k], json_integer((json_int_t)st->n_by_status[k]));
+    /* of infra_failed: a malformed final record, a configuration error of the trainer */
+    json_object_set_new(runs, "bad_final", json_integer((json_int_t)st->n_bad_final));
     json_object_set_new(runs, "budget",
                         st->budget_runs ? json_integer((json_int_t)st->budget_runs) : json_null());
     live_json(o, runs, l);
@@ -391,6 +393,10 @@ static void status_text(runner_store *s, const sweep_args *a, const runner_statu
     if (l->n_expired)
         printf(", %zu expired", l->n_expired);
     printf("\n");
+    if (st->n_bad_final)
+        printf("           %zu of the infra_failed printed a malformed final record (a "
+               "configuration error of the trainer): %s\n",
+               st->n_bad_final, st->bad_final);
     printf("attempts   %zu (%zu retries), %zu garbage lines\n", st->n_attempts, st->n_retried,
            st->n_garbage);
     printf("spend      %.6g", st->spent_cost);

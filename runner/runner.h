@@ -397,6 +397,13 @@ typedef struct runner_status {
     double heartbeat;  /* epoch seconds of the lease's last heartbeat; NAN when no lease */
     double created;    /* epoch seconds when the sweep was launched or created */
     double last_ended; /* epoch seconds when its last run ended; NAN when none has */
+    /* runs that ended on a malformed final record (failure `bad_final`: a configuration error
+     * of the trainer, not of the infrastructure; counted in n_by_status[infra_failed] too, the
+     * status such a run ends in) and the event of the last of them, quoting its final record
+     * ("run 3 attempt 1: bad_final ('val_loss' is not a number in the final record: {...})");
+     * "" when there is none */
+    size_t n_bad_final;
+    char bad_final[384];
 } runner_status;
 
 /* Status of sweep `sweep` (NULL: the only one). ST_OK, ST_ENOTFOUND, ST_EINVAL (several sweeps

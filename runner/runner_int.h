@@ -38,6 +38,11 @@
 #define STORE_STMT_CACHE      64
 /* PRAGMA application_id of a store ("STUN"): how a store is told from other SQLite files */
 #define RUNNER_STORE_APP_ID   1398035790
+/* store_ballast.c: the reserve a controller keeps next to the store against a full disk, and
+ * the WAL size at which SQLite checkpoints (PRAGMA wal_autocheckpoint, pages of 4 KiB): the
+ * pages a checkpoint adds to the database file stay under the reserve (twice the interval) */
+#define STORE_BALLAST_BYTES   (512 * 1024)
+#define STORE_WAL_PAGES       64
 #define ST_STR_(x)            #x
 #define ST_STR(x)             ST_STR_(x)
 
@@ -57,6 +62,8 @@ struct runner_store {
      * names fence_owner, so a controller whose lease was taken writes nothing */
     int64_t fence_sweep;
     char fence_owner[128];
+    int ballast; /* this handle made or reused "<store>-ballast" (store_ballast.c) */
+    int full;    /* SQLITE_FULL seen and the WAL not yet truncated since */
 };
 
 /* Wall-clock seconds since the epoch (times in the store outlive processes). */
@@ -107,6 +114,16 @@ void runner_owner_id(char *buf, size_t cap);
 /* The fencing check inside an open transaction: ST_OK while the lease of the store's fenced
  * sweep names its owner (or no fence is set), ST_EBUSY with a message otherwise. */
 st_status store_fence_check(runner_store *s);
+
+/* store_ballast.c. make: allocates (or reuses) "<store>-ballast", STORE_BALLAST_BYTES, best
+ * effort (none when there is no room), called on taking a lease. spend: deletes it (on
+ * SQLITE_FULL). remove: deletes it on a clean release unless another controller holds a live
+ * lease on the store. checkpoint_after_full: after SQLITE_FULL and outside a transaction,
+ * folds the WAL into the database and truncates it (PRAGMA wal_checkpoint(TRUNCATE)). */
+void store_ballast_make(runner_store *s);
+void store_ballast_spend(runner_store *s);
+void store_ballast_remove(runner_store *s);
+void store_checkpoint_after_full(runner_store *s);
 
 /* Rebuilds an optimizer for `cfg` from the sweep's observations, in order, then registers the
  * sweep's open runs (pending or running) as outstanding under their run ids

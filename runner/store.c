@@ -94,8 +94,13 @@ st_status store_fail(runner_store *s, int src, const char *what)
                                          "and resume)"
                                        : "";
     st_errf(s->errmsg, rc, "store: %s: %s%s", what, s->db ? sqlite3_errmsg(s->db) : "no db", hint);
-    if (rc == ST_ENOSPC && s->db) /* give the WAL's space back (best effort; see store_close) */
-        sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    if (rc == ST_ENOSPC && s->db) {
+        /* give the WAL's space back: the reserve makes room for the checkpoint, which runs
+         * now or, inside a transaction, after its rollback (store_ballast.c) */
+        s->full = 1;
+        store_ballast_spend(s);
+        store_checkpoint_after_full(s);
+    }
     return rc;
 }
 
@@ -175,6 +180,7 @@ void store_rollback(runner_store *s)
 {
     if (!sqlite3_get_autocommit(s->db))
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    store_checkpoint_after_full(s);
 }
 
 static st_status migrate(runner_store *s)
@@ -296,7 +302,8 @@ static st_status store_open_impl(const char *path, int create, runner_store **ou
      * every commit across a crash of any process; only a power loss may drop the last ones. */
     st = exec_sql(s,
                   "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; "
-                  "PRAGMA journal_size_limit=1048576;",
+                  "PRAGMA journal_size_limit=1048576; "
+                  "PRAGMA wal_autocheckpoint=" ST_STR(STORE_WAL_PAGES) ";",
                   "opening");
     if (!st)
         st = migrate(s);
@@ -324,6 +331,7 @@ void runner_store_close(runner_store *s)
 {
     if (!s)
         return;
+    store_checkpoint_after_full(s);
     for (size_t i = 0; i < s->n_cache; i++)
         sqlite3_finalize(s->cache[i].st);
     sqlite3_close(s->db);
@@ -573,6 +581,7 @@ st_status store_lease_take(runner_store *s, int64_t sweep, const char *owner, do
         return rc;
     s->fence_sweep = sweep;
     snprintf(s->fence_owner, sizeof(s->fence_owner), "%s", owner);
+    store_ballast_make(s);
     return ST_OK;
 }
 
@@ -608,4 +617,5 @@ void store_lease_release(runner_store *s, int64_t sweep, const char *owner)
     store_exec_stmt(s, st, "releasing the lease");
     s->fence_sweep = 0;
     s->fence_owner[0] = '\0';
+    store_ballast_remove(s);
 }

@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,36 @@ static void clear(runner_store *s)
 static double col_double(sqlite3_stmt *st, int i)
 {
     return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+}
+
+/* The runs that ended on a malformed final record (a configuration error of the trainer) and
+ * the event of the last one, which quotes the record (runner.h, runner_status). */
+static st_status status_bad_final(runner_store *s, int64_t id, runner_status *out)
+{
+    static const char *const q[2] = {
+        "SELECT count(*) FROM runs WHERE sweep_id = ?1 AND status = ?2 AND failure = ?3",
+        /* only when there is one: events has no index by run */
+        "SELECT e.message FROM runs q JOIN events e ON e.run_id = q.id WHERE q.sweep_id = ?1 "
+        "AND q.status = ?2 AND q.failure = ?3 AND e.kind = 'infra_failed' ORDER BY e.id DESC "
+        "LIMIT 1",
+    };
+    for (int i = 0; i < 2 && (i == 0 || out->n_bad_final); i++) {
+        sqlite3_stmt *st = store_stmt(s, q[i]);
+        if (!st)
+            return ST_EDB;
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_int(st, 2, RUNNER_RUN_INFRA_FAILED);
+        sqlite3_bind_int(st, 3, RUNNER_FAIL_BAD_FINAL);
+        int src = sqlite3_step(st);
+        if (src == SQLITE_ROW && i == 0)
+            out->n_bad_final = (size_t)sqlite3_column_int64(st, 0);
+        if (src == SQLITE_ROW && i == 1)
+            snprintf(out->bad_final, sizeof(out->bad_final), "%s", store_col_text(st, 0));
+        sqlite3_reset(st);
+        if (src != SQLITE_ROW && src != SQLITE_DONE)
+            return store_fail(s, src, "status");
+    }
+    return ST_OK;
 }
 
 st_status runner_store_status(runner_store *s, const char *sweep, runner_status *out)
@@ -97,6 +128,8 @@ st_status runner_store_status(runner_store *s, const char *sweep, runner_status 
         out->last_ended = col_double(st, 2);
     }
     sqlite3_reset(st);
+    if ((rc = status_bad_final(s, id, out)))
+        return rc;
     return store_lease_state(s, id, out->controller, sizeof(out->controller), &out->heartbeat,
                              &out->controller_alive);
 }

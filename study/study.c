@@ -182,7 +182,10 @@ static run_use classify(study *s, const runner_sweep_run *u)
             c->n_infra++;
         return USE_NOT;
     case RUNNER_RUN_INFRA_FAILED:
-        c->n_infra++;
+        if (u->failure == RUNNER_FAIL_BAD_FINAL)
+            c->n_bad_final++;
+        else
+            c->n_infra++;
         return USE_NOT;
     default:
         c->n_unfinished++;
@@ -399,9 +402,10 @@ static void left_out_text(const study *s, char *buf, size_t cap)
     const study_counts *c = &s->counts;
     snprintf(buf, cap,
              "%zu runs: %zu succeeded, %zu diverged; left out: %zu over the cost cap, %zu out "
-             "of memory or timed out, %zu infrastructure, %zu unfinished, %zu unusable",
+             "of memory or timed out, %zu infrastructure, %zu unfinished, %zu unusable, %zu "
+             "malformed final records",
              c->n_runs, c->n_succeeded, c->n_diverged, c->n_over_budget, c->n_resource, c->n_infra,
-             c->n_unfinished, c->n_unusable);
+             c->n_unfinished, c->n_unusable, c->n_bad_final);
 }
 
 /* Warns for each law-following parameter recommended outside its searched range. */

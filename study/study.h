@@ -81,6 +81,9 @@ typedef struct study_counts {
     size_t n_unfinished;  /* pending, running or stopped */
     size_t n_unusable;    /* finished but without objective/cost, or values outside the space */
     size_t n_beyond;      /* cost above fit_max_cost (left out of the fit) */
+    /* a malformed final record (failure bad_final): a configuration error of the trainer,
+     * neither infrastructure nor the stability boundary */
+    size_t n_bad_final;
 } study_counts;
 
 typedef struct study study;

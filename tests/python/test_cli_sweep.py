@@ -286,6 +286,27 @@ class TestCliSweep(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("finished with 0 successful runs of 2 (0 failed, 2 infrastructure", r.stderr)
 
+    def test_bad_final_is_a_trainer_error(self):
+        # a final record whose objective is a string: 2 runs (fewer than the 5 that stop a
+        # sweep), each ended at once; the closing message names the trainer, not infrastructure
+        bad = TOY.replace("'val_loss': (x - 1) ** 2 + 2", "'val_loss': 'low'")
+        p = self.write("b.yaml", bad % ("b", 2))
+        r = cli("sweep", "launch", p, "--db", self.db)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("sweep 'b': 2 of 2 runs printed a malformed final record (a configuration "
+                      "error of the trainer, not infrastructure): run 2 attempt 1: bad_final "
+                      "('val_loss' is not a number in the final record: {\"event\": \"final\", "
+                      "\"val_loss\": \"low\"", r.stderr)
+        self.assertNotIn("infrastructure failures", r.stderr)
+        st = json.loads(cli("sweep", "status", "--db", self.db, "--json", check=True).stdout)
+        self.assertEqual((st["runs"]["infra_failed"], st["runs"]["bad_final"]), (2, 2))
+        self.assertEqual(st["attempts"], 2)  # not retried
+        r = cli("sweep", "status", "--db", self.db, check=True)
+        self.assertIn("2 of the infra_failed printed a malformed final record", r.stdout)
+        r = cli("sweep", "resume", "b", "--db", self.db)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("2 of 2 runs printed a malformed final record", r.stderr)
+
     def test_sigpipe_stops_cleanly(self):
         p = self.write("toy.yaml", TOY % ("piped", 50))
         sh = "'%s' sweep launch '%s' --db '%s' 2>'%s/err' | head -n 1; echo \"rc=${PIPESTATUS[0]}\"" % (

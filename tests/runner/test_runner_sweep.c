@@ -166,6 +166,18 @@ static void test_kinds(void)
     CHECK(tu_query(tu_path("kinds.db"),
                    "SELECT count(*) FROM events WHERE message LIKE '%bad_final (''flops'' is not "
                    "a positive number in the final record: %\"flops\": -1}%'") == 1);
+    /* counted as what it is, a configuration error of the trainer, with the line */
+    runner_store *bs = NULL;
+    runner_status bst;
+    memset(&bst, 0, sizeof(bst));
+    CHECK_ST(runner_store_open(tu_path("kinds.db"), &bs, NULL), ST_OK);
+    CHECK_ST(bs ? runner_store_status(bs, "k_negcost", &bst) : ST_EINTERNAL, ST_OK);
+    CHECK(bst.n_bad_final == 1 && bst.n_by_status[RUNNER_RUN_INFRA_FAILED] == 1);
+    CHECK(strstr(bst.bad_final, "bad_final ('flops' is not a positive number in the final "
+                                "record: {") != NULL);
+    CHECK_ST(bs ? runner_store_status(bs, "k_crash", &bst) : ST_EINTERNAL, ST_OK);
+    CHECK(bst.n_bad_final == 0 && bst.bad_final[0] == '\0');
+    runner_store_close(bs);
     check_kind("k_hang", "--mode, hang",
                "timeouts: {no_metrics_seconds: 0.3, kill_grace_seconds: 0.2}\n",
                RUNNER_RUN_INFRA_FAILED, RUNNER_FAIL_HANG, 2);

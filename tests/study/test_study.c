@@ -154,6 +154,8 @@ static runner_sweep *make_sweep(int junk)
         }
         if (junk && i % 30 == 1) {
             add_run(w, RUNNER_RUN_INFRA_FAILED, RUNNER_FAIL_NODE, x, NAN, NAN);
+            /* a malformed final record: the trainer's configuration error, never the boundary */
+            add_run(w, RUNNER_RUN_INFRA_FAILED, RUNNER_FAIL_BAD_FINAL, x, NAN, NAN);
             add_run(w, RUNNER_RUN_FAILED, RUNNER_FAIL_OOM, x, NAN, NAN);
             add_run(w, RUNNER_RUN_STOPPED, RUNNER_FAIL_STOPPED, x, NAN, NAN);
             add_run(w, RUNNER_RUN_RUNNING, RUNNER_FAIL_NONE, x, NAN, NAN);
@@ -194,7 +196,7 @@ static void test_failure_kinds(void)
     const study_counts *ca = study_get_counts(a), *cb = study_get_counts(b);
     CHECK(cb->n_used == ca->n_used && cb->n_diverged == ca->n_diverged);
     CHECK(cb->n_over_budget == 18 && cb->n_infra == 3 && cb->n_resource == 3 &&
-          cb->n_unfinished == 6);
+          cb->n_unfinished == 6 && cb->n_bad_final == 3 && ca->n_bad_final == 0);
     size_t P = fit_xp_n_params(study_engine(a));
     CHECK(P == 5); /* the fixed seq_len is not fitted */
     CHECK(memcmp(ra.value, rb.value, P * sizeof(double)) == 0);

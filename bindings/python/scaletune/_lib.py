@@ -266,6 +266,8 @@ class RunnerStatus(Structure):
         ("heartbeat", c_double),
         ("created", c_double),
         ("last_ended", c_double),
+        ("n_bad_final", c_size_t),
+        ("bad_final", c_char * 384),
     ]
 
 
