@@ -221,6 +221,10 @@ st_status fit_xp_chinchilla(const fit_xp *xp, double natural[5], fit_alloc *allo
  * coef[2] ln D with the hyperparameters it is coupled to (those before it: batch, then lr) at
  * their sweep means; curv, sat: the penalty k (1 - exp(-curv u^2 / k)), k = sat, u = b - b_opt. */
 st_status fit_xp_hp_law(const fit_xp *xp, size_t i, double coef[3], double *curv, double *sat);
+/* Coupling of hyperparameter i's optimum to hyperparameter j (both parameter indices): d b_i* /
+ * d b_j in basic coordinates, j modelled before i (batch, then lr, then the others).
+ * ST_ENOTFOUND when either is not modelled or j does not come before i. */
+st_status fit_xp_hp_coupling(const fit_xp *xp, size_t i, size_t j, double *t);
 /* Stability boundary: P(diverge) = 1 / (1 + exp(-(g[0] + g[1] ln lr + g[2] ln N + g[3] w))),
  * w the basic coordinate of the warmup-like parameter (0 when none). ST_ENOTFOUND without
  * a learning rate. */

@@ -88,14 +88,24 @@ static const double START_EXP[] = {0.2, 0.35, 0.6};
  *  batch: StepLaw D^0.57 (no N); DeepSeek LLM C^0.33 (N^0.33 D^0.33); Bergsma et al. (2025,
  *         "Power Lines") D^0.4-0.5 near fixed tokens per parameter.
  * The means sit inside these, the sds cover them at about 1.5 sd. */
-#define LR_PRIOR_SLOPE_N    (-0.4)
-#define LR_PRIOR_SLOPE_N_SD 0.3
-#define LR_PRIOR_SLOPE_D    0.05
-#define LR_PRIOR_SLOPE_D_SD 0.25
-#define BS_PRIOR_SLOPE_N    0.1
-#define BS_PRIOR_SLOPE_N_SD 0.25
-#define BS_PRIOR_SLOPE_D    0.4
-#define BS_PRIOR_SLOPE_D_SD 0.2
+#define LR_PRIOR_SLOPE_N     (-0.4)
+#define LR_PRIOR_SLOPE_N_SD  0.3
+#define LR_PRIOR_SLOPE_D     0.05
+#define LR_PRIOR_SLOPE_D_SD  0.25
+/* The learning rate's coupling to a log-scaled batch (d ln lr_opt / d ln B at fixed N and D): for
+ * Adam the square-root rule (Malladi et al. 2022, "On the SDEs and scaling rules for adaptive
+ * gradient algorithms"), up to linear below the critical batch (Goyal et al. 2017 for SGD) and
+ * falling past the "surge" peak (Li et al. 2024, "Surge phenomenon in optimal learning rate and
+ * batch size scaling"): mean 0.5, sd 0.5. Unconstrained, the coupling took the N and D slopes'
+ * place on sweeps crowded under a cost cap: -1.59 on bench-extrapolate's world 13, which made the
+ * learning rate's path slope -1.24 (the world's: -0.52), pulled the stability boundary down with
+ * it through the slope tie, and held the recommended lr at 0.13x its optimum (6.4% regret). */
+#define LR_PRIOR_ON_BATCH    0.5
+#define LR_PRIOR_ON_BATCH_SD 0.5
+#define BS_PRIOR_SLOPE_N     0.1
+#define BS_PRIOR_SLOPE_N_SD  0.25
+#define BS_PRIOR_SLOPE_D     0.4
+#define BS_PRIOR_SLOPE_D_SD  0.2
 
 /* Other hyperparameters (a weight decay under its timescale prior and a warmup aside): their
  * optima move with N or D only as far as the data says, a prior of mean 0 and this sd on both
@@ -144,14 +154,21 @@ static void icpt_prior_set(const fit_xp *xp, xp_jm_data *d, size_t k, double sca
               scale * ICPT_PRIOR_HALF_RANGES * 0.5 * (hi - lo), sigma);
 }
 
-/* The warmup prior (WU_PRIOR_*) on hyper k, when a log-scaled batch is modelled before it. */
-static void wu_prior_set(const fit_xp *xp, xp_jm_data *d, size_t k, double sd, double sigma)
+/* The hyper before hyper k that is a log-scaled batch, NONE if none. */
+static size_t log_batch_before(const fit_xp *xp, size_t k)
 {
     const xp_model *m = &xp->m;
     size_t kb = NONE;
     for (size_t q = 0; q < k; q++)
         if (xp->role[m->hp_param[q]] == FIT_XP_BATCH && xp->par[m->hp_param[q]].space == FIT_XP_LOG)
             kb = q;
+    return kb;
+}
+
+/* The warmup prior (WU_PRIOR_*) on hyper k, when a log-scaled batch is modelled before it. */
+static void wu_prior_set(const fit_xp *xp, xp_jm_data *d, size_t k, double sd, double sigma)
+{
+    size_t kb = log_batch_before(xp, k);
     if (kb == NONE)
         return;
     prior_set(d, k, XP_HP_SLOPE_N, WU_PRIOR_SLOPE_N, sd, sigma);
@@ -176,6 +193,10 @@ static void law_priors_set(const fit_xp *xp, xp_jm_data *d, size_t k_wd, double 
         if (r == FIT_XP_LR && lg) {
             prior_set(d, k, XP_HP_SLOPE_N, LR_PRIOR_SLOPE_N, sc * LR_PRIOR_SLOPE_N_SD, sigma);
             prior_set(d, k, XP_HP_SLOPE_D, LR_PRIOR_SLOPE_D, sc * LR_PRIOR_SLOPE_D_SD, sigma);
+            size_t kb = log_batch_before(xp, k);
+            if (kb != NONE)
+                prior_set(d, k, XP_HP_COUPLING + kb, LR_PRIOR_ON_BATCH, sc * LR_PRIOR_ON_BATCH_SD,
+                          sigma);
         } else if (r == FIT_XP_BATCH && lg) {
             prior_set(d, k, XP_HP_SLOPE_N, BS_PRIOR_SLOPE_N, sc * BS_PRIOR_SLOPE_N_SD, sigma);
             prior_set(d, k, XP_HP_SLOPE_D, BS_PRIOR_SLOPE_D, sc * BS_PRIOR_SLOPE_D_SD, sigma);

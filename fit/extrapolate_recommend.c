@@ -503,6 +503,24 @@ st_status fit_xp_hp_law(const fit_xp *xp, size_t i, double coef[3], double *curv
     return ST_ENOTFOUND;
 }
 
+st_status fit_xp_hp_coupling(const fit_xp *xp, size_t i, size_t j, double *t)
+{
+    if (!xp || !xp->has_model || !t)
+        return ST_ENOTFOUND;
+    const xp_model *m = &xp->m;
+    size_t ki = NONE, kj = NONE;
+    for (size_t k = 0; k < m->n_hp; k++) {
+        if (m->hp_param[k] == i)
+            ki = k;
+        if (m->hp_param[k] == j)
+            kj = k;
+    }
+    if (ki == NONE || kj == NONE || kj >= ki)
+        return ST_ENOTFOUND;
+    *t = m->th[XP_HP_OFF(ki) + XP_HP_COUPLING + kj];
+    return ST_OK;
+}
+
 st_status fit_xp_divergence(const fit_xp *xp, double g[4])
 {
     if (!xp || !xp->has_model || !xp->m.has_div)

@@ -180,6 +180,13 @@ static json_t *hp_laws_json(const study *s)
         json_object_set_new(l, "slope_lnD", jnum(coef[2]));
         json_object_set_new(l, "curvature", jnum(curv));
         json_object_set_new(l, "saturation", jnum(sat));
+        json_t *cp = json_object();
+        for (size_t q = 0; q < s->P; q++) {
+            double t;
+            if (fit_xp_hp_coupling(s->xp, j, q, &t) == ST_OK)
+                json_object_set_new(cp, s->par[q].name, jnum(t));
+        }
+        json_object_set_new(l, "couplings", cp);
         json_object_set_new(hp, s->par[j].name, l);
     }
     return hp;

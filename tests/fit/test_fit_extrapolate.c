@@ -193,13 +193,13 @@ static void test_model_recovery(void)
     CHECK(R == 20);
     double ll[20], pdr[20], sig = NAN, mean = 0, var = 0, pm = 0;
     CHECK_ST(fit_xp_predict_replicates(xp, &x[3 * i0], NAN, NAN, ll, pdr, &sig), ST_OK);
-    for (size_t r = 0; r < R; r++) {
-        CHECK_ABS(ll[r], log(obj[i0]), 5e-3);
-        mean += ll[r] / (double)R;
-        pm += pdr[r] / (double)R;
+    for (size_t q = 0; q < R; q++) {
+        CHECK_ABS(ll[q], log(obj[i0]), 5e-3);
+        mean += ll[q] / (double)R;
+        pm += pdr[q] / (double)R;
     }
-    for (size_t r = 0; r < R; r++)
-        var += (ll[r] - mean) * (ll[r] - mean) / (double)(R - 1);
+    for (size_t q = 0; q < R; q++)
+        var += (ll[q] - mean) * (ll[q] - mean) / (double)(R - 1);
     double med[20];
     memcpy(med, ll, sizeof(med));
     for (size_t a1 = 0; a1 < R; a1++) /* insertion sort: the median by hand */
