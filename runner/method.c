@@ -84,6 +84,10 @@ static st_status grid_point(const runner_config *cfg, size_t index, double *x, c
     size_t distinct = 0;
     for (size_t k = 0; k < total; k++)
         distinct += (size_t)combination(cfg, k, w);
+    if (distinct == 0) {
+        free(w);
+        return st_errf(errmsg, ST_EINVAL, "the grid has no valid combination of values");
+    }
     size_t want = index % distinct, seen = 0;
     for (size_t k = 0; k < total; k++)
         if (combination(cfg, k, w) && seen++ == want)
