@@ -88,6 +88,18 @@ endef
 # slower (spinning threads), see docs/algorithms/carbs.md
 bench-carbs: $(BUILD)/bench/bench_carbs
 	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} $(BUILD)/bench/bench_carbs
+# issue 22 item 6: how often Bayesian suggestions sit at a bound (docs/algorithms/carbs.md)
+$(BUILD)/bench/bench_bounds: $(BUILD)/bench/bench_bounds.o $(BUILD)/bench/sim.o $(STATIC)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+bench-bounds: $(BUILD)/bench/bench_bounds
+	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} $(BUILD)/bench/bench_bounds --evals 100
+# issue 22: Optuna's samplers (scripts/install-deps --bench) in the same run as scaletune, on a
+# categorical Branin and on suggest latency; without Optuna they exit 1 (recorded by make bench)
+bench-categorical: all
+	PYTHONPATH=bindings/python OPENBLAS_NUM_THREADS=1 $(BENCH_PY) bench/bench_categorical.py
+bench-ask-latency: all
+	PYTHONPATH=bindings/python OPENBLAS_NUM_THREADS=1 $(BENCH_PY) bench/bench_ask_latency.py
+.PHONY: bench-bounds bench-categorical bench-ask-latency
 
 # ---- fit -----------------------------------------------------------------------------------
 bench-fit: $(BUILD)/bench/bench_fit
@@ -328,7 +340,8 @@ bench-compare: $(BUILD)/bench/compare
 	  --out $(BUILD)/bench/compare.json $(BENCH_COMPARE_FLAGS)
 # make bench: every module's benchmark (a missing or failing one is recorded, not fatal), then the
 # comparisons; bench/results/latest.json (with `ratios`) and latest.md gather the numbers.
-BENCH_SUITES := bench-carbs bench-fit bench-trainer bench-runner
+BENCH_SUITES := bench-carbs bench-fit bench-trainer bench-runner bench-bounds bench-categorical \
+                bench-ask-latency
 bench: $(BUILD)/bench/compare $(BUILD)/bench/compare_report
 	@rm -rf $(BUILD)/bench/logs; mkdir -p $(BUILD)/bench/logs bench/results
 	@for b in $(BENCH_SUITES); do \

@@ -50,4 +50,4 @@ for n in (30, int(sys.argv[1]) if len(sys.argv) > 1 else 1000):
     tpe = op_lat(n, optuna.samplers.TPESampler(seed=1))
     cma = op_lat(n, optuna.samplers.CmaEsSampler(seed=1))
     print("n=%d  scaletune suggest %.4f s  optuna TPE ask %.4f s  CMA-ES ask %.4f s  scaletune / TPE %.2f  (filling the history took %.0f s)" % (n, s, tpe, cma, s / tpe, w0))
-    print("BENCH ask_latency.vs_tpe[n=%d] %.3f" % (n, s / tpe))
+    print("BENCH ask_latency.vs_tpe n=%d %.3f" % (n, s / tpe))

@@ -118,7 +118,40 @@ def _load():
     )
 
 
-lib, path = _load()
+def _blas_coretype():
+    """OPENBLAS_CORETYPE for the OpenBLAS that libscaletune loads, or None to leave it alone.
+    OpenBLAS before 0.3.25 falls back to its SSE3 'Prescott' kernels on CPUs it does not know
+    (OpenMathLib/OpenBLAS#4267; Debian bookworm has 0.3.21, which takes a Sapphire Rapids Xeon
+    for one): on such a machine suggest took 1.5x as long at n = 1000 (docs/benchmarks.md
+    section 10), with the same suggestions. So where the CPU has AVX2 and FMA, the user has not
+    chosen a core type and no OpenBLAS is loaded yet, its Haswell kernels are asked for."""
+    if os.environ.get("OPENBLAS_CORETYPE") or os.environ.get("SCALETUNE_BLAS_AUTO") == "0":
+        return None
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((ln.split() for ln in f if ln.startswith("flags")), [])
+        with open("/proc/self/maps") as f:
+            if any("libopenblas" in ln for ln in f):
+                return None  # already initialised: the variable would change nothing
+    except OSError:
+        return None
+    return "Haswell" if "avx2" in flags and "fma" in flags else None
+
+
+def _load_with_coretype():
+    """_load() with OPENBLAS_CORETYPE set while the library (and OpenBLAS) loads, then
+    removed, so that processes started later (trainers) do not inherit it."""
+    ct = _blas_coretype()
+    if ct:
+        os.environ["OPENBLAS_CORETYPE"] = ct
+    try:
+        return _load()
+    finally:
+        if ct:
+            del os.environ["OPENBLAS_CORETYPE"]
+
+
+lib, path = _load_with_coretype()
 
 # ---- structures (mirrors of the public headers) -------------------------------------------
 
