@@ -29,10 +29,21 @@ int cli_fit_sweep_table(const char *db, const char *sweep, char *dir, size_t dca
                         size_t cap);
 
 /* cli/emit_run.c: the recommended run of a study that has run, as a one-run sweep file (what
- * "yaml"; its name `name`, NULL: "<sweep>-large") or a shell command line ("command"), on f.
- * 0, or 1 when writing failed. */
+ * "yaml") or a shell command line ("command"), on f. o: the sweep file's name (NULL:
+ * "<sweep>-large"), "NAME=VALUE" overrides of parameters (NAME must be a parameter of the
+ * sweep: cli_emit_check), the significant digits of non-integer values (0: 8). 0, or 1 when
+ * writing failed. */
+#define CLI_EMIT_MAX_SET 32
+typedef struct cli_emit_options {
+    const char *name;
+    const char *set[CLI_EMIT_MAX_SET];
+    size_t n_set;
+    int digits;
+} cli_emit_options;
 struct study;
-int cli_emit_run(const struct study *st, const char *what, const char *name, FILE *f);
+int cli_emit_run(const struct study *st, const char *what, const cli_emit_options *o, FILE *f);
+/* 0, or 2 after printing the error when a --set override names no parameter of the sweep. */
+int cli_emit_check(const struct study *st, const cli_emit_options *o);
 
 /* cli/cmd_fit.c: `scaletune fit` and `scaletune fit allocate`. */
 int cmd_fit(int argc, char **argv);

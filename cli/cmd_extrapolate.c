@@ -53,6 +53,12 @@ static void usage(FILE *f)
                "                        one-run sweep file (all parameters fixed) or a shell\n"
                "                        command line (nothing is printed when refused)\n"
                "  --name NAME           --emit yaml: the run's sweep name (default SWEEP-large)\n"
+               "  --set NAME=VALUE      --emit: parameter NAME takes VALUE in the emitted run\n"
+               "                        instead of its recommended or fixed value (repeatable)\n"
+               "  --digits N            --emit: significant digits of non-integer values\n"
+               "                        (default 8)\n"
+               "  --emit-out FILE       write the --emit output to FILE; stdout keeps the text\n"
+               "                        (or --json)\n"
                "  --out FILE            also write the JSON to FILE\n\n"
                "exit status: 0 recommended, 1 the work failed (no store, too few runs),\n"
                "2 bad usage, 3 refused: no setting meets the P(diverge) limit (the reason and\n"
@@ -60,7 +66,8 @@ static void usage(FILE *f)
 }
 
 typedef struct args {
-    const char *db, *sweep, *config, *out, *emit, *emit_name;
+    const char *db, *sweep, *config, *out, *emit, *emit_name, *emit_out;
+    cli_emit_options eo;
     double compute, factor;
     int json, allow_unsafe, no_backtest, curves;
     fit_xp_options o;
@@ -143,7 +150,23 @@ static int parse_args(int argc, char **argv, args *a)
             a->emit = v;
         } else if (!strcmp(s, "--name"))
             a->emit_name = v;
-        else if (!strcmp(s, "--compute") || !strcmp(s, "--factor")) {
+        else if (!strcmp(s, "--emit-out"))
+            a->emit_out = v;
+        else if (!strcmp(s, "--set")) {
+            const char *eq = strchr(v, '=');
+            if (!eq || eq == v || !eq[1] || a->eo.n_set >= CLI_EMIT_MAX_SET) {
+                cli_error("e.g. --set seed=1337 (a parameter of the sweep)",
+                          "--set: cannot read '%s'", v);
+                return 2;
+            }
+            a->eo.set[a->eo.n_set++] = v;
+        } else if (!strcmp(s, "--digits")) {
+            if (!parse_double(v, &d) || d != floor(d) || d < 1 || d > 17) {
+                cli_error(NULL, "--digits: '%s' is not an integer in 1..17", v);
+                return 2;
+            }
+            a->eo.digits = (int)d;
+        } else if (!strcmp(s, "--compute") || !strcmp(s, "--factor")) {
             if (!parse_double(v, &d) || !(d > 0)) {
                 cli_error(NULL, "%s: '%s' is not a positive number", s, v);
                 return 2;
@@ -215,7 +238,12 @@ static int parse_args(int argc, char **argv, args *a)
         cli_error("scaletune extrapolate --db FILE --sweep NAME --compute C", "--db is required");
         return 2;
     }
-    if (a->emit && a->json) {
+    if ((a->emit_out || a->eo.n_set || a->eo.digits) && !a->emit) {
+        cli_error("e.g. --emit yaml --emit-out large.yaml",
+                  "--emit-out, --set and --digits need --emit");
+        return 2;
+    }
+    if (a->emit && a->json && !a->emit_out) {
         cli_error("--out FILE writes the JSON while --emit prints the run",
                   "--emit and --json both print to stdout: choose one");
         return 2;
@@ -351,9 +379,24 @@ static int emit(const study *st, const args *a)
             rc = 1;
         }
     }
-    if (a->emit) {
-        if (study_safe(st) || a->allow_unsafe)
-            rc |= cli_emit_run(st, a->emit, a->emit_name, stdout);
+    if (a->emit && (study_safe(st) || a->allow_unsafe)) {
+        cli_emit_options eo = a->eo;
+        eo.name = a->emit_name;
+        if (a->emit_out) {
+            FILE *f = fopen(a->emit_out, "w");
+            int bad = !f || cli_emit_run(st, a->emit, &eo, f);
+            if (f && fclose(f) != 0)
+                bad = 1;
+            if (bad) {
+                cli_error(NULL, "cannot write %s", a->emit_out);
+                rc = 1;
+            }
+        } else {
+            rc |= cli_emit_run(st, a->emit, &eo, stdout);
+        }
+    }
+    if (a->emit && !a->emit_out) {
+        /* the run was printed instead of the text */
     } else if (a->json) {
         printf("%s\n", text);
     } else {
@@ -389,6 +432,11 @@ int cmd_extrapolate(int argc, char **argv)
                   "%s", em);
         runner_config_destroy(cfg);
         return s == ST_EINVAL && a.n_roles ? 2 : 1;
+    }
+    if (a.emit && (rc = cli_emit_check(st, &a.eo)) != 0) {
+        study_destroy(st);
+        runner_config_destroy(cfg);
+        return rc;
     }
     s = study_run(st);
     if (s != ST_OK) {

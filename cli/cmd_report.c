@@ -3,6 +3,7 @@
  * page, and optionally the same numbers as JSON, CSV and Markdown. A thin layer over
  * report/report.h (public header only): parse flags, create the report, write the files.
  */
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,9 @@ static void usage(FILE *f)
             "  --fit-max-cost C      runs costing more are left out of the fits and shown as\n"
             "                        predicted against actual\n"
             "  --validate-sweep NAME a sweep of the same store whose runs are all beyond the fit\n"
+            "  --expect XP.json      scaletune extrapolate --json output: the validation run is\n"
+            "                        held to its predicted objective and interval, and its\n"
+            "                        compute is the default --compute\n"
             "  --bootstrap N         bootstrap replicates for the bands (default 200; 0: none)\n"
             "  --seed S              bootstrap seed (default 42)\n"
             "  --level L             central probability of the bands (default 0.9)\n"
@@ -68,6 +72,50 @@ static int parse_count(const char *flag, const char *s, unsigned long long *v)
     return 1;
 }
 
+/* predicted.{objective, lo, hi} and compute of `scaletune extrapolate --json` output. */
+static int read_expect(const char *path, report_options *o, double *compute)
+{
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    json_t *p = json_object_get(j, "predicted");
+    json_t *ob = json_object_get(p, "objective"), *lo = json_object_get(p, "lo"),
+           *hi = json_object_get(p, "hi"), *c = json_object_get(j, "compute");
+    int ok = json_is_number(ob) && json_is_number(lo) && json_is_number(hi);
+    if (ok) {
+        o->expect_objective = json_number_value(ob);
+        o->expect_lo = json_number_value(lo);
+        o->expect_hi = json_number_value(hi);
+        ok = o->expect_lo <= o->expect_objective && o->expect_objective <= o->expect_hi;
+        *compute = json_is_number(c) ? json_number_value(c) : 0;
+    }
+    if (!ok)
+        cli_error("write it with 'scaletune extrapolate ... --out FILE'",
+                  "%s: no predicted objective and interval (predicted.objective, .lo, .hi)%s%s",
+                  path, j ? "" : ": ", j ? "" : je.text);
+    json_decref(j);
+    return ok;
+}
+
+/* The validation run against its prediction, one line on stdout. */
+static void print_validation(const report *r, double level)
+{
+    report_validation_info v;
+    if (!report_validation(r, &v))
+        return;
+    printf("validation: run %lld", (long long)v.run);
+    if (isfinite(v.cost) && isfinite(v.largest_fitted_cost))
+        printf(" (cost %.4g, %.2fx the costliest fitted run)", v.cost,
+               v.cost / v.largest_fitted_cost);
+    printf(": %s %.4f, predicted %.4f", v.objective, v.actual, v.predicted);
+    if (isfinite(v.lo) && isfinite(v.hi))
+        printf(" [%.4f, %.4f] (%.0f%%)", v.lo, v.hi, 100 * level);
+    printf(" %s: error %+.2f%%", v.expected ? "before it ran (--expect)" : "at its own settings",
+           100 * (v.actual / v.predicted - 1));
+    if (isfinite(v.lo) && isfinite(v.hi))
+        printf(", %s the interval", v.actual >= v.lo && v.actual <= v.hi ? "inside" : "OUTSIDE");
+    printf("\n");
+}
+
 static int write_one(report *r, const char *what, const char *path,
                      st_status (*fn)(report *, const char *))
 {
@@ -85,7 +133,8 @@ static int write_one(report *r, const char *what, const char *path,
 
 int cmd_report(int argc, char **argv)
 {
-    const char *db = NULL, *sweep = NULL, *out = NULL, *json = NULL, *csv = NULL, *md = NULL;
+    const char *db = NULL, *sweep = NULL, *out = NULL, *json = NULL, *csv = NULL, *md = NULL,
+               *expect = NULL;
     report_options o = report_options_default();
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -122,6 +171,8 @@ int cmd_report(int argc, char **argv)
             o.fit_max_cost = d;
         } else if (!strcmp(a, "--validate-sweep")) {
             o.validate_sweep = v;
+        } else if (!strcmp(a, "--expect")) {
+            expect = v;
         } else if (!strcmp(a, "--bootstrap")) {
             if (!parse_count(a, v, &u))
                 return 2;
@@ -159,6 +210,11 @@ int cmd_report(int argc, char **argv)
                   "--db and --out are required");
         return 2;
     }
+    double xp_compute = 0;
+    if (expect && !read_expect(expect, &o, &xp_compute))
+        return 1;
+    if (o.target_compute == 0 && xp_compute > 0 && isfinite(xp_compute))
+        o.target_compute = xp_compute;
     report *r = NULL;
     char em[ST_ERRMSG_MAX];
     st_status rc = report_create(db, sweep, &o, &r, em);
@@ -174,6 +230,8 @@ int cmd_report(int argc, char **argv)
     if (!bad)
         printf("%zu runs, %zu on the Pareto front, %zu beyond the fit, %zu figures\n",
                report_n_runs(r), report_n_pareto(r), report_n_beyond(r), report_n_figures(r));
+    if (!bad)
+        print_validation(r, o.band_level);
     report_destroy(r);
     return bad ? 1 : 0;
 }

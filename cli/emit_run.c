@@ -3,7 +3,8 @@
  * launch, as a one-run sweep file (every parameter fixed: the recommended values, fixed ones as
  * written; the sweep's command, environment, working directory, objective, cost metric, retries
  * and no-metrics timeout; no wall timeout and no cost cap, which were the small runs') or as one
- * shell command line (the command template expanded with those values). Built on the public
+ * shell command line (the command template expanded with those values); --set overrides a
+ * parameter's value, --digits the precision. Built on the public
  * headers only; it does not know how the recommendation was made.
  */
 #include <math.h>
@@ -34,15 +35,38 @@ static double value_of(const study *st, const fit_xp_result *res, size_t i)
     return v;
 }
 
-static void format_value(const study *st, const fit_xp_result *res, size_t i, char *buf, size_t cap)
+/* The VALUE of a NAME=VALUE override of parameter `name`, or NULL. */
+static const char *override_of(const cli_emit_options *o, const char *name)
+{
+    const char *v = NULL;
+    size_t l = strlen(name);
+    for (size_t k = 0; k < o->n_set; k++)
+        if (!strncmp(o->set[k], name, l) && o->set[k][l] == '=')
+            v = o->set[k] + l + 1; /* the last one wins */
+    return v;
+}
+
+/* 1 if s is a number as a whole (then written unquoted). */
+static int is_number(const char *s)
+{
+    char *end;
+    (void)strtod(s, &end);
+    return end != s && *end == '\0';
+}
+
+static void format_value(const study *st, const fit_xp_result *res, const cli_emit_options *o,
+                         size_t i, char *buf, size_t cap)
 {
     const runner_param_spec *ps = &study_sweep(st)->cfg->params[i];
-    if (ps->is_fixed)
+    const char *ov = override_of(o, ps->p.name);
+    if (ov)
+        snprintf(buf, cap, "%s", ov);
+    else if (ps->is_fixed)
         snprintf(buf, cap, "%s", ps->fixed_text);
     else if (ps->p.is_integer)
         snprintf(buf, cap, "%.0f", value_of(st, res, i));
     else
-        snprintf(buf, cap, "%.8g", value_of(st, res, i));
+        snprintf(buf, cap, "%.*g", o->digits > 0 ? o->digits : 8, value_of(st, res, i));
 }
 
 /* A YAML double-quoted scalar. */
@@ -57,7 +81,8 @@ static void yq(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static void emit_yaml(FILE *f, const study *st, const fit_xp_result *res, const char *name)
+static void emit_yaml(FILE *f, const study *st, const fit_xp_result *res, const cli_emit_options *o,
+                      const char *name)
 {
     const runner_config *c = study_sweep(st)->cfg;
     fprintf(f,
@@ -95,8 +120,13 @@ static void emit_yaml(FILE *f, const study *st, const fit_xp_result *res, const 
     fprintf(f, "}\nparameters:\n");
     for (size_t i = 0; i < c->n_params; i++) {
         char v[128];
-        format_value(st, res, i, v, sizeof(v));
-        fprintf(f, "  %s: {value: %s}\n", c->params[i].p.name, v);
+        format_value(st, res, o, i, v, sizeof(v));
+        fprintf(f, "  %s: {value: ", c->params[i].p.name);
+        if (override_of(o, c->params[i].p.name) && !is_number(v))
+            yq(f, v);
+        else
+            fputs(v, f);
+        fputs("}\n", f);
     }
     fprintf(f, "budget: {runs: 1}\nparallel: 1\n");
     fprintf(f, "retries: {infrastructure: %u, backoff_seconds: %g}\n", c->retries,
@@ -111,7 +141,8 @@ static void emit_yaml(FILE *f, const study *st, const fit_xp_result *res, const 
 
 /* One argument of the command with {param} placeholders replaced; {_run} and {_attempt} are 1,
  * {_dir} is "."; {{ and }} are braces. */
-static void expand(const study *st, const fit_xp_result *res, const char *t, char *out, size_t cap)
+static void expand(const study *st, const fit_xp_result *res, const cli_emit_options *o,
+                   const char *t, char *out, size_t cap)
 {
     const runner_config *c = study_sweep(st)->cfg;
     size_t n = 0;
@@ -135,7 +166,7 @@ static void expand(const study *st, const fit_xp_result *res, const char *t, cha
             snprintf(v, sizeof(v), ".");
         for (size_t i = 0; i < c->n_params && !v[0]; i++)
             if (strlen(c->params[i].p.name) == l && !strncmp(p + 1, c->params[i].p.name, l))
-                format_value(st, res, i, v, sizeof(v));
+                format_value(st, res, o, i, v, sizeof(v));
         n += (size_t)snprintf(out + n, cap - n, "%s", v);
         if (n >= cap)
             n = cap - 1;
@@ -164,7 +195,8 @@ static void shell_word(FILE *f, const char *s)
     fputc('\'', f);
 }
 
-static void emit_command(FILE *f, const study *st, const fit_xp_result *res)
+static void emit_command(FILE *f, const study *st, const fit_xp_result *res,
+                         const cli_emit_options *o)
 {
     const runner_config *c = study_sweep(st)->cfg;
     char buf[8192];
@@ -176,27 +208,50 @@ static void emit_command(FILE *f, const study *st, const fit_xp_result *res)
     if (c->n_env)
         fputs("env ", f);
     for (size_t i = 0; i < c->n_env; i++) {
-        expand(st, res, c->env[i], buf, sizeof(buf));
+        expand(st, res, o, c->env[i], buf, sizeof(buf));
         shell_word(f, buf);
         fputc(' ', f);
     }
     for (size_t i = 0; i < c->argc; i++) {
-        expand(st, res, c->argv[i], buf, sizeof(buf));
+        expand(st, res, o, c->argv[i], buf, sizeof(buf));
         fputs(i ? " " : "", f);
         shell_word(f, buf);
     }
     fputc('\n', f);
 }
 
-int cli_emit_run(const study *st, const char *what, const char *name, FILE *f)
+int cli_emit_check(const study *st, const cli_emit_options *o)
 {
+    const runner_config *c = study_sweep(st)->cfg;
+    for (size_t k = 0; k < o->n_set; k++) {
+        size_t l = (size_t)(strchr(o->set[k], '=') - o->set[k]);
+        int found = 0;
+        for (size_t i = 0; i < c->n_params && !found; i++)
+            found = strlen(c->params[i].p.name) == l && !strncmp(c->params[i].p.name, o->set[k], l);
+        if (!found) {
+            char hint[512] = "the sweep's parameters:";
+            for (size_t i = 0; i < c->n_params; i++) {
+                size_t n = strlen(hint);
+                snprintf(hint + n, sizeof(hint) - n, " %s", c->params[i].p.name);
+            }
+            cli_error(hint, "--set %.*s: sweep '%s' has no parameter '%.*s'", (int)l, o->set[k],
+                      c->name, (int)l, o->set[k]);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+int cli_emit_run(const study *st, const char *what, const cli_emit_options *o, FILE *f)
+{
+    const char *name = o->name;
     fit_xp_result res;
     fit_xp_get_result(study_engine(st), &res);
     char nm[160];
     snprintf(nm, sizeof(nm), "%s-large", study_sweep(st)->cfg->name);
     if (!strcmp(what, "yaml"))
-        emit_yaml(f, st, &res, name ? name : nm);
+        emit_yaml(f, st, &res, o, name ? name : nm);
     else
-        emit_command(f, st, &res);
+        emit_command(f, st, &res, o);
     return fflush(f) != 0;
 }

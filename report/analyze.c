@@ -142,7 +142,8 @@ static void predict_beyond(report *r)
                 r->o.n_boot == 0)
                 u->pred_lo = u->pred_hi = NAN;
         }
-        if (u->succeeded && u->cost > vcost && isfinite(u->pred)) {
+        int expect = u->validation && isfinite(r->o.expect_objective);
+        if (u->succeeded && u->cost > vcost && (isfinite(u->pred) || expect)) {
             vcost = u->cost;
             r->has_validation = 1;
             r->val_run = u->id;
@@ -150,6 +151,16 @@ static void predict_beyond(report *r)
             r->val_pred = u->pred;
             r->val_lo = u->pred_lo;
             r->val_hi = u->pred_hi;
+            r->val_expected = expect;
+        }
+    }
+    /* held to the prediction written before it ran: the tables and figures show that one */
+    for (size_t i = 0; r->val_expected && i < r->n_runs; i++) {
+        rp_run *u = &r->runs[i];
+        if (u->validation && u->id == r->val_run) {
+            u->pred = r->val_pred = r->o.expect_objective;
+            u->pred_lo = r->val_lo = r->o.expect_lo;
+            u->pred_hi = r->val_hi = r->o.expect_hi;
         }
     }
 }

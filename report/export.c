@@ -200,6 +200,7 @@ report_options report_options_default(void)
     o.seed = 42;
     o.band_level = 0.9;
     o.title = NULL;
+    o.expect_objective = o.expect_lo = o.expect_hi = NAN;
     return o;
 }
 
@@ -321,6 +322,26 @@ size_t report_n_beyond(const report *r)
     for (size_t i = 0; i < r->n_runs; i++)
         n += r->runs[i].beyond;
     return n;
+}
+
+int report_validation(const report *r, report_validation_info *v)
+{
+    if (!r || !r->has_validation)
+        return 0;
+    memset(v, 0, sizeof(*v));
+    v->run = r->val_run;
+    v->objective = r->objective;
+    v->actual = r->val_actual;
+    v->predicted = r->val_pred;
+    v->lo = r->val_lo;
+    v->hi = r->val_hi;
+    v->cost = NAN;
+    for (size_t i = 0; i < r->n_runs; i++)
+        if (r->runs[i].beyond && r->runs[i].id == r->val_run)
+            v->cost = r->runs[i].cost;
+    v->largest_fitted_cost = r->cost_hi > 0 ? r->cost_hi : NAN;
+    v->expected = r->val_expected;
+    return 1;
 }
 
 size_t report_n_figures(const report *r)
@@ -484,6 +505,18 @@ st_status report_json_dup(report *r, char **out)
         json_object_set_new(v, "predicted", jnum(r->val_pred));
         json_object_set_new(v, "lo", jnum(r->val_lo));
         json_object_set_new(v, "hi", jnum(r->val_hi));
+        json_object_set_new(v, "level", jnum(r->o.band_level));
+        json_object_set_new(v, "rel_error", jnum(r->val_actual / r->val_pred - 1));
+        json_object_set_new(
+            v, "inside",
+            isfinite(r->val_lo) && isfinite(r->val_hi)
+                ? json_boolean(r->val_actual >= r->val_lo && r->val_actual <= r->val_hi)
+                : json_null());
+        json_object_set_new(v, "prediction", json_string(r->val_expected ? "expected" : "model"));
+        report_validation_info vi;
+        report_validation(r, &vi);
+        json_object_set_new(v, "cost", jnum(vi.cost));
+        json_object_set_new(v, "largest_fitted_cost", jnum(vi.largest_fitted_cost));
         json_object_set_new(root, "validation", v);
     }
     if (r->n_val_alerts) {

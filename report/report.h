@@ -54,6 +54,11 @@ typedef struct report_options {
      * model of every run when model size, tokens and a learning rate are known, else the front
      * laws), 1 front (CARBS' laws along the Pareto front), 2 model. */
     int method;
+    /* The prediction the validation run is held to, written before it ran (`scaletune
+     * extrapolate`'s predicted objective and interval): when finite, the costliest succeeded run
+     * of the validation sweep is compared with it instead of with the model at its own settings.
+     * Default NAN (none). */
+    double expect_objective, expect_lo, expect_hi;
 } report_options;
 
 /* The defaults above. */
@@ -81,6 +86,20 @@ size_t report_n_runs(const report *r);
 size_t report_n_pareto(const report *r);
 size_t report_n_beyond(const report *r);
 size_t report_n_figures(const report *r);
+
+/* The validation: the costliest succeeded run beyond the fit against its prediction. */
+typedef struct report_validation_info {
+    int64_t run;                /* its id */
+    const char *objective;      /* the objective's metric name (owned by the report) */
+    double actual;              /* its objective */
+    double predicted, lo, hi;   /* the prediction and its interval (NAN without a band) */
+    double cost;                /* its cost */
+    double largest_fitted_cost; /* the costliest fitted, finished run's cost */
+    int expected; /* 1: the prediction is report_options.expect_*, 0: the model's (or the front
+                     law's) at the run's own settings */
+} report_validation_info;
+/* 1 and *v filled when the report has a validation, else 0. */
+int report_validation(const report *r, report_validation_info *v);
 
 /*
  * The documents as NUL-terminated strings, freed with st_free(): the HTML page; JSON (an

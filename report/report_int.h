@@ -135,6 +135,7 @@ struct report {
     const char *rec_source;         /* static text */
     int has_validation;
     double val_actual, val_pred, val_lo, val_hi;
+    int val_expected; /* the validation holds the run to o.expect_* (written before it ran) */
     int64_t val_run;
     size_t n_figures;
 };

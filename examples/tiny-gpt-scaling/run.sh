@@ -3,8 +3,9 @@
 # tiny byte-level GPTs (width, depth, tokens, learning rate, weight decay; warmup fixed) designed
 # for the large run (study mode: `optimizer: {goal: extrapolate, target_factor: F}`) -> scaletune
 # fit -> scaletune extrapolate to F x the per-run cap -> that run trained with the recommended
-# settings (as a one-run sweep in the same store) -> scaletune report with predicted against
-# actual. `make demo` / `make demo-quick` run it.
+# settings (`extrapolate --emit yaml`: a one-run sweep of fixed parameters in the same store) ->
+# scaletune report with the large run against the prediction written before it ran
+# (`report --validate-sweep --expect`). `make demo` / `make demo-quick` run it. No inline Python.
 # The prediction is written (extrapolate.json) and printed before the large run starts and is not
 # changed. Idempotent: a finished sweep or large run is not run again (delete $E2E_DIR to start
 # over). Sizes come from environment variables (defaults: `make demo`, see docs/results.md):
@@ -15,7 +16,8 @@
 #   E2E_TOKENS_MIN (1e5)  E2E_TOKENS_MAX (2e6)  E2E_WARMUP (0.05; empty: searched)
 #   E2E_LR_MIN (1e-4)  E2E_LR_MAX (0.3)  E2E_WD (empty: weight decay searched 1e-3-0.5; a value: fixed)
 #   E2E_CURVES (0; 1: scaletune extrapolate --curves)
-#   E2E_SEED (3: the sweep's seed)  E2E_THREADS_LARGE (2)  E2E_BOOT (200)  E2E_OPTIMIZER (an optimizer block replacing the mode's)
+#   E2E_SEED (3: the sweep's seed)  E2E_SEED_LARGE (1240: the large run's weights' seed; what its
+#   one-run sweep drew when the seed was searched)  E2E_THREADS_LARGE (2)  E2E_BOOT (200)  E2E_OPTIMIZER (an optimizer block replacing the mode's)
 #   E2E_ALLOW_UNSAFE (0; 1: a recommendation refused as unsafe, exit 3, is trained anyway)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -33,6 +35,7 @@ TMAX=${E2E_TOKENS_MAX:-2e6}
 THREADS=${E2E_THREADS_LARGE:-2}
 BOOT=${E2E_BOOT:-200}
 SEED=${E2E_SEED:-3}
+SEED_LARGE=${E2E_SEED_LARGE:-1240}
 # warmup: a fixed fraction (default 0.05; it matters little here and each searched
 # hyperparameter costs the engine's model five more parameters), or searched when empty
 WARMUP=${E2E_WARMUP-0.05}
@@ -65,7 +68,6 @@ TRAIN=$PWD/build/scaletune-train
 DB=$DIR/study.db
 SW=tiny-gpt-scaling
 SWL=${E2E_LARGE_SWEEP:-tiny-gpt-scaling-large}
-PY=/usr/bin/python3
 step() { printf '\n== %s\n' "$*"; }
 
 mkdir -p "$DIR"
@@ -81,8 +83,8 @@ cat > "$DIR/sweep.yaml" <<EOF
 name: $SW
 command: ["$TRAIN", "--d-model", "{d_model}", "--n-layer", "{n_layer}", "--n-head", "1",
           "--tokens", "{tokens}", "--lr", "{lr}", "--warmup", "{warmup}",
-          "--weight-decay", "{weight_decay}",
-          "--seq-len", "$SEQ", "--batch", "16", "--eval-batches", "16", "--threads", "1"]
+          "--weight-decay", "{weight_decay}", "--seed", "{seed}",
+          "--seq-len", "$SEQ", "--batch", "16", "--eval-batches", "16", "--threads", "{threads}"]
 objective: {metric: val_loss, goal: minimize}
 cost: {metric: flops, expr: "6 * (12 * {n_layer} * {d_model}^2 + 256 * {d_model}) * {tokens}"}
 parameters:
@@ -92,6 +94,9 @@ parameters:
   lr:      {space: log, min: $LRMIN, max: $LRMAX, center: $LRC}
   $WARMUP_LINE
   $WD_LINE
+  # fixed: the trainer's default seed and one thread per run (the large run sets its own)
+  seed:    {value: 1337}
+  threads: {value: 1}
 budget: {runs: $RUNS, max_cost_per_run: $CAP}
 parallel: $PAR
 retries: {infrastructure: 2, backoff_seconds: 1}
@@ -111,16 +116,22 @@ $ST sweep status --db "$DB" --sweep $SW | head -n 12
 step "2/5 scaletune fit: L(N, D) on the sweep's runs (all hyperparameters mixed, for comparison)"
 $ST fit --db "$DB" --sweep $SW --law chinchilla --threads 2 || echo "(the naive fit failed; the extrapolation below does not need it)"
 
-# ---- 3. scaletune extrapolate -------------------------------------------------------------
+# ---- 3. scaletune extrapolate: the recommendation, and the large run as a sweep file -----------
 step "3/5 scaletune extrapolate: settings at $XP_WHAT"
+# --emit yaml writes the large run as a one-run sweep file of fixed parameters (the recommended
+# values, 6 significant digits; d_model and n_layer rounded as the sweep rounds them), with its
+# own name, weights' seed and thread count; the text goes to the terminal
+XP=(extrapolate --db "$DB" --sweep $SW --config "$DIR/sweep.yaml" "${XP_TARGET[@]}"
+    --bootstrap "$BOOT" --out "$DIR/extrapolate.json" "${CURVES[@]}"
+    --emit yaml --emit-out "$DIR/large.yaml" --name $SWL --digits 6
+    --set seed="$SEED_LARGE" --set threads="$THREADS")
 xp_rc=0
-$ST extrapolate --db "$DB" --sweep $SW --config "$DIR/sweep.yaml" "${XP_TARGET[@]}" \
-  --bootstrap "$BOOT" --out "$DIR/extrapolate.json" "${CURVES[@]}" || xp_rc=$?
+$ST "${XP[@]}" > "$DIR/extrapolate.txt" || xp_rc=$?
+cat "$DIR/extrapolate.txt"
 if [ "$xp_rc" = 3 ] && [ "${E2E_ALLOW_UNSAFE:-0}" = 1 ]; then
   # demo-quick checks the pipeline: its 24 tiny runs cannot vouch for a safe setting
   echo "refused as unsafe (above); E2E_ALLOW_UNSAFE=1: the safest setting is trained anyway"
-  $ST extrapolate --db "$DB" --sweep $SW --config "$DIR/sweep.yaml" "${XP_TARGET[@]}" \
-    --bootstrap "$BOOT" --out "$DIR/extrapolate.json" --allow-unsafe "${CURVES[@]}" >/dev/null
+  $ST "${XP[@]}" --allow-unsafe > "$DIR/extrapolate.txt"
 elif [ "$xp_rc" != 0 ]; then
   echo "tiny-gpt-scaling: scaletune extrapolate exited $xp_rc: no large run" >&2
   exit "$xp_rc"
@@ -128,41 +139,9 @@ fi
 
 # ---- 4. the large run, as a one-run sweep of the same store --------------------------------
 step "4/5 the large run with the recommended settings ($THREADS threads)"
-read -r RD RL RT RLR RW RWD PRED PLO PHI < <($PY - "$DIR/extrapolate.json" <<'EOF'
-import json, sys
-x = json.load(open(sys.argv[1]))
-r, p = dict(x.get("fixed") or {}), x["predicted"]
-r.update(x["recommended"])
-print(int(round(r["d_model"])), int(round(r["n_layer"])), "%.6g" % r["tokens"], "%.6g" % r["lr"],
-      "%.6g" % r["warmup"], "%.6g" % r["weight_decay"], p["objective"], p["lo"], p["hi"])
-EOF
-)
-echo "d_model $RD, n_layer $RL, tokens $RT, lr $RLR, warmup $RW, weight decay $RWD"
-awk -v p="$PRED" -v lo="$PLO" -v hi="$PHI" 'BEGIN { printf "prediction, written before the run: val_loss %.4f, 90%% interval [%.4f, %.4f] (%+.1f%% / %+.1f%%)\n", p, lo, hi, 100 * (lo / p - 1), 100 * (hi / p - 1) }'
-cat > "$DIR/large.yaml" <<EOF
-# generated by examples/tiny-gpt-scaling/run.sh: the recommended run, beyond the fit
-name: $SWL
-command: ["$TRAIN", "--d-model", "$RD", "--n-layer", "$RL", "--n-head", "1",
-          "--tokens", "$RT", "--lr", "$RLR", "--warmup", "$RW", "--seed", "{seed}",
-          "--weight-decay", "$RWD",
-          "--seq-len", "$SEQ", "--batch", "16", "--eval-batches", "16", "--threads", "$THREADS"]
-objective: {metric: val_loss, goal: minimize}
-cost: {metric: flops}
-parameters:
-  # the optimizer needs one searched parameter: the weights' seed (any value is as good)
-  seed:    {space: linear, min: 1000, max: 2000, center: 1337, integer: true}
-  d_model: {value: $RD}
-  n_layer: {value: $RL}
-  tokens:  {value: $RT}
-  lr:      {value: $RLR}
-  warmup:  {value: $RW}
-  weight_decay: {value: $RWD}
-budget: {runs: 1}
-parallel: 1
-retries: {infrastructure: 2, backoff_seconds: 1}
-timeouts: {no_metrics_seconds: 1200}
-seed: 0
-EOF
+sed -n 's/^  \([a-z_]*\): {value: \(.*\)}$/\1 \2/p' "$DIR/large.yaml" | paste -sd, - | sed 's/,/, /g'
+echo "prediction, written before the run ($DIR/extrapolate.json):"
+grep '^predicted ' "$DIR/extrapolate.txt"
 if $ST sweep status --db "$DB" --sweep $SWL >/dev/null 2>&1; then
   echo "the large run is in the store already"
   $ST sweep resume --db "$DB" --sweep $SWL 2>&1 | tail -n 1 || true
@@ -170,41 +149,12 @@ else
   $ST sweep launch "$DIR/large.yaml" --db "$DB" 2>&1 | tail -n 1
 fi
 $ST sweep export --json --db "$DB" --sweep $SWL --out "$DIR/large.json"
-$PY - "$DIR/large.json" "$DIR/extrapolate.json" "$DIR/validation.json" <<'EOF'
-import json, sys
-run = json.load(open(sys.argv[1]))["runs"][0]
-x = json.load(open(sys.argv[2]))
-p = x["predicted"]
-actual = run.get("objective")
-v = {"actual": actual, "predicted": p["objective"], "lo": p["lo"], "hi": p["hi"],
-     "level": p.get("level", 0.9), "compute": x["compute"], "factor": x["factor"],
-     "p_diverge": x["p_diverge"], "status": run["status"],
-     "cost": run.get("cost"), "largest_sweep_run": x["compute"] / x["factor"]}
-if run.get("cost"):
-    v["achieved_factor"] = run["cost"] / v["largest_sweep_run"]
-if actual is not None:
-    v["rel_error"] = (actual - p["objective"]) / p["objective"]
-    v["inside"] = p["lo"] <= actual <= p["hi"]
-    v["within_2pct"] = abs(v["rel_error"]) <= 0.02
-json.dump(v, open(sys.argv[3], "w"), indent=2)
-print("predicted %.4f [%.4f, %.4f] (%.0f%% interval), actual %s" % (p["objective"], p["lo"], p["hi"],
-      100 * v["level"], "%.4f" % actual if actual is not None else run["status"]))
-if v.get("achieved_factor"):
-    print("the large run cost %.4g FLOP: %.2fx the largest sweep run" % (v["cost"], v["achieved_factor"]))
-if actual is not None:
-    print("relative error %+.2f%%; inside the interval: %s; within 2%%: %s"
-          % (100 * v["rel_error"], "yes" if v["inside"] else "NO", "yes" if v["within_2pct"] else "NO"))
-EOF
 
-# ---- 5. the report ------------------------------------------------------------------------------
+# ---- 5. the report: the large run against the prediction written before it ran ------------------
 step "5/5 scaletune report"
-if $ST report --help >/dev/null 2>&1; then
-  $ST report --db "$DB" --sweep $SW --validate-sweep $SWL \
-    --compute "$($PY -c "import json;print(json.load(open('$DIR/extrapolate.json'))['compute'])")" \
-    --bootstrap "$BOOT" --out "$DIR/report.html" --json "$DIR/report.json" --md "$DIR/report.md" \
-    && echo "report: $DIR/report.html" || echo "scaletune report failed (see above); the numbers are in $DIR/validation.json"
-else
-  echo "scaletune report is not available in this build: skipped (numbers in $DIR/validation.json)"
-fi
+$ST report --db "$DB" --sweep $SW --validate-sweep $SWL --expect "$DIR/extrapolate.json" \
+  --bootstrap "$BOOT" --out "$DIR/report.html" --json "$DIR/report.json" --md "$DIR/report.md"
+echo "report: $DIR/report.html"
 echo
-echo "done: $DIR/extrapolate.json (recommendation), $DIR/validation.json (predicted vs actual)"
+echo "done: $DIR/extrapolate.json (recommendation), $DIR/large.yaml (the large run),"
+echo "      $DIR/report.json (\"validation\": predicted against actual)"
