@@ -170,16 +170,16 @@ static void test_full_disk(void)
     char small[4200];
     snprintf(small, sizeof(small), "%s/small", tu_dir);
     mkdir(small, 0755);
-    /* 1 MiB: the controller's reserve (512 KiB, <store>-ballast) and room for a few runs */
-    if (mount("tmpfs", small, "tmpfs", 0, "size=1m") != 0) {
+    /* 5 MiB: the controller's reserve (4 MiB, <store>-ballast) and room for a few runs */
+    if (mount("tmpfs", small, "tmpfs", 0, "size=5m") != 0) {
         printf("SKIP full disk: cannot mount a tmpfs (%s)\n", strerror(errno));
         return;
     }
     char db[4300], logs[4300];
     snprintf(db, sizeof(db), "%s/sweep.db", small);
     snprintf(logs, sizeof(logs), "%s/logs", tu_dir);
-    /* 400 step lines per run are stored as metric points: the disk fills up in a few runs */
-    runner_config *c = tu_config("full", "--steps, '400'", "budget: {runs: 40}\nparallel: 2\n");
+    /* 2000 step lines per run are stored as metric points: the disk fills up in a few runs */
+    runner_config *c = tu_config("full", "--steps, '2000'", "budget: {runs: 40}\nparallel: 2\n");
     runner_options o = runner_options_default();
     o.db_path = db;
     o.log_dir = logs;
@@ -214,7 +214,7 @@ static void test_full_disk(void)
     CHECK(!wal_there || wst.st_size <= 64 * 1024);
     CHECK(access(ballast, F_OK) != 0); /* spent */
     /* more room: resume finishes the sweep without losing or repeating anything */
-    CHECK(mount("tmpfs", small, "tmpfs", MS_REMOUNT, "size=16m") == 0);
+    CHECK(mount("tmpfs", small, "tmpfs", MS_REMOUNT, "size=32m") == 0);
     usleep(400000);
     int fin = 0;
     CHECK_ST(tu_sweep(db, NULL, "full", &fin), ST_OK);
