@@ -473,6 +473,10 @@ int sweep_do_list(const sweep_args *a)
             break;
         }
         size_t failed = st.n_by_status[RUNNER_RUN_FAILED] + st.n_by_status[RUNNER_RUN_INFRA_FAILED];
+        /* asked runs past their --ttl are expired, not running (as in sweep status) */
+        size_t n_exp = 0, running = st.n_by_status[RUNNER_RUN_RUNNING];
+        if (runner_store_expired(s, p, 0, &n_exp, NULL) == ST_OK)
+            running = running > n_exp ? running - n_exp : 0;
         if (a->json) {
             json_t *o = json_object();
             json_object_set_new(o, "sweep", json_string(st.name));
@@ -480,8 +484,8 @@ int sweep_do_list(const sweep_args *a)
             json_object_set_new(o, "succeeded",
                                 json_integer((json_int_t)st.n_by_status[RUNNER_RUN_SUCCEEDED]));
             json_object_set_new(o, "failed", json_integer((json_int_t)failed));
-            json_object_set_new(o, "running",
-                                json_integer((json_int_t)st.n_by_status[RUNNER_RUN_RUNNING]));
+            json_object_set_new(o, "running", json_integer((json_int_t)running));
+            json_object_set_new(o, "expired", json_integer((json_int_t)n_exp));
             json_object_set_new(o, "controller_running", json_boolean(st.controller_alive));
             json_object_set_new(o, "created", num_or_null(st.created));
             json_array_append_new(arr, o);
@@ -489,8 +493,7 @@ int sweep_do_list(const sweep_args *a)
             char ctl[320];
             controller_text(&st, now, ctl, sizeof(ctl));
             printf("%-24s %6zu %6zu %6zu %7zu  %s\n", st.name, st.n_runs,
-                   st.n_by_status[RUNNER_RUN_SUCCEEDED], failed, st.n_by_status[RUNNER_RUN_RUNNING],
-                   ctl);
+                   st.n_by_status[RUNNER_RUN_SUCCEEDED], failed, running, ctl);
         }
     }
     if (!rc && a->json) {

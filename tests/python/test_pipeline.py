@@ -6,6 +6,7 @@ that expire (ask(ttl=...), `scaletune sweep ask --ttl`), and the sharp edges of 
 
 import math
 import json
+import subprocess
 import os
 import tempfile
 import time
@@ -136,6 +137,17 @@ class TestPipeline(unittest.TestCase):
             self.assertEqual((js["runs"]["running"], js["runs"]["expired"], js["expired"]),
                              (1, 1, [r1]))
             self.assertEqual([r["suggestion_id"] for r in js["running"]], [r2])
+            # sweep list and sweep watch count it the same way
+            ls = json.loads(stutil.run([stutil.CLI, "sweep", "list", "--db", self.db,
+                                        "--json"]).stdout)
+            row = [x for x in ls if x["sweep"] == "ttl"][0]
+            self.assertEqual((row["running"], row["expired"]), (1, 1))
+            try:  # a worker still holds r2: watch follows until killed; its first line
+                w = stutil.run([stutil.CLI, "sweep", "watch", "--db", self.db, "--sweep",
+                                "ttl", "--interval", "0.1"], check=False, timeout=2).stdout
+            except subprocess.TimeoutExpired as e:
+                w = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            self.assertIn(": 1 running,", w)
             p3, r3 = s.ask(ttl=60)  # ...and handed out again, within the budget
             self.assertEqual((r3, p3), (r1, p1))
             self.assertEqual(s.expired(), [])
