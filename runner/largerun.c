@@ -209,12 +209,17 @@ static void alert_message(const runner_alert *a, char *buf, size_t cap)
         snprintf(buf, cap, "%s", a->message);
 }
 
-/* 1 when an alert of a's run, kind and step is stored already (inside the caller's txn). */
+/* 1 when an alert of a's run, kind and step is stored already (inside the caller's txn). An sdc
+ * alert is the same only with the same whole message (msg): each one the trainer reports is a
+ * failure of the node, even at the step of an earlier one. */
 static st_status alert_exists(runner_store *s, int64_t sweep, const runner_alert *a,
-                              const char *kind, int *yes)
+                              const char *kind, const char *msg, int *yes)
 {
-    char prefix[48];
-    snprintf(prefix, sizeof(prefix), "step %lld: ", (long long)a->step);
+    char prefix[300];
+    if (!strcmp(a->kind, "sdc"))
+        snprintf(prefix, sizeof(prefix), "%s", msg);
+    else
+        snprintf(prefix, sizeof(prefix), "step %lld: ", (long long)a->step);
     sqlite3_stmt *st = store_stmt(s, "SELECT count(*) FROM events WHERE sweep_id = ?1 AND"
                                      " kind = ?2 AND run_id = ?3 AND (?4 < 0 OR"
                                      " substr(message, 1, length(?5)) = ?5)");
@@ -247,7 +252,7 @@ st_status runner_store_add_alert(runner_store *s, const char *sweep, const runne
     if ((rc = store_begin(s)))
         return rc;
     int yes = 0;
-    rc = alert_exists(s, id, a, kind, &yes);
+    rc = alert_exists(s, id, a, kind, msg, &yes);
     if (!rc && !yes)
         rc = store_event(s, id, (int64_t)a->run, 0, kind, msg);
     if (rc) {

@@ -219,9 +219,16 @@ static st_status on_line(runner_watch *w, const char *line, size_t *n_new)
     if (l.event == RUNNER_EVENT_OTHER && strstr(line, "config") && other_event(line, "config") &&
         runner_metrics_get(&l, "steps", &v) && v >= 1)
         w->planned_steps = v;
-    /* the trainer's replay found corruption and rolled back (docs/large-run.md) */
-    if (l.event == RUNNER_EVENT_OTHER && strstr(line, "sdc") && other_event(line, "sdc"))
-        return alert(w, l.step, "sdc", n_new, "silent data corruption: %s", l.reason);
+    /* the trainer's replay found corruption and rolled back (docs/large-run.md). Every record
+     * is its own event (a fault that repeats at the same step is a second failure of the node):
+     * the attempt and the record's count (its how-manieth in that window) tell them apart, and
+     * the store de-duplicates sdc alerts by the whole message (a record read again is not new). */
+    if (l.event == RUNNER_EVENT_OTHER && strstr(line, "sdc") && other_event(line, "sdc")) {
+        double count = 1;
+        runner_metrics_get(&l, "count", &count);
+        return alert(w, l.step, "sdc", n_new, "silent data corruption (attempt %u, #%.0f): %s",
+                     w->number, count, l.reason);
+    }
     if (l.event == RUNNER_EVENT_STEP && l.step >= 0)
         return on_step(w, &l, n_new);
     if (l.event == RUNNER_EVENT_EVAL && l.step >= 0)
