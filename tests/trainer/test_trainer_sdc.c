@@ -13,7 +13,8 @@
  *  - a fault that repeats (SCALETUNE_TRAIN_FLIP=...:TIMES) is rolled back at most 3 times: a
  *    flip on the first 2 passes is rolled back twice and the run ends clean; a flip on every
  *    pass gives 4 sdc records (the last with "gave_up":1), no final record, exit 5;
- *  - --checkpoint-every must be a multiple of --sdc-every.
+ *  - --checkpoint-every must be a multiple of --sdc-every;
+ *  - --sdc-every is refused with --device cuda (not bitwise deterministic), in-process.
  * Runs BUILD/scaletune-train (next to this test's build folder); SKIP when it is not built.
  */
 #include <stdio.h>
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "tests/check.h"
+#include "trainer/gpt.h"
 
 static char prog[4200], text[64] = "/tmp/st_sdc_textXXXXXX";
 
@@ -90,9 +92,26 @@ static int same_final(const out *a, const out *b)
     return va[0] && la[0] && !strcmp(va, vb) && !strcmp(la, lb);
 }
 
+/* The CUDA path is not bitwise deterministic (atomics): a replay check there is refused. */
+static void test_cuda_refused(void)
+{
+    char err[ST_ERRMSG_MAX];
+    gpt_options o = gpt_options_default();
+    CHECK(gpt_options_set(&o, "data", "x.txt", err) == ST_OK);
+    CHECK(gpt_options_set(&o, "sdc-every", "10", err) == ST_OK);
+    CHECK(gpt_options_check(&o, err) == ST_OK);
+    CHECK(gpt_options_set(&o, "device", "cuda", err) == ST_OK);
+    err[0] = '\0';
+    CHECK(gpt_options_check(&o, err) == ST_EINVAL && strstr(err, "--sdc-every") &&
+          strstr(err, "cuda"));
+    CHECK(gpt_options_set(&o, "sdc-every", "0", err) == ST_OK);
+    CHECK(gpt_options_check(&o, err) == ST_OK);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
+    test_cuda_refused();
     snprintf(prog, sizeof(prog), "%s", argv[0]);
     char *cut = strstr(prog, "tests/trainer/test_trainer_sdc");
     if (!cut || (strcpy(cut, "scaletune-train"), access(prog, X_OK))) {
