@@ -296,31 +296,36 @@ static void sleep_s(double s)
     nanosleep(&ts, NULL);
 }
 
-/* Prints the alerts stored after the first *shown; the last new silent-data-corruption alert
- * into sdc (sdc->kind "" when none). */
-static void print_alerts(const char *db, const char *sweep, size_t *shown, runner_alert *sdc)
+/* Prints the alerts stored after the first *shown and returns them (the caller frees; NULL
+ * when none is new), *n_new of them. */
+static runner_alert *print_alerts(const char *db, const char *sweep, size_t *shown, size_t *n_new)
 {
     runner_store *s = NULL;
     size_t n = 0;
-    sdc->kind[0] = '\0';
+    *n_new = 0;
     if (runner_store_open(db, &s, NULL) || runner_store_alerts(s, sweep, 0, &n, NULL) ||
         n <= *shown) {
         runner_store_close(s);
-        return;
+        return NULL;
     }
     runner_alert *al = malloc(n * sizeof(*al));
-    if (al && !runner_store_alerts(s, sweep, n, &n, al))
-        for (size_t i = *shown; i < n; i++) {
-            fprintf(stderr, "scaletune run: ALERT %s", al[i].kind);
-            if (al[i].step >= 0)
-                fprintf(stderr, " at step %lld", (long long)al[i].step);
-            fprintf(stderr, ": %s\n", al[i].message);
-            if (!strcmp(al[i].kind, "sdc"))
-                *sdc = al[i];
-        }
-    *shown = n;
-    free(al);
+    if (al && runner_store_alerts(s, sweep, n, &n, al)) {
+        free(al);
+        al = NULL;
+    }
     runner_store_close(s);
+    if (!al)
+        return NULL;
+    for (size_t i = *shown; i < n; i++) {
+        fprintf(stderr, "scaletune run: ALERT %s", al[i].kind);
+        if (al[i].step >= 0)
+            fprintf(stderr, " at step %lld", (long long)al[i].step);
+        fprintf(stderr, ": %s\n", al[i].message);
+    }
+    memmove(al, al + *shown, (n - *shown) * sizeof(*al));
+    *n_new = n - *shown;
+    *shown = n;
+    return al;
 }
 
 /* Silent data corruption makes the node suspect: a failed health check of the node (the
@@ -358,10 +363,16 @@ static int watch_step(run_args *a, runner *r, runner_watch *w, size_t *shown)
         cli_error(NULL, "watch: %s", runner_watch_errmsg(w));
         return 1;
     }
-    runner_alert sdc;
-    if (ws.n_new)
-        print_alerts(a->db, runner_get_config(r)->name, shown, &sdc);
-    if (ws.n_new && sdc.kind[0] && suspect_node(a, runner_get_config(r)->name, &sdc))
+    size_t n_al = 0;
+    runner_alert *al =
+        ws.n_new ? print_alerts(a->db, runner_get_config(r)->name, shown, &n_al) : NULL;
+    /* every silent data corruption is a failure of the node, several in one poll included */
+    int bad = 0;
+    for (size_t i = 0; i < n_al && !bad && !a->unhealthy; i++)
+        if (!strcmp(al[i].kind, "sdc"))
+            bad = suspect_node(a, runner_get_config(r)->name, &al[i]);
+    free(al);
+    if (bad)
         return 1;
     if (!ws.straggling || !a->restart_on_straggler)
         return 0;

@@ -87,8 +87,14 @@ static void emit_yaml(FILE *f, const study *st, const fit_xp_result *res, const 
     const runner_config *c = study_sweep(st)->cfg;
     fprintf(f,
             "# the large run recommended by 'scaletune extrapolate' for sweep '%s' at compute "
-            "%.4g;\n# predicted %s %.5g [%.5g, %.5g]. Launch it with\n"
-            "#   scaletune sweep launch THIS_FILE --db DB\n",
+            "%.4g;\n# predicted %s %.5g [%.5g, %.5g]. Run it, restarted from its checkpoints "
+            "after\n# failures and watched (docs/large-run.md), with\n"
+            "#   scaletune run THIS_FILE --db DB\n"
+            "# once the command writes and resumes a checkpoint: add to it, e.g. for "
+            "scaletune-train,\n"
+            "#   --checkpoint {_checkpoint} --checkpoint-every 20 --resume {_resume}\n"
+            "# (without {_resume} a restart begins from scratch; 'scaletune sweep launch' runs it "
+            "once).\n",
             c->name, res->compute, c->objective, res->objective, res->objective_lo,
             res->objective_hi);
     fprintf(f, "name: ");

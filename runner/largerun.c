@@ -209,15 +209,23 @@ static void alert_message(const runner_alert *a, char *buf, size_t cap)
         snprintf(buf, cap, "%s", a->message);
 }
 
-/* 1 when an alert of a's run, kind and step is stored already (inside the caller's txn). */
+/* 1 when an alert of a's run, kind and step is stored already (inside the caller's txn); one of
+ * no step (-1) is not the same as one of a step (a NaN objective after a NaN step loss). An sdc
+ * alert is the same only with the same whole message (msg): each one the trainer reports is a
+ * failure of the node, even at the step of an earlier one. */
 static st_status alert_exists(runner_store *s, int64_t sweep, const runner_alert *a,
-                              const char *kind, int *yes)
+                              const char *kind, const char *msg, int *yes)
 {
-    char prefix[48];
-    snprintf(prefix, sizeof(prefix), "step %lld: ", (long long)a->step);
+    char prefix[300];
+    int exact = !strcmp(a->kind, "sdc");
+    if (exact)
+        snprintf(prefix, sizeof(prefix), "%s", msg);
+    else
+        snprintf(prefix, sizeof(prefix), "step %lld: ", (long long)a->step);
     sqlite3_stmt *st = store_stmt(s, "SELECT count(*) FROM events WHERE sweep_id = ?1 AND"
-                                     " kind = ?2 AND run_id = ?3 AND (?4 < 0 OR"
-                                     " substr(message, 1, length(?5)) = ?5)");
+                                     " kind = ?2 AND run_id = ?3 AND CASE WHEN ?6 THEN message = ?5"
+                                     " WHEN ?4 < 0 THEN substr(message, 1, 5) <> 'step '"
+                                     " ELSE substr(message, 1, length(?5)) = ?5 END");
     if (!st)
         return ST_EDB;
     sqlite3_bind_int64(st, 1, sweep);
@@ -225,6 +233,7 @@ static st_status alert_exists(runner_store *s, int64_t sweep, const runner_alert
     sqlite3_bind_int64(st, 3, (sqlite3_int64)a->run);
     sqlite3_bind_int64(st, 4, a->step);
     sqlite3_bind_text(st, 5, prefix, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 6, exact);
     int src = sqlite3_step(st);
     *yes = src == SQLITE_ROW && sqlite3_column_int64(st, 0) > 0;
     sqlite3_reset(st);
@@ -247,7 +256,7 @@ st_status runner_store_add_alert(runner_store *s, const char *sweep, const runne
     if ((rc = store_begin(s)))
         return rc;
     int yes = 0;
-    rc = alert_exists(s, id, a, kind, &yes);
+    rc = alert_exists(s, id, a, kind, msg, &yes);
     if (!rc && !yes)
         rc = store_event(s, id, (int64_t)a->run, 0, kind, msg);
     if (rc) {

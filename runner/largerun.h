@@ -58,8 +58,9 @@ typedef struct runner_alert {
 } runner_alert;
 
 /* Records an alert for the sweep (its own transaction; no lease needed: a watch may run beside
- * the controller), unless one of the same run, kind and step is stored already: *added (may be
- * NULL) says which. Kept as an event row of kind "alert:KIND". ST_OK, ST_ENOTFOUND, ST_EDB. */
+ * the controller), unless one of the same run, kind and step (kind "sdc": the same run and whole
+ * message) is stored already: *added (may be NULL) says which. Kept as an event row of kind
+ * "alert:KIND". ST_OK, ST_ENOTFOUND, ST_EDB. */
 st_status runner_store_add_alert(runner_store *s, const char *sweep, const runner_alert *a,
                                  int *added);
 /* The sweep's alerts, oldest first: the first cap into out (may be NULL), *n all of them. */

@@ -1,12 +1,12 @@
 /*
  * largerun_watch.c — the watch over a running large run (runner/largerun.h): it reads the metric
  * points the controller stores, in order, and stores alerts: a step loss that is NaN or far
- * above the recent median (a spike), a diverged record, the loss curve's extrapolation to the
- * planned end (runner_curve_interval: the power law early stopping uses) or the final objective
- * outside the interval `scaletune extrapolate` predicted, and a straggler (tokens_per_s below a
- * fraction of the run's own median for a window of step records), and the trainer's report of
- * silent data corruption (an {"event":"sdc"} record). It reads and alerts; it
- * neither kills nor restarts (the CLI decides that). Its own store connection, no lease.
+ * above the recent median (a spike), an eval or final objective that is NaN, a diverged record, the
+ * loss curve's extrapolation to the planned end (runner_curve_interval: the power law early
+ * stopping uses) or the final objective outside the interval `scaletune extrapolate` predicted, and
+ * a straggler (tokens_per_s below a fraction of the run's own median for a window of step records),
+ * and the trainer's report of silent data corruption (an {"event":"sdc"} record). It reads and
+ * alerts; it neither kills nor restarts (the CLI decides that). Its own store connection, no lease.
  */
 #include "runner/largerun.h"
 #include "runner/runner_int.h"
@@ -219,17 +219,27 @@ static st_status on_line(runner_watch *w, const char *line, size_t *n_new)
     if (l.event == RUNNER_EVENT_OTHER && strstr(line, "config") && other_event(line, "config") &&
         runner_metrics_get(&l, "steps", &v) && v >= 1)
         w->planned_steps = v;
-    /* the trainer's replay found corruption and rolled back (docs/large-run.md) */
-    if (l.event == RUNNER_EVENT_OTHER && strstr(line, "sdc") && other_event(line, "sdc"))
-        return alert(w, l.step, "sdc", n_new, "silent data corruption: %s", l.reason);
+    /* the trainer's replay found corruption and rolled back (docs/large-run.md). Every record
+     * is its own event (a fault that repeats at the same step is a second failure of the node):
+     * the attempt and the record's count (its how-manieth in that window) tell them apart, and
+     * the store de-duplicates sdc alerts by the whole message (a record read again is not new). */
+    if (l.event == RUNNER_EVENT_OTHER && strstr(line, "sdc") && other_event(line, "sdc")) {
+        double count = 1;
+        runner_metrics_get(&l, "count", &count);
+        return alert(w, l.step, "sdc", n_new, "silent data corruption (attempt %u, #%.0f): %s",
+                     w->number, count, l.reason);
+    }
     if (l.event == RUNNER_EVENT_STEP && l.step >= 0)
         return on_step(w, &l, n_new);
     if (l.event == RUNNER_EVENT_EVAL && l.step >= 0)
         return on_eval(w, &l, n_new);
     if (l.event == RUNNER_EVENT_DIVERGED)
         return alert(w, l.step, "diverged", n_new, "the trainer reports divergence: %s", l.reason);
-    if (l.event == RUNNER_EVENT_FINAL && runner_metrics_get(&l, w->w->cfg->objective, &v) &&
-        !isnan(w->o.expect_lo) && !(v >= w->o.expect_lo && v <= w->o.expect_hi))
+    if (l.event != RUNNER_EVENT_FINAL || !runner_metrics_get(&l, w->w->cfg->objective, &v))
+        return ST_OK;
+    if (!isfinite(v)) /* a NaN objective without a divergence record (docs/large-run.md) */
+        return alert(w, -1, "nan", n_new, "the final %s is %g", w->w->cfg->objective, v);
+    if (!isnan(w->o.expect_lo) && !(v >= w->o.expect_lo && v <= w->o.expect_hi))
         return alert(w, -1, "final_outside", n_new,
                      "final %s %.6g is outside the predicted [%.5g, %.5g] (predicted %.5g)",
                      w->w->cfg->objective, v, w->o.expect_lo, w->o.expect_hi, w->o.expect);

@@ -180,7 +180,7 @@ static const struct row {
      0},
     {{"sdc-every", "int", "0",
       "replay every K steps from the last verified state and compare hashes (silent data "
-      "corruption; 0: off)"},
+      "corruption; CPU only; 0: off)"},
      K_INT,
      F(sdc_every),
      0,
@@ -302,6 +302,13 @@ st_status gpt_options_check(const gpt_options *o, char *err)
         return st_errf(err, ST_EINVAL, "--branch-from needs --decay-steps K >= 1");
     if (!o->branch_from[0] && o->decay_steps != 0)
         return st_errf(err, ST_EINVAL, "--decay-steps is for a branch: give --branch-from too");
+    /* the replay compares hashes bit for bit: the CUDA path has no deterministic mode (atomicAdd
+     * in the embedding and LayerNorm weight gradients), so every check would report corruption */
+    if (o->sdc_every > 0 && !strcmp(o->device, "cuda"))
+        return st_errf(err, ST_EINVAL,
+                       "--sdc-every needs a bitwise-deterministic device, and --device cuda is "
+                       "not (atomics in weight gradients; docs/trainer.md): check on the CPU "
+                       "path, or drop --sdc-every");
     if (o->sdc_every > 0 && o->checkpoint_every % o->sdc_every)
         return st_errf(err, ST_EINVAL,
                        "--checkpoint-every %d is not a multiple of --sdc-every %d: checkpoints are "

@@ -2,7 +2,8 @@
  * train_main.c — `scaletune-train`: parses the flags of the trainer's option table, runs the
  * training loop of gpt_trainer and speaks the metrics protocol (docs/metrics-protocol.md): JSON
  * lines on stdout, or appended to $SCALETUNE_METRICS_FILE. Messages go to stderr.
- * Exit status: 0 finished, 2 bad usage, 3 diverged, 4 out of memory, 1 anything else.
+ * Exit status: 0 finished, 2 bad usage, 3 diverged, 4 out of memory, 5 silent data corruption
+ * that repeats (SDC_MAX_ROLLBACKS rollbacks of one window did not clear it), 1 anything else.
  * Built with -DGPT_WITH_CUDA (by `make cuda`) it also offers --device cuda.
  */
 #include <stdio.h>
@@ -19,7 +20,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: scaletune-train [--flag value | --flag=value]...\n\n"
                "Trains a byte-level GPT and writes metrics as JSON lines (stdout, or the file "
-               "named by\nSCALETUNE_METRICS_FILE). Exit: 0 done, 3 diverged, 4 out of memory.\n\n");
+               "named by\nSCALETUNE_METRICS_FILE). Exit: 0 done, 3 diverged, 4 out of memory, 5 "
+               "silent data\ncorruption that repeats.\n\n");
     for (size_t i = 0; i < gpt_option_count(); i++) {
         const gpt_option_info *o = gpt_option_at(i);
         char left[64];
@@ -66,27 +68,37 @@ static void checkpoint_record(FILE *out, uint64_t step)
 
 /* ---- silent data corruption (--sdc-every K; docs/large-run.md) ------------------------------ */
 
+/* A window whose replay still differs after this many rollbacks is not a transient fault: the
+ * trainer stops with EXIT_SDC instead of looping (the node is faulty; docs/large-run.md). */
+#define SDC_MAX_ROLLBACKS 3
+#define EXIT_SDC          5
+
 typedef struct sdc {
     gpt_snapshot *verified, *cur; /* the last verified state; scratch for the live one */
-    int flip_armed;               /* SCALETUNE_TRAIN_FLIP given and not injected yet */
+    unsigned n_sdc;               /* mismatches of the current window (since the last verify) */
+    int flip_armed;               /* flips of SCALETUNE_TRAIN_FLIP left (-1: every time) */
     unsigned long long flip_step, flip_index;
     int flip_bit;
 } sdc;
 
-/* SCALETUNE_TRAIN_FLIP=STEP:INDEX:BIT, a test-only fault: after step STEP is done (the first
- * time only: a transient fault), bit BIT of weight INDEX is flipped. */
+/* SCALETUNE_TRAIN_FLIP=STEP:INDEX:BIT[:TIMES], a test-only fault: after step STEP is done, bit
+ * BIT of weight INDEX is flipped, the first TIMES times the step is taken (default 1: a
+ * transient fault; 0: every time, a fault that repeats). */
 static void flip_setup(sdc *d)
 {
     const char *f = getenv("SCALETUNE_TRAIN_FLIP");
-    d->flip_armed =
-        f && sscanf(f, "%llu:%llu:%d", &d->flip_step, &d->flip_index, &d->flip_bit) == 3;
+    int times = 1;
+    int n =
+        f ? sscanf(f, "%llu:%llu:%d:%d", &d->flip_step, &d->flip_index, &d->flip_bit, &times) : 0;
+    d->flip_armed = n >= 3 ? (times > 0 ? times : -1) : 0;
 }
 
 static st_status maybe_flip(gpt_trainer *tr, sdc *d, uint64_t done_steps)
 {
     if (!d->flip_armed || done_steps != d->flip_step)
         return ST_OK;
-    d->flip_armed = 0;
+    if (d->flip_armed > 0)
+        d->flip_armed--;
     fprintf(stderr,
             "scaletune-train: SCALETUNE_TRAIN_FLIP: bit %d of weight %llu flipped after "
             "step %llu\n",
@@ -96,10 +108,12 @@ static st_status maybe_flip(gpt_trainer *tr, sdc *d, uint64_t done_steps)
 
 /* Replays the steps since the last verified state and compares the state hashes bit for bit.
  * Equal: the state (the live one, bit-identical) becomes the verified one. Different: an
- * {"event":"sdc"} record, and the trainer is back at the verified state (*rolled_back = 1). */
-static st_status sdc_check(gpt_trainer *tr, sdc *d, FILE *out, int *rolled_back)
+ * {"event":"sdc"} record ("count": the how-manieth of this window), and the trainer is back at
+ * the verified state (*rolled_back = 1); a window that differs again after SDC_MAX_ROLLBACKS
+ * rollbacks gets a record with "gave_up":1 and *gave_up = 1 instead (the caller stops). */
+static st_status sdc_check(gpt_trainer *tr, sdc *d, FILE *out, int *rolled_back, int *gave_up)
 {
-    *rolled_back = 0;
+    *rolled_back = *gave_up = 0;
     uint64_t now = gpt_trainer_step_index(tr), from = gpt_snapshot_step(d->verified);
     st_status s = gpt_trainer_snapshot(tr, &d->cur);
     if (s != ST_OK)
@@ -118,18 +132,30 @@ static st_status sdc_check(gpt_trainer *tr, sdc *d, FILE *out, int *rolled_back)
         gpt_snapshot *t = d->verified;
         d->verified = d->cur;
         d->cur = t;
+        d->n_sdc = 0;
         fprintf(out, "{\"event\":\"verified\",\"step\":%llu,\"from\":%llu,\"hash\":\"%016llx\"}\n",
                 (unsigned long long)now, (unsigned long long)from, (unsigned long long)h_live);
         fflush(out);
         return ST_OK;
     }
+    *gave_up = ++d->n_sdc > SDC_MAX_ROLLBACKS;
     fprintf(out,
-            "{\"event\":\"sdc\",\"step\":%llu,\"verified_step\":%llu,\"reason\":\"state %016llx, "
-            "replay from %llu %016llx%s; back to step %llu\"}\n",
-            (unsigned long long)now, (unsigned long long)from, (unsigned long long)h_live,
-            (unsigned long long)from, (unsigned long long)h_replay,
-            replayed ? "" : " (the replay failed)", (unsigned long long)from);
+            "{\"event\":\"sdc\",\"step\":%llu,\"verified_step\":%llu,\"count\":%u,%s"
+            "\"reason\":\"state %016llx, replay from %llu %016llx%s; %s %llu\"}\n",
+            (unsigned long long)now, (unsigned long long)from, d->n_sdc,
+            *gave_up ? "\"gave_up\":1," : "", (unsigned long long)h_live, (unsigned long long)from,
+            (unsigned long long)h_replay, replayed ? "" : " (the replay failed)",
+            *gave_up ? "it repeats after rollbacks to step" : "back to step",
+            (unsigned long long)from);
     fflush(out);
+    if (*gave_up) {
+        fprintf(stderr,
+                "scaletune-train: silent data corruption at step %llu repeats after %d rollbacks "
+                "to step %llu: stopping (exit %d)\n"
+                "hint: the node is faulty; run elsewhere, resuming from the last checkpoint\n",
+                (unsigned long long)now, SDC_MAX_ROLLBACKS, (unsigned long long)from, EXIT_SDC);
+        return ST_OK;
+    }
     fprintf(stderr,
             "scaletune-train: silent data corruption found at step %llu; back to step %llu\n",
             (unsigned long long)now, (unsigned long long)from);
@@ -309,12 +335,16 @@ int main(int argc, char **argv)
                 (unsigned long long)done_steps, info.loss, info.lr, info.grad_norm, info.tokens,
                 info.flops, info.seconds, tps, tps * fpt / peak);
         fflush(out);
-        int last = done_steps == gpt_trainer_total_steps(tr), rolled_back = 0;
+        int last = done_steps == gpt_trainer_total_steps(tr), rolled_back = 0, gave_up = 0;
         s = maybe_flip(tr, &d, done_steps);
         if (s == ST_OK && o.sdc_every > 0 && (done_steps % (uint64_t)o.sdc_every == 0 || last))
-            s = sdc_check(tr, &d, out, &rolled_back);
+            s = sdc_check(tr, &d, out, &rolled_back, &gave_up);
         if (s != ST_OK) {
             code = fail(exit_for(s), NULL, gpt_trainer_errmsg(tr));
+            goto done;
+        }
+        if (gave_up) {
+            code = EXIT_SDC;
             goto done;
         }
         if (rolled_back)

@@ -207,6 +207,31 @@ class TestCliRun(unittest.TestCase):
         self.assertIn("node node-a is suspect (1 failure)", r.stderr)
         self.assertEqual(json.loads(r.stdout)["objective"], json.loads(clean)["val_loss"])
 
+    @unittest.skipUnless(os.path.exists(os.path.join(stutil.BUILD, "scaletune-train")),
+                         "no scaletune-train in the build directory")
+    def test_two_sdc_quarantine_the_node(self):
+        # the same fault on two passes of one window: two sdc records at the same step (the
+        # trainer rolls back twice), each a failure of the node, so it is quarantined at the
+        # second (docs/large-run.md), both in the same poll of the watch as a rule
+        data = os.path.join(stutil.ROOT, "examples", "data", "genesis.txt")
+        flags = ["--d-model", "32", "--n-layer", "1", "--seq-len", "32", "--batch", "4",
+                 "--tokens", "1e4", "--threads", "1", "--data", data, "--val-data", ""]
+        train = os.path.join(stutil.BUILD, "scaletune-train")
+        p = os.path.join(self.d, "sdc2.yaml")
+        with open(p, "w") as f:
+            f.write("name: sdc2\ncommand: %s\nenv: {SCALETUNE_TRAIN_FLIP: '23:100:22:2'}\n"
+                    "objective: {metric: val_loss}\ncost: {metric: flops}\n"
+                    "parameters:\n  p: {value: 1}\nbudget: {runs: 1}\n"
+                    % json.dumps([train] + flags + ["--sdc-every", "10"]))
+        r = cli("run", p, "--db", self.db, "--node", "node-a")
+        self.assertIn(r.returncode, (0, 1), r.stderr)
+        self.assertEqual(r.stderr.count("ALERT sdc at step 30: silent data corruption"), 2,
+                         r.stderr)
+        self.assertIn("node node-a is suspect (1 failure)", r.stderr)
+        self.assertIn("node node-a is suspect (2 failures): quarantined", r.stderr)
+        js = json.loads(cli("sweep", "status", "--db", self.db, "--json").stdout)
+        self.assertEqual([q["node"] for q in js["quarantined"]], ["node-a"])
+
 
 if __name__ == "__main__":
     unittest.main()

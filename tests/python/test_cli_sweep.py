@@ -410,6 +410,11 @@ class TestCliGlue(unittest.TestCase):
         js = json.loads(cli(*args, "--json", check=True).stdout)
         y = cli(*args, "--emit", "yaml", check=True).stdout
         self.assertIn("name: \"sim-large\"", y)
+        # the header says how to run it as the large run, with checkpoints
+        head = "".join(l for l in y.splitlines(True) if l.startswith("#"))
+        self.assertIn("#   scaletune run THIS_FILE --db DB", head)
+        self.assertIn("{_checkpoint}", head)
+        self.assertIn("{_resume}", head)
         vals = dict(re.findall(r"^  (\w+): \{value: (\S+)\}$", y, re.M))
         self.assertEqual(set(vals), {"N", "tokens", "lr", "batch", "warmup", "weight_decay"})
         for k, v in js["recommended"].items():

@@ -231,6 +231,62 @@ static void test_examples(void)
         setenv("PATH", path, 1);
 }
 
+/* nic-up on a fake /sys/class/net (SCALETUNE_SYS_NET): eth0 up passes, ib0 down and a missing
+ * interface fail with the reason, and SCALETUNE_NIC names the interface when no argument does. */
+static void write_state(const char *net, const char *nic, const char *state)
+{
+    char p[4400];
+    snprintf(p, sizeof(p), "%s/%s", net, nic);
+    mkdir(p, 0755);
+    snprintf(p, sizeof(p), "%s/%s/operstate", net, nic);
+    FILE *f = fopen(p, "w");
+    if (f) {
+        fprintf(f, "%s\n", state);
+        fclose(f);
+    }
+}
+
+static void test_nic_up(void)
+{
+    if (access("scripts/health/disk-free", X_OK)) {
+        printf("SKIP health.nic_up: run from the repository root\n");
+        return;
+    }
+    CHECK(access("scripts/health/nic-up", X_OK) == 0);
+    char em[ST_ERRMSG_MAX], net[4200], state[4200];
+    snprintf(net, sizeof(net), "%s", tu_path("net"));
+    snprintf(state, sizeof(state), "%s", tu_path("state/nic"));
+    mkdir(net, 0755);
+    write_state(net, "eth0", "up");
+    write_state(net, "ib0", "down");
+    setenv("SCALETUNE_SYS_NET", net, 1);
+    runner_health_result h;
+    runner_config *c = load("large_run:\n  health_checks: ['scripts/health/nic-up eth0']\n", em);
+    CHECK_ST(runner_health_run(c, "ex", state, &h, em), ST_OK);
+    CHECK(h.ok && h.n_run == 1);
+    runner_config_destroy(c);
+    c = load("large_run:\n  health_checks: ['scripts/health/nic-up ib0']\n", em);
+    CHECK_ST(runner_health_run(c, "ex", state, &h, em), ST_OK);
+    CHECK(!h.ok && h.status == 1 && strstr(h.why, "ib0 is down, not up"));
+    runner_config_destroy(c);
+    c = load("large_run:\n  health_checks: ['scripts/health/nic-up eth9']\n", em);
+    CHECK_ST(runner_health_run(c, "ex", state, &h, em), ST_OK);
+    CHECK(!h.ok && h.status == 1 && strstr(h.why, "no interface eth9"));
+    runner_config_destroy(c);
+    c = load("large_run:\n  health_checks: [scripts/health/nic-up]\n", em);
+    CHECK_ST(runner_health_run(c, "ex", state, &h, em), ST_OK);
+    CHECK(!h.ok && h.status == 1 && strstr(h.why, "no interface given"));
+    setenv("SCALETUNE_NIC", "ib0", 1);
+    CHECK_ST(runner_health_run(c, "ex", state, &h, em), ST_OK);
+    CHECK(!h.ok && strstr(h.why, "ib0 is down"));
+    setenv("SCALETUNE_NIC", "eth0", 1);
+    CHECK_ST(runner_health_run(c, "ex", state, &h, em), ST_OK);
+    CHECK(h.ok);
+    runner_config_destroy(c);
+    unsetenv("SCALETUNE_NIC");
+    unsetenv("SCALETUNE_SYS_NET");
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -239,6 +295,7 @@ int main(int argc, char **argv)
     test_checks();
     test_quarantine();
     test_examples();
+    test_nic_up();
     tu_cleanup();
     return check_summary("runner.health");
 }

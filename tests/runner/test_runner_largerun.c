@@ -346,6 +346,7 @@ static void test_diverged_stops(void)
 typedef struct construct {
     int spike_at, nan_at;   /* step loss x3 / NaN at that step; 0: none */
     int slow_from, slow_to; /* tokens_per_s 300 instead of ~1000 on [from, to]; 0: none */
+    int nan_final;          /* the final val_loss NaN (no diverged record) */
 } construct;
 
 /* L(s) = 2 + 3/sqrt(s): the step and eval losses of a constructed 100-step run */
@@ -372,7 +373,10 @@ static void write_construct(const char *path, const construct *c)
         if (s % 10 == 0)
             fprintf(f, "{\"event\":\"eval\",\"step\":%d,\"val_loss\":%.17g}\n", s, curve_L(s));
     }
-    fprintf(f, "{\"event\":\"final\",\"val_loss\":%.17g,\"flops\":1e9}\n", curve_L(100));
+    if (c->nan_final)
+        fprintf(f, "{\"event\":\"final\",\"val_loss\":NaN,\"flops\":1e9}\n");
+    else
+        fprintf(f, "{\"event\":\"final\",\"val_loss\":%.17g,\"flops\":1e9}\n", curve_L(100));
     fclose(f);
 }
 
@@ -420,7 +424,7 @@ static size_t watch_construct(const char *name, const construct *c, double lo, d
 static void test_alerts(void)
 {
     runner_alert a[16];
-    construct clean = {0, 0, 0, 0};
+    construct clean = {0, 0, 0, 0, 0};
     /* the curve inside its interval, no spike, steady throughput: nothing */
     CHECK(watch_construct("inside", &clean, 2.25, 2.35, a) == 0);
     /* the same run against an interval it misses: the curve's extrapolation (from 30% of
@@ -430,16 +434,26 @@ static void test_alerts(void)
     CHECK(n == 2 && !strcmp(a[0].kind, "curve_outside") && a[0].step == 40);
     CHECK(n == 2 && !strcmp(a[1].kind, "final_outside") && a[1].step == -1 && a[1].run == a[0].run);
     /* a spike at 60, NaN at 80: exactly those */
-    construct bad = {60, 80, 0, 0};
+    construct bad = {60, 80, 0, 0, 0};
     n = watch_construct("spiky", &bad, NAN, NAN, a);
     CHECK(n == 2);
     CHECK(n == 2 && !strcmp(a[0].kind, "spike") && a[0].step == 60);
     CHECK(n == 2 && !strcmp(a[1].kind, "nan") && a[1].step == 80);
     /* throughput at 30% for steps 41-50: reported at the window's 5th slow step, once */
-    construct slow = {0, 0, 41, 50};
+    construct slow = {0, 0, 41, 50, 0};
     n = watch_construct("slow", &slow, NAN, NAN, a);
     CHECK(n == 1);
     CHECK(n == 1 && !strcmp(a[0].kind, "straggler") && a[0].step == 45);
+    /* a NaN final objective, after a NaN step loss at 80: a nan alert of its own (no step),
+     * with or without an interval (not final_outside) */
+    construct nanfin = {0, 80, 0, 0, 1};
+    n = watch_construct("nanfinal", &nanfin, NAN, NAN, a);
+    CHECK(n == 2);
+    CHECK(n == 2 && !strcmp(a[0].kind, "nan") && a[0].step == 80);
+    CHECK(n == 2 && !strcmp(a[1].kind, "nan") && a[1].step == -1 && strstr(a[1].message, "final"));
+    construct nanonly = {0, 0, 0, 0, 1};
+    n = watch_construct("nanfinal2", &nanonly, 2.25, 2.35, a);
+    CHECK(n == 1 && !strcmp(a[0].kind, "nan") && a[0].step == -1);
 }
 
 /* ---- restart on straggler ---------------------------------------------------------------- */

@@ -10,15 +10,21 @@
  *    real), the second pass's do not;
  *  - a flip too small to show in the printed loss is found all the same (the hash is of the
  *    state, not of the loss);
- *  - --checkpoint-every must be a multiple of --sdc-every.
+ *  - a fault that repeats (SCALETUNE_TRAIN_FLIP=...:TIMES) is rolled back at most 3 times: a
+ *    flip on the first 2 passes is rolled back twice and the run ends clean; a flip on every
+ *    pass gives 4 sdc records (the last with "gave_up":1), no final record, exit 5;
+ *  - --checkpoint-every must be a multiple of --sdc-every;
+ *  - --sdc-every is refused with --device cuda (not bitwise deterministic), in-process.
  * Runs BUILD/scaletune-train (next to this test's build folder); SKIP when it is not built.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/check.h"
+#include "trainer/gpt.h"
 
 static char prog[4200], text[64] = "/tmp/st_sdc_textXXXXXX";
 
@@ -27,7 +33,7 @@ static char prog[4200], text[64] = "/tmp/st_sdc_textXXXXXX";
 typedef struct out {
     char loss[2][MAX_STEPS][24]; /* the first and second time a step was printed */
     int seen[MAX_STEPS];
-    int n_verified, n_sdc, sdc_step, sdc_from, status;
+    int n_verified, n_sdc, sdc_step, sdc_from, status, n_gave_up;
     char final[512];
 } out;
 
@@ -69,6 +75,7 @@ static void run(const char *env, const char *flags, out *o)
             o->sdc_step = atoi(v);
             field(line, "verified_step", v, sizeof(v));
             o->sdc_from = atoi(v);
+            o->n_gave_up += strstr(line, "\"gave_up\":1") != NULL;
         } else if (strstr(line, "\"event\":\"final\""))
             snprintf(o->final, sizeof(o->final), "%.511s", line);
     }
@@ -85,9 +92,26 @@ static int same_final(const out *a, const out *b)
     return va[0] && la[0] && !strcmp(va, vb) && !strcmp(la, lb);
 }
 
+/* The CUDA path is not bitwise deterministic (atomics): a replay check there is refused. */
+static void test_cuda_refused(void)
+{
+    char err[ST_ERRMSG_MAX];
+    gpt_options o = gpt_options_default();
+    CHECK(gpt_options_set(&o, "data", "x.txt", err) == ST_OK);
+    CHECK(gpt_options_set(&o, "sdc-every", "10", err) == ST_OK);
+    CHECK(gpt_options_check(&o, err) == ST_OK);
+    CHECK(gpt_options_set(&o, "device", "cuda", err) == ST_OK);
+    err[0] = '\0';
+    CHECK(gpt_options_check(&o, err) == ST_EINVAL && strstr(err, "--sdc-every") &&
+          strstr(err, "cuda"));
+    CHECK(gpt_options_set(&o, "sdc-every", "0", err) == ST_OK);
+    CHECK(gpt_options_check(&o, err) == ST_OK);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
+    test_cuda_refused();
     snprintf(prog, sizeof(prog), "%s", argv[0]);
     char *cut = strstr(prog, "tests/trainer/test_trainer_sdc");
     if (!cut || (strcpy(cut, "scaletune-train"), access(prog, X_OK))) {
@@ -140,6 +164,15 @@ int main(int argc, char **argv)
     CHECK(tiny.status == 0 && same_final(&clean, &tiny));
     run("SCALETUNE_TRAIN_FLIP=23:100:0", "--sdc-every 10", &tiny);
     CHECK(tiny.n_sdc == 1 && tiny.sdc_step == 30 && same_final(&clean, &tiny));
+
+    /* a fault that repeats: twice (rolled back twice, then clean), then on every pass */
+    run("SCALETUNE_TRAIN_FLIP=23:100:22:2", "--sdc-every 10", &tiny);
+    CHECK(tiny.status == 0 && tiny.n_sdc == 2 && !tiny.n_gave_up && same_final(&clean, &tiny));
+    CHECK(tiny.seen[30] == 2 && tiny.seen[31] == 1);
+    run("SCALETUNE_TRAIN_FLIP=23:100:22:0", "--sdc-every 10", &tiny);
+    CHECK(WIFEXITED(tiny.status) && WEXITSTATUS(tiny.status) == 5);
+    CHECK(tiny.n_sdc == 4 && tiny.n_gave_up == 1 && tiny.sdc_step == 30 && !tiny.final[0]);
+    CHECK(tiny.seen[31] == 0);
 
     /* checkpoints only of verified states */
     run("", "--sdc-every 7 --checkpoint /tmp/st_sdc_never.ck --checkpoint-every 10", &tiny);
