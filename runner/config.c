@@ -280,6 +280,8 @@ st_status cfg_load_str_list(ctx *c, const yaml_node_t *n, const char *field, cha
     size_t m = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
     if (m == 0)
         return cfg_fail(c, n, field, ST_EINVAL, "must not be empty");
+    if (*out) /* the key is repeated in its map: the first list would leak (fuzz_config) */
+        return cfg_fail(c, n, field, ST_EINVAL, "given twice");
     *out = calloc(m, sizeof(char *));
     if (!*out)
         return ST_ENOMEM;

@@ -60,6 +60,8 @@ static void test_config(void)
         {"large_run:\n  spike_factor: 0.5\n", "spike_factor"},
         {"large_run:\n  quarantine_after: 0\n", "quarantine_after"},
         {"large_run:\n  health_checks: x\n", "health_checks"},
+        /* a repeated list key is refused (fuzz_config: the first list leaked) */
+        {"large_run:\n  health_checks: [a]\n  health_checks: [b]\n", "given twice"},
         {"large_run:\n  nodes: 3\n", "unknown key in large_run"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
