@@ -473,10 +473,7 @@ int sweep_do_list(const sweep_args *a)
             break;
         }
         size_t failed = st.n_by_status[RUNNER_RUN_FAILED] + st.n_by_status[RUNNER_RUN_INFRA_FAILED];
-        /* asked runs past their --ttl are expired, not running (as in sweep status) */
-        size_t n_exp = 0, running = st.n_by_status[RUNNER_RUN_RUNNING];
-        if (runner_store_expired(s, p, 0, &n_exp, NULL) == ST_OK)
-            running = running > n_exp ? running - n_exp : 0;
+        size_t n_exp = 0, running = sweep_running_now(s, &st, &n_exp);
         if (a->json) {
             json_t *o = json_object();
             json_object_set_new(o, "sweep", json_string(st.name));

@@ -67,5 +67,8 @@ typedef struct sweep_live {
  * store error (the store's message says why). */
 int sweep_live_read(runner_store *s, const runner_status *st, const runner_sweep *w, double now,
                     sweep_live *l);
+/* The sweep's running runs less the asked runs past their --ttl (expired, not running), as
+ * status, list and watch count them; the expired ones into *n_expired (may be NULL). */
+size_t sweep_running_now(runner_store *s, const runner_status *st, size_t *n_expired);
 
 #endif

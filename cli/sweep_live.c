@@ -76,6 +76,16 @@ static void last_point(runner_store *s, uint64_t run, const char *metric, double
     free(costs);
 }
 
+size_t sweep_running_now(runner_store *s, const runner_status *st, size_t *n_expired)
+{
+    size_t n_exp = 0, running = st->n_by_status[RUNNER_RUN_RUNNING];
+    if (runner_store_expired(s, st->name, 0, &n_exp, NULL) != ST_OK)
+        n_exp = 0;
+    if (n_expired)
+        *n_expired = n_exp;
+    return running > n_exp ? running - n_exp : 0;
+}
+
 int sweep_live_read(runner_store *s, const runner_status *st, const runner_sweep *w, double now,
                     sweep_live *l)
 {

@@ -85,11 +85,7 @@ int sweep_do_watch(const sweep_args *a)
         runner_status st;
         if (runner_store_status(s, a->sweep, &st))
             return sweep_store_error(s);
-        /* asked runs past their --ttl are expired, not running (as in sweep status) */
-        size_t n_exp = 0;
-        size_t *run = &st.n_by_status[RUNNER_RUN_RUNNING];
-        if (runner_store_expired(s, a->sweep, 0, &n_exp, NULL) == ST_OK)
-            *run = *run > n_exp ? *run - n_exp : 0;
+        st.n_by_status[RUNNER_RUN_RUNNING] = sweep_running_now(s, &st, NULL);
         runner_store_close(s);
         if (first)
             ended0 = ended_runs(&st);
