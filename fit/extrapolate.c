@@ -154,6 +154,11 @@ const char *fit_xp_role_name(fit_xp_role r)
     return "?";
 }
 
+int fit_xp_is_warmup(const char *name)
+{
+    return name && strstr(name, "warmup") != NULL;
+}
+
 void fit_xp_param_init(fit_xp_param *p, const char *name, fit_xp_space space)
 {
     memset(p, 0, sizeof(*p));

@@ -46,6 +46,9 @@ typedef enum fit_xp_role {
  * "SIZE": d_model, n_embd, width, n_layer(s), depth, n_head(s); "LR": lr, learning_rate, eta;
  * "BATCH": batch, batch_size, bs; anything else OTHER. Case-insensitive. */
 fit_xp_role fit_xp_role_guess(const char *name);
+/* 1 when the name is a warmup's (it contains "warmup"): the engine's fixed-steps prior and
+ * study/'s log-scale policy apply to it. */
+int fit_xp_is_warmup(const char *name);
 /* "auto", "other", "N", "D", "size", "lr", "batch" (static). */
 const char *fit_xp_role_name(fit_xp_role r);
 

@@ -276,7 +276,7 @@ static void choose_hypers(fit_xp *xp)
     for (size_t j = 0; j < P; j++) {
         if (xp->role[j] == FIT_XP_LR && m->lr_param == NONE)
             m->lr_param = j;
-        if (m->wu_param == NONE && strstr(xp->par[j].name, "warmup"))
+        if (m->wu_param == NONE && fit_xp_is_warmup(xp->par[j].name))
             m->wu_param = j;
     }
     m->n_hp = 0;

@@ -262,7 +262,7 @@ static void settle_spaces(study *s)
             (p->space == FIT_XP_LOGIT && !(lo > 0 && hi < 1)))
             p->space = FIT_XP_LINEAR;
         else if (p->space == FIT_XP_LINEAR && lo > 0 &&
-                 (hi > LOG_SPAN * lo || strstr(p->name, "warmup")))
+                 (hi > LOG_SPAN * lo || fit_xp_is_warmup(p->name)))
             p->space = FIT_XP_LOG; /* laws are power laws: see LOG_SPAN */
     }
 }
