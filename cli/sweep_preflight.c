@@ -2,7 +2,8 @@
  * sweep_preflight.c — what `scaletune sweep launch` checks before it records anything: the
  * command's program, with its placeholders expanded at the search centre (fixed parameters as
  * written), exists and is executable where the local backend will exec it (execvp after
- * chdir(workdir), PATH from the sweep's env or the controller's). A failure is a configuration
+ * chdir(workdir), PATH from the sweep's env or the controller's), and the workdir is a directory
+ * (runner_config_load_file has made it absolute). A failure is a configuration
  * error naming the sweep file's line and the program; the store is not touched, so the name
  * stays free. Slurm sweeps are not checked here (the program lives on the compute nodes).
  */
@@ -81,6 +82,25 @@ static int check_file(const char *path, const char **why)
     return 0;
 }
 
+/* 0 when `path` is a directory the runs can enter; else a reason in *why. */
+static int check_dir(const char *path, const char **why)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        *why = strerror(errno);
+        return -1;
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        *why = "not a directory";
+        return -1;
+    }
+    if (access(path, X_OK) != 0) {
+        *why = strerror(errno);
+        return -1;
+    }
+    return 0;
+}
+
 /* The PATH the program will be looked up in. */
 static const char *lookup_path(const runner_config *c)
 {
@@ -107,12 +127,13 @@ static int on_path(const char *prog, const char *path)
     return -1;
 }
 
-/* The 1-based line of the sweep file's `command:` key, or 0. */
-static int command_line(const char *text)
+/* The 1-based line of the sweep file's top-level `key:` (with its colon), or 0. */
+static int key_line(const char *text, const char *key)
 {
     int line = 1;
+    size_t l = strlen(key);
     for (const char *p = text; p && *p; line++) {
-        if (!strncmp(p, "command:", 8))
+        if (!strncmp(p, key, l))
             return line;
         p = strchr(p, '\n');
         if (p)
@@ -132,14 +153,24 @@ int sweep_preflight(const runner_config *c, const char *file)
     if (c->backend != RUNNER_BACKEND_LOCAL)
         return 0;
     char prog[4096], where[4200];
-    if (!expand_program(c, prog, sizeof(prog)))
-        return 0;
-    int line = command_line(c->text);
+    const char *why = NULL;
+    int line = key_line(c->text, "workdir:");
     if (line)
         snprintf(where, sizeof(where), "%s:%d", file, line);
     else
         snprintf(where, sizeof(where), "%s", file);
-    const char *why = NULL;
+    if (c->workdir && check_dir(c->workdir, &why) != 0) {
+        cli_error("a relative workdir is resolved against the directory holding the sweep file",
+                  "%s: workdir: cannot enter '%s': %s", where, c->workdir, why);
+        return 1;
+    }
+    if (!expand_program(c, prog, sizeof(prog)))
+        return 0;
+    line = key_line(c->text, "command:");
+    if (line)
+        snprintf(where, sizeof(where), "%s:%d", file, line);
+    else
+        snprintf(where, sizeof(where), "%s", file);
     if (strchr(prog, '/')) {
         char full[8400];
         if (prog[0] != '/' && c->workdir)
@@ -152,9 +183,11 @@ int sweep_preflight(const runner_config *c, const char *file)
         if (!getcwd(cwd, sizeof(cwd)))
             snprintf(cwd, sizeof(cwd), "?");
         cli_error(prog[0] == '/' ? "fix the path in 'command'"
+                  : c->workdir   ? "a relative path is resolved from 'workdir' (itself relative "
+                                   "to the sweep file's directory)"
                                  : "a relative path is resolved from the directory the sweep is "
-                                   "launched in (or 'workdir'): launch from there, or use an "
-                                   "absolute path",
+                                   "launched in: launch from there, or set 'workdir' (e.g. "
+                                   "'workdir: ..', relative to the sweep file's directory)",
                   "%s: command: program '%s' cannot run: %s (resolved as %s%s%s)", where, prog, why,
                   prog[0] == '/' || c->workdir ? "" : cwd, prog[0] == '/' || c->workdir ? "" : "/",
                   full);

@@ -11,7 +11,9 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <yaml.h>
 
 st_status cfg_fail(ctx *c, const yaml_node_t *n, const char *field, st_status s, const char *fmt,
@@ -574,6 +576,22 @@ static st_status check_refs(ctx *c, const yaml_node_t *cmd, const yaml_node_t *e
     return ST_OK;
 }
 
+/* workdir: a directory, as written (runner_config_load_file makes a relative one absolute) */
+static st_status load_workdir(ctx *c, const yaml_node_t *v)
+{
+    st_status rc = cfg_get_string(c, v, "workdir", &c->cfg->workdir);
+    if (rc)
+        return rc;
+    if (strchr(c->cfg->workdir, '{') || strchr(c->cfg->workdir, '}'))
+        return cfg_fail(c, v, "workdir", ST_EINVAL,
+                        "placeholders are not expanded here: give a directory (absolute, or "
+                        "relative to the sweep file's directory)");
+    if (strlen(c->cfg->workdir) > RUNNER_WORKDIR_MAX)
+        return cfg_fail(c, v, "workdir", ST_EINVAL, "longer than %d characters",
+                        RUNNER_WORKDIR_MAX);
+    return ST_OK;
+}
+
 static st_status load_root(ctx *c, const yaml_node_t *root)
 {
     if (!root)
@@ -606,7 +624,7 @@ static st_status load_root(ctx *c, const yaml_node_t *root)
             env = v;
             rc = load_env(c, v);
         } else if (!strcmp(key, "workdir")) {
-            rc = cfg_get_string(c, v, "workdir", &cfg->workdir);
+            rc = load_workdir(c, v);
         } else if (!strcmp(key, "objective")) {
             obj = v;
             rc = load_objective(c, v);
@@ -828,7 +846,60 @@ st_status runner_config_load_file(const char *path, runner_config **out, char *e
     }
     st_status rc = runner_config_load_string(buf, len, path, out, errmsg);
     free(buf);
-    return rc;
+    if (rc)
+        return rc;
+
+    /* a relative workdir is the sweep file's business: resolve it against the file's directory,
+     * so the sweep runs the same from wherever it is launched */
+    runner_config *cfg = *out;
+    if (cfg->workdir && cfg->workdir[0] != '/') {
+        char dir[RUNNER_WORKDIR_MAX + 1];
+        const char *slash = strrchr(path, '/');
+        if (!slash)
+            snprintf(dir, sizeof(dir), ".");
+        else
+            snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+        char *abs = runner_path_absolute(slash ? dir : NULL, cfg->workdir);
+        if (!abs) {
+            if (errmsg)
+                st_errf(errmsg, ST_EIO,
+                        "%s: workdir: cannot resolve '%s' against the sweep file's directory: %s",
+                        path, cfg->workdir, strerror(errno));
+            runner_config_destroy(cfg);
+            *out = NULL;
+            return ST_EIO;
+        }
+        free(cfg->workdir);
+        cfg->workdir = abs;
+    }
+    return ST_OK;
+}
+
+char *runner_path_absolute(const char *base, const char *path)
+{
+    char cwd[RUNNER_WORKDIR_MAX + 1], joined[3 * RUNNER_WORKDIR_MAX + 8];
+    if (path[0] == '/') {
+        snprintf(joined, sizeof(joined), "%s", path);
+    } else {
+        if (!base || base[0] != '/') {
+            if (!getcwd(cwd, sizeof(cwd)))
+                return NULL;
+        }
+        if (!base)
+            snprintf(joined, sizeof(joined), "%s/%s", cwd, path);
+        else if (base[0] != '/')
+            snprintf(joined, sizeof(joined), "%s/%s/%s", cwd, base, path);
+        else
+            snprintf(joined, sizeof(joined), "%s/%s", base, path);
+    }
+    if (strlen(joined) > RUNNER_WORKDIR_MAX) {
+        errno = ENAMETOOLONG;
+        return NULL;
+    }
+    /* the directory chdir() will enter (symbolic links and .. resolved as the kernel does);
+     * one that does not exist yet stays as joined, for the backend to report */
+    char *real = realpath(joined, NULL);
+    return real ? real : cfg_strdup(joined);
 }
 
 static void free_list(char **l, size_t n)

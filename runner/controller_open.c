@@ -5,6 +5,7 @@
  */
 #include "runner/controller_int.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +159,21 @@ st_status runner_launch(const runner_config *cfg, const runner_options *opts, ru
         snprintf(ld, sizeof(ld), "%s", tmp);
     }
 
+    /* the runs' working directory, absolute and fixed now: the sweep file's workdir (resolved
+     * against its directory by runner_config_load_file; one from a string is relative to the
+     * current directory, as chdir would take it), else the directory launch runs in. Resume
+     * and the Slurm backend read it back from the store whatever their current directory. */
+    char *wd = runner_path_absolute(NULL, cfg->workdir ? cfg->workdir : ".");
+    if (!wd) {
+        rc = st_errf(errmsg, errno == ENOMEM ? ST_ENOMEM : ST_EIO,
+                     "%s: workdir: cannot make '%s' absolute: %s", cfg->name,
+                     cfg->workdir ? cfg->workdir : "the current directory", strerror(errno));
+        runner_destroy(r);
+        return rc;
+    }
+    free(r->cfg->workdir);
+    r->cfg->workdir = wd;
+
     rc = store_begin(r->st);
     sqlite3_stmt *st = rc ? NULL : store_stmt(r->st, "SELECT id FROM sweeps WHERE name = ?1");
     if (st) {
@@ -172,8 +188,8 @@ st_status runner_launch(const runner_config *cfg, const runner_options *opts, ru
         rc = ST_EDB;
     }
     if (!rc) {
-        st = store_stmt(r->st, "INSERT INTO sweeps(name, config, created, log_dir, generation) "
-                               "VALUES(?1, ?2, ?3, ?4, 1)");
+        st = store_stmt(r->st, "INSERT INTO sweeps(name, config, created, log_dir, generation, "
+                               "workdir) VALUES(?1, ?2, ?3, ?4, 1, ?5)");
         if (!st)
             rc = ST_EDB;
         else {
@@ -181,6 +197,7 @@ st_status runner_launch(const runner_config *cfg, const runner_options *opts, ru
             sqlite3_bind_text(st, 2, cfg->text, -1, SQLITE_TRANSIENT);
             sqlite3_bind_double(st, 3, runner_now());
             sqlite3_bind_text(st, 4, ld, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_text(st, 5, wd, -1, SQLITE_TRANSIENT);
             rc = store_exec_stmt(r->st, st, "recording the sweep");
         }
         r->sweep = sqlite3_last_insert_rowid(r->st->db);
@@ -256,6 +273,9 @@ st_status runner_resume(const char *sweep, const runner_options *opts, runner **
                                        errmsg);
         free(text);
     }
+    /* the directory recorded at launch, not this process's current one */
+    if (!rc)
+        rc = store_sweep_workdir(r->st, r->sweep, r->cfg);
     if (!rc && !r->cfg->argc)
         rc = st_errf(errmsg, ST_EINVAL,
                      "sweep '%s' has no command: it is driven by ask/tell, not resumed",

@@ -34,7 +34,7 @@
 
 /* ---- store.c ----------------------------------------------------------------------------- */
 
-#define RUNNER_SCHEMA_VERSION 4
+#define RUNNER_SCHEMA_VERSION 5
 #define STORE_STMT_CACHE      64
 /* PRAGMA application_id of a store ("STUN"): how a store is told from other SQLite files */
 #define RUNNER_STORE_APP_ID   1398035790
@@ -97,6 +97,16 @@ st_status store_exec_ids(runner_store *s, const char *sql, const char *what, siz
                          const int64_t *ids);
 /* Id of sweep `name` (NULL: the only one), with its config text (malloc'd; may be NULL). */
 st_status store_find_sweep(runner_store *s, const char *name, int64_t *id, char **config);
+/* The sweep's runs' working directory as recorded at launch (absolute) replaces cfg->workdir;
+ * a store written before schema 5 has none and leaves it as the sweep file says. */
+st_status store_sweep_workdir(runner_store *s, int64_t sweep, runner_config *cfg);
+
+/* The longest workdir a sweep file may give (characters). */
+#define RUNNER_WORKDIR_MAX 3800
+/* `path` made absolute against `base` (a directory, itself relative to the current directory;
+ * NULL: the current directory), with symbolic links and .. resolved when it exists. Returns a
+ * string the caller frees, or NULL with errno set (getcwd failed, ENAMETOOLONG, ENOMEM). */
+char *runner_path_absolute(const char *base, const char *path);
 /* Appends an event row (inside the caller's transaction). */
 st_status store_event(runner_store *s, int64_t sweep, int64_t run, int64_t attempt,
                       const char *kind, const char *msg);

@@ -67,6 +67,10 @@ static const char *const migrations[RUNNER_SCHEMA_VERSION] = {
     "ALTER TABLE runs ADD COLUMN stop_reason TEXT;"
     "ALTER TABLE runs ADD COLUMN bound_objective REAL;"
     "ALTER TABLE runs ADD COLUMN bound_cost REAL;",
+    /* v5: the runs' working directory, absolute, fixed at launch (the sweep file's workdir
+     * resolved against its directory, else the directory launch ran in), so that resume and
+     * Slurm jobs use it whatever the current directory of the process that resumes */
+    "ALTER TABLE sweeps ADD COLUMN workdir TEXT;",
 };
 
 double runner_now(void)
@@ -345,6 +349,29 @@ void runner_store_close(runner_store *s)
 const char *runner_store_errmsg(const runner_store *s)
 {
     return s ? s->errmsg : "no store";
+}
+
+st_status store_sweep_workdir(runner_store *s, int64_t sweep, runner_config *cfg)
+{
+    sqlite3_stmt *st = store_stmt(s, "SELECT workdir FROM sweeps WHERE id = ?1");
+    if (!st)
+        return ST_EDB;
+    sqlite3_bind_int64(st, 1, sweep);
+    int src = sqlite3_step(st);
+    st_status rc = ST_OK;
+    if (src == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+        char *wd = strdup(store_col_text(st, 0));
+        if (wd) {
+            free(cfg->workdir);
+            cfg->workdir = wd;
+        } else {
+            rc = ST_ENOMEM;
+        }
+    } else if (src != SQLITE_ROW && src != SQLITE_DONE) {
+        rc = store_fail(s, src, "reading the sweep's workdir");
+    }
+    sqlite3_reset(st);
+    return rc;
 }
 
 st_status store_find_sweep(runner_store *s, const char *name, int64_t *id, char **config)

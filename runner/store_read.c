@@ -160,7 +160,9 @@ st_status runner_store_read_sweep(runner_store *s, const char *sweep, runner_swe
         runner_sweep_free(w);
         return rc == ST_ENOMEM ? ST_ENOMEM : st_errf(s->errmsg, ST_EDB, "%s", em);
     }
-    rc = read_runs(s, id, w);
+    rc = store_sweep_workdir(s, id, w->cfg);
+    if (!rc)
+        rc = read_runs(s, id, w);
     if (rc) {
         runner_sweep_free(w);
         return rc == ST_ENOMEM ? st_errf(s->errmsg, rc, "out of memory reading the sweep") : rc;

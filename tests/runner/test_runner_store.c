@@ -20,7 +20,7 @@ static void test_schema(void)
     CHECK(s == NULL && strstr(em, "no such store") && access(db, F_OK) != 0);
     CHECK_ST(runner_store_create(db, &s, em), ST_OK);
     runner_store_close(s);
-    CHECK(tu_query(db, "PRAGMA user_version") == 4);
+    CHECK(tu_query(db, "PRAGMA user_version") == 5);
     sqlite3 *h;
     sqlite3_open(db, &h);
     sqlite3_stmt *st;
@@ -33,7 +33,7 @@ static void test_schema(void)
     CHECK_ST(runner_store_open(db, &s, em), ST_EDB);
     CHECK(s == NULL && strstr(em, "newer"));
 
-    /* a v1 store (as the first release wrote it) is migrated to v3 on open */
+    /* a v1 store (as the first release wrote it) is migrated to the current version on open */
     const char *db1 = tu_path("v1.db");
     CHECK_ST(runner_store_create(db1, &s, em), ST_OK);
     runner_store_close(s);
@@ -44,12 +44,13 @@ static void test_schema(void)
         "ALTER TABLE runs DROP COLUMN sg_design; ALTER TABLE runs DROP COLUMN "
         "sg_resample; ALTER TABLE runs DROP COLUMN sg_born; ALTER TABLE runs DROP "
         "COLUMN expires; ALTER TABLE runs DROP COLUMN stop_reason; ALTER TABLE runs DROP COLUMN "
-        "bound_objective; ALTER TABLE runs DROP COLUMN bound_cost; PRAGMA user_version = 1",
+        "bound_objective; ALTER TABLE runs DROP COLUMN bound_cost; ALTER TABLE sweeps DROP "
+        "COLUMN workdir; PRAGMA user_version = 1",
         NULL, NULL, NULL);
     sqlite3_close(h);
     CHECK_ST(runner_store_open(db1, &s, em), ST_OK);
     runner_store_close(s);
-    CHECK(tu_query(db1, "PRAGMA user_version") == 4);
+    CHECK(tu_query(db1, "PRAGMA user_version") == 5);
     CHECK(tu_query(db1, "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN "
                         "('sg_suggest', 'sg_design', 'sg_resample', 'sg_born', 'expires')") == 5);
     CHECK(tu_query(db1, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_by_status_cost'") ==
@@ -65,6 +66,7 @@ static void test_schema(void)
                        "ALTER TABLE runs DROP COLUMN stop_reason; "
                        "ALTER TABLE runs DROP COLUMN bound_objective; "
                        "ALTER TABLE runs DROP COLUMN bound_cost; "
+                       "ALTER TABLE sweeps DROP COLUMN workdir; "
                        "INSERT INTO sweeps(id, name, config, created, log_dir) "
                        "VALUES(1, 'old', 'x', 0, '/tmp'); "
                        "INSERT INTO runs(id, sweep_id, status, x, created, objective) "
@@ -73,9 +75,11 @@ static void test_schema(void)
     sqlite3_close(h);
     CHECK_ST(runner_store_open(db2, &s, em), ST_OK);
     runner_store_close(s);
-    CHECK(tu_query(db2, "PRAGMA user_version") == 4);
+    CHECK(tu_query(db2, "PRAGMA user_version") == 5);
     CHECK(tu_query(db2, "SELECT count(*) FROM runs WHERE stop_reason IS NULL AND "
                         "bound_objective IS NULL AND objective = 1.5") == 1);
+    /* ...and its sweep has no recorded workdir (NULL: the sweep file's, as before v5) */
+    CHECK(tu_query(db2, "SELECT count(*) FROM sweeps WHERE workdir IS NULL") == 1);
 
     const char *bad = tu_path("bad.db");
     FILE *f = fopen(bad, "w");
