@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runner/runner.h"
@@ -30,6 +31,10 @@ static runner_config *load(const char *text, st_status want, const char *want_ms
         CHECK(c == NULL);
     return c;
 }
+
+#define BASE_TAIL                                                                                  \
+    "command: [prog, '{x}']\nobjective: {metric: loss}\n"                                          \
+    "parameters:\n  x: {space: linear, min: 0, max: 1, center: 0.5}\nbudget: {runs: 3}\n"
 
 #define BASE                                                                                       \
     "name: s\ncommand: [prog, '{x}']\nobjective: {metric: loss}\n"                                 \
@@ -345,6 +350,122 @@ static void test_names(void)
     CHECK(!runner_sweep_name_ok("..", why, sizeof(why)) && strstr(why, "starts with"));
 }
 
+/* Writes `text` to path (0: done). */
+static int write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fputs(text, f);
+    return fclose(f);
+}
+
+/* The directory sweep `name` in the store at db records for its runs (strdup'd), or NULL. */
+static char *recorded_workdir(const char *db, const char *name)
+{
+    runner_store *s = NULL;
+    runner_sweep *w = NULL;
+    char em[ST_ERRMSG_MAX], *wd = NULL;
+    CHECK_ST(runner_store_open(db, &s, em), ST_OK);
+    if (s && runner_store_read_sweep(s, name, &w) == ST_OK && w->cfg->workdir)
+        wd = strdup(w->cfg->workdir);
+    runner_sweep_free(w);
+    runner_store_close(s);
+    return wd;
+}
+
+/* `workdir`: mistakes named with file:line:col and field; from a string it stays as written,
+ * from a file a relative one is resolved against the file's directory (not the current one);
+ * launch records it, absolute (or the current directory when the file has none), and the
+ * typed read gives the recorded one back whatever the reader's current directory. */
+static void test_workdir(void)
+{
+    load(BASE "workdir: [a, b]\n", ST_EINVAL, "t.yaml:7:10: workdir: expected a string");
+    load(BASE "workdir: ''\n", ST_EINVAL, "t.yaml:7:10: workdir: must not be empty");
+    load(BASE "workdir: 'runs/{x}'\n", ST_EINVAL, "t.yaml:7:10: workdir: placeholders are not");
+    load(BASE "workdir: /a\nworkdir: /b\n", ST_EINVAL, "t.yaml:8:1: workdir: given twice");
+    runner_config *c = load(BASE "workdir: ../data\n", ST_OK, NULL);
+    CHECK(c && !strcmp(c->workdir, "../data"));
+    runner_config_destroy(c);
+
+    char tmpl[] = "/tmp/st-workdir-XXXXXX", home[4096], top[4096], want[8400], path[8400];
+    char em[ST_ERRMSG_MAX];
+    CHECK(getcwd(home, sizeof(home)) != NULL);
+    if (!mkdtemp(tmpl) || !realpath(tmpl, top)) {
+        CHECK(0);
+        return;
+    }
+    snprintf(path, sizeof(path), "%s/proj", top);
+    CHECK(mkdir(path, 0755) == 0);
+    snprintf(path, sizeof(path), "%s/proj/sweeps", top);
+    CHECK(mkdir(path, 0755) == 0);
+    snprintf(path, sizeof(path), "%s/elsewhere", top);
+    CHECK(mkdir(path, 0755) == 0);
+    snprintf(path, sizeof(path), "%s/proj/sweeps/up.yaml", top);
+    CHECK(write_file(path, "name: up\n" BASE_TAIL "workdir: ..\n") == 0);
+    snprintf(path, sizeof(path), "%s/proj/sweeps/missing.yaml", top);
+    CHECK(write_file(path, "name: missing\n" BASE_TAIL "workdir: not/yet\n") == 0);
+    snprintf(path, sizeof(path), "%s/proj/sweeps/abs.yaml", top);
+    CHECK(write_file(path, "name: abs\n" BASE_TAIL "workdir: /nonexistent/../x\n") == 0);
+    snprintf(path, sizeof(path), "%s/proj/sweeps/none.yaml", top);
+    CHECK(write_file(path, "name: none\n" BASE_TAIL) == 0);
+
+    /* loaded from another directory, by a relative path */
+    CHECK(chdir(top) == 0);
+    CHECK_ST(runner_config_load_file("proj/sweeps/up.yaml", &c, em), ST_OK);
+    snprintf(want, sizeof(want), "%s/proj", top);
+    CHECK(c && c->workdir && !strcmp(c->workdir, want));
+    runner_config_destroy(c);
+    CHECK(chdir("proj/sweeps") == 0); /* a bare file name: the current directory is its own */
+    CHECK_ST(runner_config_load_file("up.yaml", &c, em), ST_OK);
+    CHECK(c && c->workdir && !strcmp(c->workdir, want));
+    runner_config_destroy(c);
+    CHECK(chdir(top) == 0);
+    CHECK_ST(runner_config_load_file("proj/sweeps/missing.yaml", &c, em), ST_OK);
+    snprintf(want, sizeof(want), "%s/proj/sweeps/not/yet", top); /* for preflight to refuse */
+    CHECK(c && c->workdir && !strcmp(c->workdir, want));
+    runner_config_destroy(c);
+    CHECK_ST(runner_config_load_file("proj/sweeps/abs.yaml", &c, em), ST_OK);
+    CHECK(c && c->workdir && !strcmp(c->workdir, "/nonexistent/../x")); /* as written */
+    runner_config_destroy(c);
+
+    /* launch records it; a file without workdir records the directory launch ran in */
+    char db[8400];
+    snprintf(db, sizeof(db), "%s/s.db", top);
+    runner_options o = runner_options_default();
+    o.db_path = db;
+    const char *names[2] = {"up", "none"};
+    for (int i = 0; i < 2; i++) {
+        runner *r = NULL;
+        snprintf(path, sizeof(path), "%s/proj/sweeps/%s.yaml", top, names[i]);
+        CHECK_ST(runner_config_load_file(path, &c, em), ST_OK);
+        if (c)
+            CHECK_ST(runner_launch(c, &o, &r, em), ST_OK);
+        runner_destroy(r);
+        runner_config_destroy(c);
+    }
+    CHECK(chdir("elsewhere") == 0);
+    char *wd = recorded_workdir(db, "up");
+    snprintf(want, sizeof(want), "%s/proj", top);
+    CHECK(wd && !strcmp(wd, want));
+    free(wd);
+    wd = recorded_workdir(db, "none");
+    CHECK(wd && !strcmp(wd, top));
+    free(wd);
+
+    /* the repository's examples name the repository root */
+    CHECK(chdir(home) == 0);
+    CHECK_ST(runner_config_load_file("examples/tiny-gpt.yaml", &c, em), ST_OK);
+    CHECK(c && c->workdir && realpath(".", want) && !strcmp(c->workdir, want));
+    runner_config_destroy(c);
+    CHECK_ST(runner_config_load_file("examples/python/toy-sweep.yaml", &c, em), ST_OK);
+    CHECK(c && c->workdir && !strcmp(c->workdir, want));
+    runner_config_destroy(c);
+    snprintf(path, sizeof(path), "rm -rf '%s'", top);
+    if (!getenv("ST_TEST_KEEP") && system(path) != 0)
+        fprintf(stderr, "cleanup of %s failed\n", top);
+}
+
 int main(void)
 {
     test_example();
@@ -353,5 +474,6 @@ int main(void)
     test_errors();
     test_backend();
     test_study();
+    test_workdir();
     return check_summary("runner.config");
 }
