@@ -897,9 +897,32 @@ char *runner_path_absolute(const char *base, const char *path)
         return NULL;
     }
     /* the directory chdir() will enter (symbolic links and .. resolved as the kernel does);
-     * one that does not exist yet stays as joined, for the backend to report */
-    char *real = realpath(joined, NULL);
-    return real ? real : cfg_strdup(joined);
+     * of one that does not exist yet, the longest part that does, and the rest as written */
+    size_t cut = strlen(joined);
+    char *real = NULL;
+    for (;;) {
+        char save = joined[cut];
+        joined[cut] = '\0';
+        real = realpath(cut ? joined : "/", NULL); /* "/" always resolves: the loop ends */
+        joined[cut] = save;
+        if (real)
+            break;
+        while (cut > 0 && joined[cut - 1] != '/') /* drop the last component */
+            cut--;
+        while (cut > 0 && joined[cut - 1] == '/')
+            cut--;
+    }
+    size_t lr = strlen(real), lt = strlen(joined + cut);
+    if (lt && !strcmp(real, "/"))
+        lr = 0; /* "/" + "/rest" */
+    char *out = realloc(real, lr + lt + 1);
+    if (!out) {
+        free(real);
+        errno = ENOMEM;
+        return NULL;
+    }
+    memcpy(out + lr, joined + cut, lt + 1);
+    return out;
 }
 
 static void free_list(char **l, size_t n)
