@@ -5,8 +5,11 @@ variant of examples/tiny-gpt.yaml (8 runs instead of 32, and extrapolate at 1e11
 3e11) and says so; ST_README_FULL=1 runs the file and the commands exactly as written (about a
 minute and a half on 2 cores). The "Two commands" block (`make demo`, `scripts/test`) is what
 CI runs itself (`.ci/run`; `make demo-quick` is its small variant): here only the targets and
-the script are checked to exist. The Python binding's one-liner is run too."""
+the script are checked to exist. The Python binding's one-liner is run too. The example sweeps
+run from another directory (their `workdir` names the repository root), small variants of
+each."""
 
+import json
 import os
 import re
 import shlex
@@ -66,6 +69,39 @@ class TestReadme(unittest.TestCase):
             st = subprocess.run([stutil.CLI, "sweep", "list", "--db", "sweep.db"], cwd=d,
                                 capture_output=True, text=True, env=stutil.tool_env())
             self.assertRegex(st.stdout, r"tiny-gpt-large\s+1\s+1\s")
+
+    def test_examples_from_another_directory(self):
+        """The example sweeps name the repository root as their workdir (relative to the file),
+        so they run from any directory: small variants (a few runs each) of examples/tiny-gpt.yaml,
+        examples/python/toy-sweep.yaml and examples/fake-trainer.yaml, in a fresh-clone layout,
+        launched by absolute path from a directory outside it."""
+        fake = os.path.join(stutil.BUILD, "tests", "runner", "fake_trainer")
+        budgets = [("tiny-gpt.yaml", "budget: {runs: 32,", "budget: {runs: 2,", 2),
+                   ("python/toy-sweep.yaml", "budget: {runs: 12,", "budget: {runs: 3,", 3)]
+        if os.path.exists(fake):
+            budgets.append(("fake-trainer.yaml", "budget: {runs: 24,", "budget: {runs: 4,", 4))
+        with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as away:
+            os.symlink(stutil.BUILD, os.path.join(d, "build"))
+            os.symlink(os.path.join(stutil.ROOT, "bindings"), os.path.join(d, "bindings"))
+            shutil.copytree(os.path.join(stutil.ROOT, "examples"), os.path.join(d, "examples"),
+                            ignore=shutil.ignore_patterns("__pycache__"))
+            for name, old, new, n in budgets:
+                y = os.path.join(d, "examples", name)
+                with open(y) as f:
+                    text = f.read()
+                self.assertIn(old, text)
+                self.assertIn("\nworkdir: ", text)
+                with open(y, "w") as f:
+                    f.write(text.replace(old, new))
+                db = os.path.join(away, name.replace("/", "-") + ".db")
+                r = subprocess.run([os.path.join(d, "build", "scaletune"), "sweep", "launch", y,
+                                    "--db", db], cwd=away, env=stutil.tool_env(),
+                                   capture_output=True, text=True, timeout=600)
+                self.assertEqual(r.returncode, 0, "%s\n%s" % (name, r.stderr[-2000:]))
+                st = subprocess.run([stutil.CLI, "sweep", "status", "--db", db, "--json"],
+                                    cwd=away, env=stutil.tool_env(), capture_output=True,
+                                    text=True)
+                self.assertEqual(json.loads(st.stdout)["runs"]["succeeded"], n, name)
 
     def test_two_commands_exist(self):
         cmds = readme_block("Two commands")
