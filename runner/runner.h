@@ -192,7 +192,12 @@ typedef struct runner_config {
     size_t argc;
     char **env; /* "KEY=VALUE" templates, n_env items */
     size_t n_env;
-    char *workdir;     /* NULL: the controller's working directory */
+    char *workdir;     /* the runs' working directory; NULL: the current one. From
+                          runner_config_load_file a relative `workdir:` is made absolute against
+                          the directory holding the file; from a string it is as written
+                          (relative: to the current directory). runner_launch records it
+                          absolute (NULL: the current directory) and a resumed controller or
+                          runner_store_read_sweep gives the recorded one (schema 5) */
     char *objective;   /* metric of the final record */
     int maximize;      /* goal: maximize */
     char *cost_metric; /* metric the trainer reports, or "wall_seconds" (measured) */
@@ -257,8 +262,10 @@ int runner_constraints_broken(const runner_config *cfg, const char *final, char 
 
 /*
  * Loads and validates a sweep file. On failure *out is NULL and errmsg says
- * "file:line:col: field: problem". Unknown keys are errors. Returns ST_OK, ST_EIO (cannot
- * read), ST_EFORMAT (YAML syntax), ST_EINVAL (a bad or missing field), ST_ENOMEM.
+ * "file:line:col: field: problem". Unknown keys are errors. A relative `workdir` is resolved
+ * against the directory holding the file (symbolic links and .. resolved as far as it exists).
+ * Returns ST_OK, ST_EIO (cannot read; the current directory unknown for a relative workdir),
+ * ST_EFORMAT (YAML syntax), ST_EINVAL (a bad or missing field), ST_ENOMEM.
  */
 st_status runner_config_load_file(const char *path, runner_config **out, char *errmsg);
 /* The same from memory; `label` names the source in messages (copied). */
@@ -616,9 +623,11 @@ typedef struct runner_options {
 runner_options runner_options_default(void);
 
 /*
- * Starts a new sweep: records the config in the store (its name must be new there), takes the
+ * Starts a new sweep: records the config in the store (its name must be new there) with the
+ * runs' working directory made absolute (cfg->workdir, else the current directory), takes the
  * lease and rebuilds nothing. Returns ST_OK, ST_EINVAL (bad optimizer option, no db_path),
- * ST_ESTATE (a sweep with that name exists: use resume), ST_EDB, ST_ENOSPC, ST_ENOMEM.
+ * ST_ESTATE (a sweep with that name exists: use resume), ST_EIO (the current directory is
+ * unknown), ST_EDB, ST_ENOSPC, ST_ENOMEM.
  */
 st_status runner_launch(const runner_config *cfg, const runner_options *opts, runner **out,
                         char *errmsg);
@@ -632,7 +641,8 @@ st_status runner_launch(const runner_config *cfg, const runner_options *opts, ru
  * order), settles or re-attaches the attempts that were running, and requeues the runs the
  * user stopped (not those stopped early: they have ended).
  * The counters of the last suggestion are restored (schema 3), so a resumed sweep suggests
- * what an uninterrupted one would (docs/config.md, "Deterministic parallel sweeps").
+ * what an uninterrupted one would (docs/config.md, "Deterministic parallel sweeps"). Runs go
+ * on in the working directory recorded at launch (schema 5), not the current one.
  */
 st_status runner_resume(const char *sweep, const runner_options *opts, runner **out, char *errmsg);
 
