@@ -431,6 +431,10 @@ class TestCliGlue(unittest.TestCase):
         # its cost is 6 N D at the target compute (3x the largest run)
         self.assertAlmostEqual(st["best"]["cost"] / js["compute"], 1, places=6)
         cmd = cli(*args, "--emit", "command", check=True).stdout.split()
+        # behind the directory the small runs ran in (recorded at launch: cli's cwd, ROOT)
+        self.assertEqual(cmd[:3], ["cd", stutil.ROOT, "&&"])
+        self.assertIn("workdir: \"%s\"\n" % stutil.ROOT, y)
+        cmd = cmd[3:]
         self.assertEqual(cmd[0], SIM)
         self.assertEqual(cmd[cmd.index("--N") + 1], vals["N"])
         self.assertEqual(cmd[cmd.index("--seed") + 1], "1")
