@@ -377,16 +377,27 @@ static st_status cli_submit(slurm *s, const char *script, const char *job_name,
         snprintf(opt[k], sizeof(opt[k]), "--cpus-per-task=%u", sc->cpus_per_task);
         argv[n++] = opt[k++];
     }
-    for (size_t i = 0; i < sc->n_extra && n < 32 + 62; i++)
+    for (size_t i = 0; i < sc->n_extra && n < 32 + 61; i++)
         argv[n++] = sc->extra[i];
+    /* after the file's extra arguments: a quarantined node stays excluded whatever they say */
+    char *exclude = NULL;
+    if (spec->exclude && *spec->exclude) {
+        size_t l = strlen(spec->exclude) + sizeof("--exclude=");
+        if (!(exclude = malloc(l)))
+            return ST_ENOMEM;
+        snprintf(exclude, l, "--exclude=%s", spec->exclude);
+        argv[n++] = exclude;
+    }
     char path[4200];
     snprintf(path, sizeof(path), "%s/job.sh", spec->dir);
     argv[n++] = path;
     argv[n] = NULL;
 
     cmdbuf *b = malloc(sizeof(*b));
-    if (!b)
+    if (!b) {
+        free(exclude);
         return ST_ENOMEM;
+    }
     int code;
     st_status rc = cli_run(s, argv, b, &code, errmsg);
     if (rc == ST_ENETWORK) /* sbatch was killed: it may have submitted; let the attempt fail */
@@ -405,6 +416,7 @@ static st_status cli_submit(slurm *s, const char *script, const char *job_name,
             job_id[l] = '\0';
         }
     }
+    free(exclude);
     free(b);
     return rc;
 }

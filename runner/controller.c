@@ -573,8 +573,14 @@ static st_status launch_run(runner *r, int64_t run_id, const double *x_all, doub
     char host[64] = "";
     gethostname(host, sizeof(host) - 1);
     store_launch l = {run_id, number, r->be->name, host, dir, slot, a->started};
-    st_status rc = store_launch_attempt(r->st, &l, &a->attempt_id);
+    /* the quarantined nodes as the store has them now: a node quarantined a moment ago, or
+     * under an earlier controller of this sweep, is excluded from this job on */
+    char *exclude = NULL;
+    st_status rc = store_quarantine_list(r->st, r->sweep, &exclude);
+    if (!rc)
+        rc = store_launch_attempt(r->st, &l, &a->attempt_id);
     if (rc) {
+        free(exclude);
         free(a->x_all);
         free(a->dir);
         return rc;
@@ -598,9 +604,10 @@ static st_status launch_run(runner *r, int64_t run_id, const double *x_all, doub
     if (!rc && mkdir_p(dir) != 0)
         rc = st_errf(em, ST_EBACKEND, "cannot create %s: %s", dir, strerror(errno));
     if (!rc) {
-        runner_job_spec spec = {argv, env, r->cfg->workdir, dir};
+        runner_job_spec spec = {argv, env, r->cfg->workdir, dir, exclude};
         rc = r->be->submit(r->be_state, &spec, a->job_id, sizeof(a->job_id), em);
     }
+    free(exclude);
     free_strv(argv);
     free_strv(env);
     if (rc == ST_ENOMEM)
