@@ -195,6 +195,7 @@ typedef struct store_settlement {
     int has_exit_code, exit_code, has_signal, signal;
     runner_failure kind;
     const char *job_id; /* NULL or "": keep the stored one */
+    const char *host;   /* the node it ran on; NULL or "": keep the stored one */
     /* the run */
     runner_run_status to;
     double objective, cost;
@@ -311,6 +312,10 @@ typedef struct runner_job {
      * (Slurm: the job script's start, after any time in the queue), else NAN: time waiting in
      * a scheduler's queue is not the run's either */
     double started;
+    /* out, for a finished job: the node it ran on if the backend knows (Slurm: the job
+     * script's record of $SLURMD_NODENAME), else "" (the controller cleared it): stored as the
+     * attempt's host in place of the controller's */
+    char node[64];
 } runner_job;
 
 /*
