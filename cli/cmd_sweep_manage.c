@@ -189,15 +189,14 @@ static void print_nodes(runner_store *s, const runner_status *st, const runner_s
     }
 }
 
-static void nodes_json(json_t *o, runner_store *s, const runner_status *st,
-                       const runner_sweep *w)
+static void nodes_json(json_t *o, runner_store *s, const runner_status *st, const runner_sweep *w)
 {
     runner_node_rate nr[NODES_MAX];
     size_t n = 0;
     double all = NAN;
     json_t *arr = json_array(), *slow = json_array();
-    if (runner_store_node_rates(s, st->name, w->cfg->large.slow_node_fraction, NODES_MAX, &n,
-                                nr, &all))
+    if (runner_store_node_rates(s, st->name, w->cfg->large.slow_node_fraction, NODES_MAX, &n, nr,
+                                &all))
         n = 0;
     for (size_t i = 0; i < n && i < NODES_MAX; i++) {
         json_t *e = json_object();

@@ -615,7 +615,8 @@ typedef struct runner_options {
     void *pause_data;
     /* The node recorded as each attempt's host (per-node throughput, runner_store_node_rates)
      * until a backend that knows better says where the attempt ran (Slurm: at its end). NULL
-     * or "": $SCALETUNE_NODE when set (read at each launch), else this machine's host name. Copied. */
+     * or "": $SCALETUNE_NODE when set (read at each launch), else this machine's host name.
+     * Copied. */
     const char *node;
 } runner_options;
 
