@@ -507,6 +507,8 @@ int cmd_run(int argc, char **argv)
     o.stop_flag = &stop_flag;
     o.progress = on_progress;
     o.progress_data = &a;
+    run_node_name(a.node_opt, a.node, sizeof(a.node));
+    o.node = a.node; /* the attempts' host: the node of the health checks and quarantine */
     signal(SIGPIPE, SIG_IGN);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
@@ -517,7 +519,6 @@ int cmd_run(int argc, char **argv)
     merge_options(&a, runner_get_config(r));
     /* this node's checks before the run starts here: refused when quarantined or failing */
     int q = 0;
-    run_node_name(a.node_opt, a.node, sizeof(a.node));
     a.n_seen = failed_so_far(a.db, name);
     if (run_quarantined(a.db, name, a.node) ||
         run_health(a.db, a.log_dir, a.node, runner_get_config(r), "before the start", &q)) {

@@ -168,6 +168,51 @@ static json_t *quarantined_json(runner_store *s, const runner_status *st)
     return arr;
 }
 
+/* Throughput per node (tokens/s of the step records, by the node each attempt ran on) and the
+ * slow nodes: below large_run.slow_node_fraction of the median of all nodes. */
+#define NODES_MAX 64
+static void print_nodes(runner_store *s, const runner_status *st, const runner_sweep *w)
+{
+    runner_node_rate nr[NODES_MAX];
+    size_t n = 0;
+    double all = NAN;
+    double frac = w->cfg->large.slow_node_fraction;
+    if (runner_store_node_rates(s, st->name, frac, NODES_MAX, &n, nr, &all) || n == 0)
+        return;
+    printf("nodes      %zu, median %.4g tokens/s\n", n, all);
+    for (size_t i = 0; i < n && i < NODES_MAX; i++) {
+        printf("  %s: %.4g tokens/s (%zu attempt%s)", nr[i].node, nr[i].tokens_per_s,
+               nr[i].n_attempts, nr[i].n_attempts == 1 ? "" : "s");
+        if (nr[i].slow)
+            printf(" slow: below %g x the median", frac);
+        printf("\n");
+    }
+}
+
+static void nodes_json(json_t *o, runner_store *s, const runner_status *st, const runner_sweep *w)
+{
+    runner_node_rate nr[NODES_MAX];
+    size_t n = 0;
+    double all = NAN;
+    json_t *arr = json_array(), *slow = json_array();
+    if (runner_store_node_rates(s, st->name, w->cfg->large.slow_node_fraction, NODES_MAX, &n, nr,
+                                &all))
+        n = 0;
+    for (size_t i = 0; i < n && i < NODES_MAX; i++) {
+        json_t *e = json_object();
+        json_object_set_new(e, "node", json_string(nr[i].node));
+        json_object_set_new(e, "tokens_per_s", num_or_null(nr[i].tokens_per_s));
+        json_object_set_new(e, "attempts", json_integer((json_int_t)nr[i].n_attempts));
+        json_object_set_new(e, "slow", json_boolean(nr[i].slow));
+        json_array_append_new(arr, e);
+        if (nr[i].slow)
+            json_array_append_new(slow, json_string(nr[i].node));
+    }
+    json_object_set_new(o, "nodes", arr);
+    json_object_set_new(o, "nodes_median_tokens_per_s", num_or_null(all));
+    json_object_set_new(o, "slow_nodes", slow);
+}
+
 static json_t *alerts_json(runner_store *s, const runner_status *st)
 {
     runner_alert al[256];
@@ -276,6 +321,7 @@ static int status_json(runner_store *s, const sweep_args *a, const runner_status
     json_object_set_new(o, "pareto", front);
     json_object_set_new(o, "alerts", alerts_json(s, st));
     json_object_set_new(o, "quarantined", quarantined_json(s, st));
+    nodes_json(o, s, st, w);
     char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
     json_decref(o);
     if (!text) {
@@ -411,6 +457,7 @@ static void status_text(runner_store *s, const sweep_args *a, const runner_statu
     print_expired(l);
     print_alerts(s, st);
     print_quarantined(s, st);
+    print_nodes(s, st, w);
     if (st->stop_requested)
         printf("a stop was requested\n");
 }

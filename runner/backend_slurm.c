@@ -141,6 +141,8 @@ st_status slurm_job_script(const runner_job_spec *spec, char **out)
                 "mkdir \"$d/.claim\" 2>/dev/null || exit 0\n"
                 "echo \"$SLURM_JOB_ID\" > \"$d/job_id.tmp\" && mv -f \"$d/job_id.tmp\" "
                 "\"$d/job_id\"\n"
+                "echo \"${SLURMD_NODENAME:-$(hostname -s)}\" > \"$d/node.tmp\" && mv -f "
+                "\"$d/node.tmp\" \"$d/node\"\n"
                 "finish() { echo \"$1\" > \"$d/exit.tmp\" && mv -f \"$d/exit.tmp\" \"$d/exit\"; "
                 "}\n");
     for (char *const *v = spec->env; v && *v; v++) {
@@ -377,16 +379,41 @@ static st_status cli_submit(slurm *s, const char *script, const char *job_name,
         snprintf(opt[k], sizeof(opt[k]), "--cpus-per-task=%u", sc->cpus_per_task);
         argv[n++] = opt[k++];
     }
-    for (size_t i = 0; i < sc->n_extra && n < 32 + 62; i++)
+    /* the quarantined nodes, merged with an --exclude of the file's extra arguments (sbatch
+     * keeps only the last one given) */
+    int ours = spec->exclude && *spec->exclude;
+    const char *x = "--exclude=";
+    size_t lx = strlen(x), lex = ours ? lx + strlen(spec->exclude) + 1 : 0;
+    for (size_t i = 0; ours && i < sc->n_extra; i++)
+        if (!strncmp(sc->extra[i], x, lx))
+            lex += strlen(sc->extra[i]) - lx + 1;
+    char *exclude = ours ? malloc(lex) : NULL;
+    if (ours && !exclude)
+        return ST_ENOMEM;
+    if (ours)
+        snprintf(exclude, lex, "%s%s", x, spec->exclude);
+    for (size_t i = 0; i < sc->n_extra && n < 32 + 61; i++) {
+        if (ours && !strncmp(sc->extra[i], x, lx)) {
+            if (sc->extra[i][lx]) {
+                strcat(exclude, ",");
+                strcat(exclude, sc->extra[i] + lx);
+            }
+            continue;
+        }
         argv[n++] = sc->extra[i];
+    }
+    if (ours)
+        argv[n++] = exclude;
     char path[4200];
     snprintf(path, sizeof(path), "%s/job.sh", spec->dir);
     argv[n++] = path;
     argv[n] = NULL;
 
     cmdbuf *b = malloc(sizeof(*b));
-    if (!b)
+    if (!b) {
+        free(exclude);
         return ST_ENOMEM;
+    }
     int code;
     st_status rc = cli_run(s, argv, b, &code, errmsg);
     if (rc == ST_ENETWORK) /* sbatch was killed: it may have submitted; let the attempt fail */
@@ -405,6 +432,7 @@ static st_status cli_submit(slurm *s, const char *script, const char *job_name,
             job_id[l] = '\0';
         }
     }
+    free(exclude);
     free(b);
     return rc;
 }
@@ -867,7 +895,17 @@ static st_status slurm_poll(void *state, runner_job *jobs, size_t n, char *errms
         classify_ended(s, c, j, kind[i], val[i], now);
     }
 
-    /* 4. forget the jobs nobody asks about any more */
+    /* 4. the node each ended job ran on, as its script recorded it */
+    for (size_t i = 0; i < n; i++) {
+        runner_job *j = &jobs[i];
+        char buf[sizeof(j->node)];
+        if (j->state != RUNNER_JOB_RUNNING && read_small(j->dir, "node", buf, sizeof(buf)) > 0) {
+            buf[strcspn(buf, "\n")] = '\0';
+            snprintf(j->node, sizeof(j->node), "%s", buf);
+        }
+    }
+
+    /* 5. forget the jobs nobody asks about any more */
     for (size_t c = 0; c < s->n_cache;) {
         int used = 0;
         for (size_t i = 0; i < n && !used; i++)

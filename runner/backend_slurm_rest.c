@@ -389,6 +389,10 @@ static st_status rest_submit(slurm *s, const char *script, const char *job_name,
         json_object_set_new(job, "gres", json_string(sc->gres));
     if (sc->cpus_per_task)
         json_object_set_new(job, "cpus_per_task", json_integer(sc->cpus_per_task));
+    /* sbatch's --exclude (the quarantined nodes): v0.0.38 names it exclude_nodes ("exclude"
+     * is refused as an unknown key; tests/slurm/slurm_backend.c) */
+    if (spec->exclude && *spec->exclude)
+        json_object_set_new(job, "exclude_nodes", json_string(spec->exclude));
     json_object_set_new(root, "script", json_string(script));
     json_object_set_new(root, "job", job);
     char *body = json_dumps(root, JSON_COMPACT);

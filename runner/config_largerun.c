@@ -1,7 +1,8 @@
 /*
  * config_largerun.c — the sweep file's `large_run:` block (docs/config.md, docs/large-run.md):
- * health-check programs and how often a node may fail them, and the watch's straggler and spike
- * settings. Read by `scaletune run`; a sweep ignores it.
+ * health-check programs and how often a node may fail them, the watch's straggler and spike
+ * settings, and when a node is slow. Read by `scaletune run`; a sweep ignores it, but for
+ * slow_node_fraction, which `sweep status` uses for any sweep.
  */
 #include "runner/config_int.h"
 
@@ -18,6 +19,7 @@ void cfg_large_run_defaults(runner_config *cfg)
     l->straggler_window = 5;
     l->spike_factor = 1.5;
     l->spike_window = 20;
+    l->slow_node_fraction = 0.5;
 }
 
 void cfg_large_run_free(runner_config *cfg)
@@ -86,11 +88,13 @@ st_status cfg_load_large_run(ctx *c, const yaml_node_t *map)
             l->spike_factor = d;
         } else if (key && !strcmp(key, "spike_window"))
             rc = get_size(c, v, "large_run.spike_window", 1, &l->spike_window);
+        else if (key && !strcmp(key, "slow_node_fraction"))
+            rc = get_fraction(c, v, "large_run.slow_node_fraction", &l->slow_node_fraction);
         else
             rc = cfg_fail(c, k, key ? key : "large_run", ST_EINVAL,
                           "unknown key in large_run (health_checks, health_timeout_seconds, "
                           "quarantine_after, restart_on_straggler, straggler_fraction, "
-                          "straggler_window, spike_factor, spike_window)");
+                          "straggler_window, spike_factor, spike_window, slow_node_fraction)");
         if (rc)
             return rc;
     }

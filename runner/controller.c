@@ -409,6 +409,7 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
              why[0] ? " (" : "", why, why[0] ? ")" : "");
     store_settlement o;
     settlement_of_attempt(r, a, job, &o);
+    o.host = job->node;
     o.ended = end;
     o.kind = kind;
     o.to = to;
@@ -570,11 +571,22 @@ static st_status launch_run(runner *r, int64_t run_id, const double *x_all, doub
     memcpy(a->x_all, x_all, r->cfg->n_params * sizeof(double));
     a->started = a->last_metric = runner_now();
 
+    /* the attempt's node until the backend says where it ran (Slurm, at its end) */
     char host[64] = "";
-    gethostname(host, sizeof(host) - 1);
+    const char *node = r->node[0] ? r->node : getenv("SCALETUNE_NODE");
+    if (node && *node)
+        snprintf(host, sizeof(host), "%s", node);
+    else
+        gethostname(host, sizeof(host) - 1);
     store_launch l = {run_id, number, r->be->name, host, dir, slot, a->started};
-    st_status rc = store_launch_attempt(r->st, &l, &a->attempt_id);
+    /* the quarantined nodes as the store has them now: a node quarantined a moment ago, or
+     * under an earlier controller of this sweep, is excluded from this job on */
+    char *exclude = NULL;
+    st_status rc = store_quarantine_list(r->st, r->sweep, &exclude);
+    if (!rc)
+        rc = store_launch_attempt(r->st, &l, &a->attempt_id);
     if (rc) {
+        free(exclude);
         free(a->x_all);
         free(a->dir);
         return rc;
@@ -598,9 +610,10 @@ static st_status launch_run(runner *r, int64_t run_id, const double *x_all, doub
     if (!rc && mkdir_p(dir) != 0)
         rc = st_errf(em, ST_EBACKEND, "cannot create %s: %s", dir, strerror(errno));
     if (!rc) {
-        runner_job_spec spec = {argv, env, r->cfg->workdir, dir};
+        runner_job_spec spec = {argv, env, r->cfg->workdir, dir, exclude};
         rc = r->be->submit(r->be_state, &spec, a->job_id, sizeof(a->job_id), em);
     }
+    free(exclude);
     free_strv(argv);
     free_strv(env);
     if (rc == ST_ENOMEM)
@@ -767,6 +780,7 @@ static st_status step(runner *r, int *done, int *changed)
             r->jobs[i].failure = RUNNER_FAIL_NONE;
             r->jobs[i].ended = NAN;
             r->jobs[i].started = NAN;
+            r->jobs[i].node[0] = '\0';
             r->jobs[i].reason[0] = '\0';
         }
         char em[ST_ERRMSG_MAX] = "";

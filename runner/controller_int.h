@@ -53,6 +53,7 @@ struct runner {
     const runner_backend_type *be;
     void *be_state;
     int64_t sweep, generation;
+    char node[64]; /* opts.node, copied; "" when not given */
     char owner[128];
     char *log_dir;
     runner_options opts;

@@ -19,6 +19,9 @@ static st_status runner_alloc(const runner_options *opts, int create, runner **o
     if (!r)
         return ST_ENOMEM;
     r->opts = opts ? *opts : runner_options_default();
+    if (r->opts.node)
+        snprintf(r->node, sizeof(r->node), "%s", r->opts.node);
+    r->opts.node = NULL; /* not kept: r->node is the copy */
     r->next_bound = NAN;
     r->next_phase = -1;
     if (r->opts.poll_seconds <= 0)

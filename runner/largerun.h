@@ -122,6 +122,30 @@ typedef struct runner_quarantine {
 st_status runner_store_quarantined(runner_store *s, const char *sweep, size_t cap, size_t *n,
                                    runner_quarantine *out);
 
+/* ---- throughput per node ----------------------------------------------------------------- */
+
+/* One node's throughput, from the tokens_per_s of its attempts' step records. */
+typedef struct runner_node_rate {
+    char node[128];      /* the attempts' host: runner_options.node, $SCALETUNE_NODE or the
+                            controller's host name; on Slurm the node the job ran on, known
+                            at the attempt's end */
+    size_t n_attempts;   /* its attempts with tokens_per_s */
+    double tokens_per_s; /* the median over its latest 20 of those attempts of each attempt's
+                            median tokens_per_s (over its latest 200 step records) */
+    int slow;            /* below slow_fraction x the median of all nodes' tokens_per_s */
+} runner_node_rate;
+
+/*
+ * The sweep's throughput per node, ordered by node name: the first cap into out (may be NULL),
+ * *n all of them; *median_all (may be NULL): the median over the nodes (NAN when none). A node
+ * is slow below slow_fraction (in [0, 1); 0: none is) x that median (with two nodes, below
+ * slow_fraction / (2 - slow_fraction) of the other). Attempts without a host or without
+ * tokens_per_s records are left out. ST_OK, ST_EINVAL (slow_fraction), ST_ENOTFOUND, ST_EDB,
+ * ST_ENOMEM.
+ */
+st_status runner_store_node_rates(runner_store *s, const char *sweep, double slow_fraction,
+                                  size_t cap, size_t *n, runner_node_rate *out, double *median_all);
+
 /* ---- the watch --------------------------------------------------------------------------- */
 
 typedef struct runner_watch_options {

@@ -280,3 +280,42 @@ st_status runner_store_quarantined(runner_store *s, const char *sweep, size_t ca
     sqlite3_reset(st);
     return src == SQLITE_DONE ? ST_OK : store_fail(s, src, "reading quarantined nodes");
 }
+
+st_status store_quarantine_list(runner_store *s, int64_t sweep, char **out)
+{
+    *out = NULL;
+    sqlite3_stmt *st = store_stmt(s, "SELECT message FROM events WHERE sweep_id = ?1 AND"
+                                     " kind = 'quarantine' ORDER BY id");
+    if (!st)
+        return ST_EDB;
+    sqlite3_bind_int64(st, 1, sweep);
+    char *b = NULL;
+    size_t len = 0;
+    st_status rc = ST_OK;
+    int src = SQLITE_DONE;
+    while (!rc && (src = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *m = (const char *)sqlite3_column_text(st, 0);
+        size_t l = m ? strcspn(m, "\t") : 0;
+        if (!l || !m[l] || strcspn(m, ", ") < l)
+            continue; /* no node, or one no scheduler can take */
+        char *nb = realloc(b, len + l + 2);
+        if (!nb) {
+            rc = ST_ENOMEM;
+            break;
+        }
+        b = nb;
+        if (len)
+            b[len++] = ',';
+        memcpy(b + len, m, l);
+        len += l;
+        b[len] = '\0';
+    }
+    sqlite3_reset(st);
+    if (!rc && src != SQLITE_DONE)
+        rc = store_fail(s, src, "reading quarantined nodes");
+    if (rc)
+        free(b);
+    else
+        *out = b;
+    return rc;
+}

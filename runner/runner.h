@@ -179,6 +179,8 @@ typedef struct runner_large_config {
     size_t straggler_window;       /* ...for this many step records in a row; default 5 */
     double spike_factor;           /* a step loss above factor x the recent median; 1.5, 0 off */
     size_t spike_window;           /* steps of that median; default 20 */
+    double slow_node_fraction;     /* a node whose tokens/s is below this fraction of the median
+                                      of all nodes is slow (runner_store_node_rates); 0.5, 0 off */
 } runner_large_config;
 
 /*
@@ -618,6 +620,11 @@ typedef struct runner_options {
      * submitted (data: pause_data). */
     void (*pause_hook)(const char *point, void *data);
     void *pause_data;
+    /* The node recorded as each attempt's host (per-node throughput, runner_store_node_rates)
+     * until a backend that knows better says where the attempt ran (Slurm: at its end). NULL
+     * or "": $SCALETUNE_NODE when set (read at each launch), else this machine's host name.
+     * Copied. */
+    const char *node;
 } runner_options;
 
 runner_options runner_options_default(void);

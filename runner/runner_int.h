@@ -205,6 +205,7 @@ typedef struct store_settlement {
     int has_exit_code, exit_code, has_signal, signal;
     runner_failure kind;
     const char *job_id; /* NULL or "": keep the stored one */
+    const char *host;   /* the node it ran on; NULL or "": keep the stored one */
     /* the run */
     runner_run_status to;
     double objective, cost;
@@ -256,6 +257,11 @@ st_status store_next_pending(runner_store *s, int64_t sweep, double now, int64_t
 /* Whether a stop was requested for sweep `sweep` ('scaletune sweep stop'). */
 st_status store_stop_requested(runner_store *s, int64_t sweep, int *stop);
 
+/* largerun_health.c: sweep `sweep`'s quarantined nodes as one comma-separated list, oldest
+ * first, for a scheduler's exclusion (sbatch --exclude); *out malloc'd, NULL when none. Names
+ * with a comma or a space are left out (no scheduler can take them). ST_OK, ST_EDB, ST_ENOMEM. */
+st_status store_quarantine_list(runner_store *s, int64_t sweep, char **out);
+
 /* ---- template.c ------------------------------------------------------------------------- */
 
 /* Checks braces and placeholder names of one template. ST_OK or ST_EINVAL (errmsg says why). */
@@ -285,6 +291,10 @@ typedef struct runner_job_spec {
     char *const *env;    /* NULL-terminated "KEY=VALUE" added to the controller's environment */
     const char *workdir; /* NULL: the controller's */
     const char *dir;
+    /* nodes the job must not run on, comma-separated (the sweep's quarantined nodes, read
+     * from the store at each submission); NULL or "": none. A scheduler's backend passes it
+     * on (Slurm: --exclude); the local backend has one node and ignores it */
+    const char *exclude;
 } runner_job_spec;
 
 typedef enum runner_job_state {
@@ -312,6 +322,10 @@ typedef struct runner_job {
      * (Slurm: the job script's start, after any time in the queue), else NAN: time waiting in
      * a scheduler's queue is not the run's either */
     double started;
+    /* out, for a finished job: the node it ran on if the backend knows (Slurm: the job
+     * script's record of $SLURMD_NODENAME), else "" (the controller cleared it): stored as the
+     * attempt's host in place of the controller's */
+    char node[64];
 } runner_job;
 
 /*

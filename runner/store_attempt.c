@@ -116,7 +116,8 @@ st_status store_settle_attempt(runner_store *s, const store_settlement *o)
         return rc;
     sqlite3_stmt *st = store_stmt(s, "UPDATE attempts SET state = 'done', ended = ?2, "
                                      "exit_code = ?3, signal = ?4, failure = ?5, "
-                                     "job_id = coalesce(?6, job_id) WHERE id = ?1");
+                                     "job_id = coalesce(?6, job_id), "
+                                     "host = coalesce(?7, host) WHERE id = ?1");
     if (!st)
         goto db;
     sqlite3_bind_int64(st, 1, o->attempt_id);
@@ -128,6 +129,8 @@ st_status store_settle_attempt(runner_store *s, const store_settlement *o)
     sqlite3_bind_int(st, 5, (int)o->kind);
     if (o->job_id && o->job_id[0])
         sqlite3_bind_text(st, 6, o->job_id, -1, SQLITE_TRANSIENT);
+    if (o->host && o->host[0])
+        sqlite3_bind_text(st, 7, o->host, -1, SQLITE_TRANSIENT);
     if ((rc = store_exec_stmt(s, st, "settling an attempt")))
         goto out;
 

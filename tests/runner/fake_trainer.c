@@ -26,6 +26,7 @@
  *   "tokens_per_s" (1000 tokens over the step's wall time)
  *   --slow-attempt N --slow-from S --slow-factor F: in attempt N ($SCALETUNE_ATTEMPT), steps from
  *   S on sleep F x --sleep-ms (a straggling node)
+ *   --slow-node NAME: the same in every attempt while $SCALETUNE_NODE is NAME (a slow node)
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -155,7 +156,7 @@ int main(int argc, char **argv)
     const char *chaos_key = NULL;
     int eval_every = 0;
     const char *bad_runs = NULL, *spike_runs = NULL, *spikes = NULL;
-    const char *ckpt = NULL, *resume = NULL;
+    const char *ckpt = NULL, *resume = NULL, *slow_node = NULL;
     int slow_attempt = 0, slow_from = 0;
     double slow_factor = 1;
 
@@ -210,6 +211,8 @@ int main(int argc, char **argv)
             slow_from = atoi(v), i++;
         else if (!strcmp(a, "--slow-factor") && v)
             slow_factor = atof(v), i++;
+        else if (!strcmp(a, "--slow-node") && v)
+            slow_node = v, i++;
         else {
             fprintf(stderr, "fake_trainer: bad argument '%s'\n", a);
             return 2;
@@ -276,7 +279,9 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "halfway") || !strcmp(mode, "crash") || !strcmp(mode, "signal"))
         last = steps / 2;
     const char *att = getenv("SCALETUNE_ATTEMPT");
-    int slow_here = slow_attempt > 0 && att && atoi(att) == slow_attempt;
+    const char *node = getenv("SCALETUNE_NODE");
+    int slow_here = (slow_attempt > 0 && att && atoi(att) == slow_attempt) ||
+                    (slow_node && node && !strcmp(node, slow_node));
     double t_step = now_s();
     for (int s = read_step(resume) + 1; s <= last; s++) {
         if (!strcmp(mode, "garbage"))

@@ -43,21 +43,25 @@ static void test_config(void)
     CHECK(c && c->large.n_health_checks == 0 && c->large.quarantine_after == 2 &&
           c->large.straggler_fraction == 0.5 && c->large.straggler_window == 5 &&
           c->large.spike_factor == 1.5 && c->large.spike_window == 20 &&
-          c->large.health_timeout_seconds == 60 && !c->large.restart_on_straggler);
+          c->large.health_timeout_seconds == 60 && !c->large.restart_on_straggler &&
+          c->large.slow_node_fraction == 0.5);
     runner_config_destroy(c);
     c = load("large_run:\n  health_checks: ['a 1', b]\n  quarantine_after: 3\n"
              "  restart_on_straggler: true\n  straggler_fraction: 0.25\n  straggler_window: 7\n"
-             "  spike_factor: 0\n  spike_window: 9\n  health_timeout_seconds: 2.5\n",
+             "  spike_factor: 0\n  spike_window: 9\n  health_timeout_seconds: 2.5\n"
+             "  slow_node_fraction: 0.7\n",
              em);
     CHECK(c && c->large.n_health_checks == 2 && !strcmp(c->large.health_checks[0], "a 1") &&
           !strcmp(c->large.health_checks[1], "b") && c->large.quarantine_after == 3 &&
           c->large.restart_on_straggler && c->large.straggler_fraction == 0.25 &&
           c->large.straggler_window == 7 && c->large.spike_factor == 0 &&
-          c->large.spike_window == 9 && c->large.health_timeout_seconds == 2.5);
+          c->large.spike_window == 9 && c->large.health_timeout_seconds == 2.5 &&
+          c->large.slow_node_fraction == 0.7);
     runner_config_destroy(c);
     const char *bad[][2] = {
         {"large_run:\n  straggler_fraction: 1\n", "straggler_fraction"},
         {"large_run:\n  spike_factor: 0.5\n", "spike_factor"},
+        {"large_run:\n  slow_node_fraction: -0.1\n", "slow_node_fraction"},
         {"large_run:\n  quarantine_after: 0\n", "quarantine_after"},
         {"large_run:\n  health_checks: x\n", "health_checks"},
         /* a repeated list key is refused (fuzz_config: the first list leaked) */

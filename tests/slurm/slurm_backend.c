@@ -2,8 +2,9 @@
  * slurm_backend.c — the Slurm backend alone, through each route (sbatch/squeue/scancel; REST
  * with a JWT over TCP; REST over the unix socket): submit, the batched poll, cancel, exit codes
  * and quoting seen through the job's own output, adoption and the claim that stops a second
- * start, a job Slurm does not know, and the errors (bad partition, bad token, slurmrestd down)
- * as messages. Needs the one-node cluster of scripts/slurm-localhost (make test-slurm).
+ * start, a job Slurm does not know, the node a job ran on, an excluded node, and the errors (bad
+ * partition, bad token, slurmrestd down) as messages. Needs the one-node cluster of
+ * scripts/slurm-localhost (make test-slurm).
  */
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -113,11 +114,12 @@ static void test_exit_and_quoting(const char *route)
                     "\"q\"",
                     NULL};
     char *env[] = {"FOO=x 'y' $z", NULL};
-    runner_job_spec spec = {argv, env, su_dir, dir};
+    runner_job_spec spec = {argv, env, su_dir, dir, NULL};
     CHECK_ST(b.type->submit(b.state, &spec, id, sizeof(id), em), ST_OK);
     CHECK(id[0] >= '1' && id[0] <= '9');
     runner_job j = wait_job(&b, id, dir, 60);
     CHECK(j.state == RUNNER_JOB_EXITED && j.exit_code == 3);
+    CHECK(!strcmp(j.node, "localhost")); /* the job script's record of its node */
     char p[4300], want[4300];
     snprintf(p, sizeof(p), "%s/stdout.log", dir);
     snprintf(want, sizeof(want), "a b|it's|$HOME|*|\"q\"|x 'y' $z|%s\n", su_dir);
@@ -144,7 +146,7 @@ static void test_cancel(const char *route)
     snprintf(dir, sizeof(dir), "%s/%s-cancel", su_dir, route);
     mkdir_p(dir);
     char *argv[] = {"/bin/sleep", "120", NULL};
-    runner_job_spec spec = {argv, NULL, NULL, dir};
+    runner_job_spec spec = {argv, NULL, NULL, dir, NULL};
     CHECK_ST(b.type->submit(b.state, &spec, id, sizeof(id), em), ST_OK);
     /* wait until it started (its job id file appears) */
     char p[4300];
@@ -178,7 +180,7 @@ static void test_claim_and_unknown(const char *route)
     mkdir_p(dir);
     CHECK_ST(b.type->adopt(b.state, dir, jid, sizeof(jid), em), ST_ENOTFOUND); /* claimed */
     char *argv[] = {"/bin/sh", "-c", "echo ran", NULL};
-    runner_job_spec spec = {argv, NULL, NULL, dir};
+    runner_job_spec spec = {argv, NULL, NULL, dir, NULL};
     CHECK_ST(b.type->submit(b.state, &spec, id, sizeof(id), em), ST_OK);
     runner_job j = wait_job(&b, id, dir, 60);
     CHECK(j.state == RUNNER_JOB_LOST && j.failure == RUNNER_FAIL_NONE);
@@ -218,10 +220,31 @@ static void test_bad_partition(const char *route)
     snprintf(dir, sizeof(dir), "%s/%s-badpart", su_dir, route);
     mkdir_p(dir);
     char *argv[] = {"/bin/true", NULL};
-    runner_job_spec spec = {argv, NULL, NULL, dir};
+    runner_job_spec spec = {argv, NULL, NULL, dir, NULL};
     CHECK_ST(b.type->submit(b.state, &spec, id, sizeof(id), em), ST_EBACKEND);
     CHECK(strstr(em, "Invalid partition") != NULL);
     printf("# %s, bad partition: %s\n", route, em);
+    be_close(&b);
+}
+
+/* A quarantined node is excluded: Slurm refuses an exclusion of a node it does not know, which
+ * shows the exclusion reached it (sbatch --exclude, REST "exclude"). */
+static void test_exclude(const char *route)
+{
+    be b;
+    CHECK(be_open(&b, route, "") == 0);
+    if (!b.state) {
+        be_close(&b);
+        return;
+    }
+    char dir[4200], id[64] = "", em[ST_ERRMSG_MAX] = "";
+    snprintf(dir, sizeof(dir), "%s/%s-exclude", su_dir, route);
+    mkdir_p(dir);
+    char *argv[] = {"/bin/true", NULL};
+    runner_job_spec spec = {argv, NULL, NULL, dir, "nosuchnode"};
+    CHECK_ST(b.type->submit(b.state, &spec, id, sizeof(id), em), ST_EBACKEND);
+    CHECK(strstr(em, "node") != NULL);
+    printf("# %s, excluding an unknown node: %s\n", route, em);
     be_close(&b);
 }
 
@@ -250,7 +273,7 @@ static void test_rest_errors(void)
     snprintf(dir, sizeof(dir), "%s/rest-badtoken", su_dir);
     mkdir_p(dir);
     char *argv[] = {"/bin/true", NULL};
-    runner_job_spec spec = {argv, NULL, NULL, dir};
+    runner_job_spec spec = {argv, NULL, NULL, dir, NULL};
     st_status rc = runner_backend_slurm_rest->submit(st, &spec, id, sizeof(id), em);
     CHECK(rc == ST_EBACKEND);
     CHECK(strstr(em, "SECRET") == NULL && strstr(em, "token") != NULL);
@@ -293,6 +316,7 @@ int main(int argc, char **argv)
         test_cancel(routes[i]);
         test_claim_and_unknown(routes[i]);
         test_bad_partition(routes[i]);
+        test_exclude(routes[i]);
     }
     test_rest_errors();
     su_cleanup();
