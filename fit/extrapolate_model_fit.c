@@ -567,6 +567,45 @@ static void hyper_starts(const fit_xp *xp, fit_work *w, double *th0)
     }
 }
 
+/* A hyper law the first fit left flat (curvature under FLAT_CURV: no bowl in the runs) may have
+ * stalled where its optimum sits among the runs while the runs show a bowl whose bottom lies at
+ * an edge of what they tried (bench-extrapolate's world 9: every weight decay but one below its
+ * optimum, the penalty falling 1.4% towards the largest). Restarted with its optimum at each
+ * FLAT_RESTART_Q quantile of the tried values and START_CURV; the best fit is kept. */
+#define FLAT_CURV 1e-4
+static const double FLAT_RESTART_Q[] = {0.0, 0.02, 0.98, 1.0};
+#define N_FLAT_RESTART (sizeof(FLAT_RESTART_Q) / sizeof(FLAT_RESTART_Q[0]))
+
+static void flat_hyper_restarts(const fit_xp *xp, fit_work *w, xp_jm_data *d, double *th,
+                                double f)
+{
+    const xp_model *m = &xp->m;
+    for (size_t k = 0; k < m->n_hp; k++) {
+        if (exp(th[XP_HP_OFF(k) + XP_HP_LN_CURV]) >= FLAT_CURV || w->n_okr < 2)
+            continue;
+        const double *h = &th[XP_HP_OFF(k)];
+        for (size_t t = 0; t < w->n_okr; t++) {
+            size_t i = w->ok_rows[t];
+            const double *bh = &w->bh[i * w->nh];
+            w->loss[t] = bh[k] - xp_hp_optimum(h, k, w->lN[i] - m->lN0, w->lD[i] - m->lD0, bh) +
+                         h[XP_HP_ICPT];
+        }
+        fit_sort_doubles(w->loss, w->n_okr);
+        for (size_t r = 0; r < N_FLAT_RESTART; r++) {
+            double t[XP_NTH];
+            memcpy(t, th, sizeof(t));
+            t[XP_HP_OFF(k) + XP_HP_ICPT] =
+                fit_quantile_sorted(w->loss, w->n_okr, FLAT_RESTART_Q[r]);
+            t[XP_HP_OFF(k) + XP_HP_LN_CURV] = log(START_CURV);
+            double ft = xp_jm_minimise(d, t, MAXEVAL_POLISH);
+            if (ft < f) {
+                f = ft;
+                memcpy(th, t, sizeof(t));
+            }
+        }
+    }
+}
+
 /* The first fit into th: the best of the starts on the grid of the Chinchilla part, polished.
  * Under the timescale prior (weighted with the residual floor until sigma is known), the weight
  * decay's law starts at the prior's centre. ST_ENUMERIC if no start reaches a finite optimum. */
@@ -612,7 +651,8 @@ static st_status first_fit(fit_xp *xp, fit_work *w, xp_jm_data *d, size_t k_wd, 
         snprintf(xp->err, sizeof(xp->err), "the model fit found no finite optimum");
         return ST_ENUMERIC;
     }
-    xp_jm_minimise(d, th, MAXEVAL_POLISH);
+    best_f = xp_jm_minimise(d, th, MAXEVAL_POLISH);
+    flat_hyper_restarts(xp, w, d, th, best_f);
     return ST_OK;
 }
 
