@@ -20,8 +20,8 @@
  * together, one atomic commit, so a kill there leaves it empty as it was.
  *
  * What a killed creator leaves is its temporary file (and its -wal, -shm, -journal): the next
- * runner_store_create removes those of processes that no longer exist on this host (a pid
- * that is alive, a zombie included, or one of another host is left alone).
+ * runner_store_create removes those of processes that no longer exist on this host, or are
+ * zombies (a live pid, or one of another host, is left alone).
  *
  * A file left at the store's path by a deleted store, "<store>-wal" or "<store>-journal" with
  * content but no "<store>", is refused: SQLite would replay it into the new store. The
@@ -131,7 +131,19 @@ static int stale_temp(const names *n, const char *name)
         known = !strcmp(p, side_suffix[i]);
     if (!known || pid == (long)getpid()) /* ours: maybe another thread's creation, in progress */
         return 0;
-    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+    if (kill((pid_t)pid, 0) != 0)
+        return errno == ESRCH;
+    /* alive, unless a zombie: one writes nothing more (a killed creator not yet reaped) */
+    char stat_path[64], buf[512];
+    snprintf(stat_path, sizeof(stat_path), "/proc/%ld/stat", pid);
+    FILE *f = fopen(stat_path, "re");
+    if (!f)
+        return 0;
+    size_t got = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[got] = '\0';
+    const char *rp = strrchr(buf, ')');
+    return rp && rp[1] == ' ' && rp[2] == 'Z';
 }
 
 static void remove_stale(const names *n)
