@@ -91,6 +91,9 @@ enum {
     STORE_CREATE_MIGRATED = 100 /* + v: migration v committed (also on opening an old store) */
 };
 extern void (*store_create_hook)(int step);
+/* Tests only: when set, the store is put in place as where the file system has no
+ * RENAME_NOREPLACE (NFS): link(2), then unlink of the temporary name. */
+extern int store_create_link_only;
 
 /* Wall-clock seconds since the epoch (times in the store outlive processes). */
 double runner_now(void);

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 void (*store_create_hook)(int step);
+int store_create_link_only;
 
 #define STEP(n)                                                                                    \
     do {                                                                                           \
@@ -203,7 +204,11 @@ static int fsync_path(const char *p, int flags)
 static int publish(const char *tmp, const char *path, int *lost)
 {
     *lost = 0;
-    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+    int rc = -1;
+    errno = EINVAL;
+    if (!store_create_link_only)
+        rc = renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE);
+    if (rc == 0)
         return 0;
     if (errno == EEXIST) {
         *lost = 1;

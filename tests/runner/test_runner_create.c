@@ -4,8 +4,9 @@
  * SIGKILL at each step of the store's creation (store_create_hook); then the path holds no
  * file or a whole store (never an empty one), and resume-else-launch, as test_runner_chaos's
  * controllers do, runs the sweep to the end with every run recorded; the dead child's
- * temporary files are gone. The same with SIGKILL from outside after delays from 0 to 3 ms.
- * Concurrent launches into one new path all end up in one store (none renamed over another's).
+ * temporary files are gone. Both with renameat2(RENAME_NOREPLACE) and with the link(2)
+ * fallback of file systems without it. The same with SIGKILL from outside after delays from 0 to 3
+ * ms. Concurrent launches into one new path all end up in one store (none renamed over another's).
  * An empty file a user made is refused by resume and open and left as it was (create makes the
  * store in it, in place: test_runner_manage), a -wal without its store is refused, and only
  * dead creators' temporary files are removed.
@@ -127,8 +128,10 @@ static int killed_launch(const char *db, int step, long delay_us)
     return st;
 }
 
-static void test_kill_at_each_step(void)
+/* link_only: the link(2) fallback (a file system without RENAME_NOREPLACE), else renameat2. */
+static void test_kill_at_each_step(int link_only)
 {
+    store_create_link_only = link_only;
     static const int steps[] = {
         STORE_CREATE_CLEANED,      STORE_CREATE_TEMP_MADE,    STORE_CREATE_MIGRATED + 0,
         STORE_CREATE_MIGRATED + 1, STORE_CREATE_MIGRATED + 2, STORE_CREATE_MIGRATED + 3,
@@ -137,7 +140,7 @@ static void test_kill_at_each_step(void)
     };
     for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
         char name[64];
-        snprintf(name, sizeof(name), "step%zu.db", i);
+        snprintf(name, sizeof(name), "step%d-%zu.db", link_only, i);
         const char *db = tu_path(name);
         int st = killed_launch(db, steps[i], 0);
         /* the link(2) fallback is not taken where RENAME_NOREPLACE works: the launch ends */
@@ -145,16 +148,18 @@ static void test_kill_at_each_step(void)
         CHECK(died || (steps[i] == STORE_CREATE_LINKED && WIFEXITED(st) && WEXITSTATUS(st) == 0));
         int state = state_of(db);
         CHECK(state >= 0);
-        CHECK(state == (steps[i] >= STORE_CREATE_RENAMED && steps[i] < STORE_CREATE_MIGRATED) ||
-              !died);
+        /* linked: the store's path holds the whole store, the temporary name too */
+        int placed = steps[i] >= STORE_CREATE_LINKED && steps[i] < STORE_CREATE_MIGRATED;
+        CHECK(state == placed || !died);
         CHECK(resume_or_launch(db, "k"));
         CHECK(tu_query(db, "SELECT count(*) FROM runs WHERE status IN (2, 3)") == 3);
         CHECK(tu_query(db, "SELECT count(*) FROM observations") == 3);
-        snprintf(name, sizeof(name), "step%zu.db.creating-", i);
+        snprintf(name, sizeof(name), "step%d-%zu.db.creating-", link_only, i);
         CHECK(count_prefix(name) == 0); /* the dead child's temporary files are gone */
         if (!died)
             printf("create: step %d not reached (the link fallback)\n", steps[i]);
     }
+    store_create_link_only = 0;
 }
 
 static void test_kill_from_outside(void)
@@ -281,7 +286,8 @@ int main(int argc, char **argv)
     (void)argc;
     st_global_init();
     tu_init(argv[0]);
-    test_kill_at_each_step();
+    test_kill_at_each_step(0);
+    test_kill_at_each_step(1);
     test_kill_from_outside();
     test_concurrent();
     test_user_files();
