@@ -371,7 +371,14 @@ typedef struct runner_store runner_store;
  */
 st_status runner_store_open(const char *path, runner_store **out, char *errmsg);
 /* The same, creating the store when `path` does not exist or is an empty file (what
- * runner_launch, `sweep launch` and `sweep create` do). */
+ * runner_launch, `sweep launch` and `sweep create` do). A new store is built whole under a
+ * temporary name next to it, "PATH.creating-<pid>.<n>.<host>", and renamed into place
+ * (never over a file that appeared there meanwhile), so a kill at any moment leaves either no
+ * file at `path` or a complete store, never one that runner_store_open refuses; the temporary
+ * files of creators killed on this host are removed by the next call. An empty file at `path`
+ * is thus never a half-made store of ours: runner_store_open refuses it, and this function
+ * makes the store in it, in place (its first commit is atomic). A "PATH-wal" or
+ * "PATH-journal" with content but no PATH is refused (ST_EDB): SQLite would replay it. */
 st_status runner_store_create(const char *path, runner_store **out, char *errmsg);
 /* NULL is a no-op. */
 void runner_store_close(runner_store *s);

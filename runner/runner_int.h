@@ -68,6 +68,33 @@ struct runner_store {
     int full;    /* SQLITE_FULL seen and the WAL not yet truncated since */
 };
 
+/* Opens the SQLite file at `path` as a store (store.c): identifies it (a store, an empty file,
+ * or refused), sets WAL and the pragmas and migrates. `create`: the file may be created, or be
+ * empty, and becomes a store; otherwise it must exist and be one. Error messages name `shown`
+ * (NULL: `path`). runner_store_open is store_open_file(path, 0, NULL, ...). */
+st_status store_open_file(const char *path, int create, const char *shown, runner_store **out,
+                          char *errmsg);
+
+/* store_create.c: runner_store_create builds a new store under a temporary name next to it,
+ * "<store>.creating-<pid>.<seq>.<host>", and renames it into place only when complete, so a
+ * kill at any moment leaves either no file at the store's path or a whole store. Tests only:
+ * store_create_hook, when set, is called at each step of that (STORE_CREATE_*), e.g. to
+ * raise(SIGKILL) there; it is NULL otherwise. */
+enum {
+    STORE_CREATE_CLEANED = 1,   /* stale temporary files of dead creators removed */
+    STORE_CREATE_TEMP_MADE,     /* the temporary file exists, empty */
+    STORE_CREATE_CLOSED,        /* built, checkpointed and closed; not yet synced */
+    STORE_CREATE_SYNCED,        /* the temporary file fsynced */
+    STORE_CREATE_LINKED,        /* link(2) fallback only: both names hold the store */
+    STORE_CREATE_RENAMED,       /* in place at the store's path; directory not yet fsynced */
+    STORE_CREATE_DIR_SYNCED,    /* the directory fsynced; the store not yet reopened */
+    STORE_CREATE_MIGRATED = 100 /* + v: migration v committed (also on opening an old store) */
+};
+extern void (*store_create_hook)(int step);
+/* Tests only: when set, the store is put in place as where the file system has no
+ * RENAME_NOREPLACE (NFS): link(2), then unlink of the temporary name. */
+extern int store_create_link_only;
+
 /* Wall-clock seconds since the epoch (times in the store outlive processes). */
 double runner_now(void);
 /* Monotonic seconds (durations inside one process). */

@@ -231,6 +231,8 @@ static st_status migrate(runner_store *s)
             store_rollback(s);
             return rc;
         }
+        if (store_create_hook) /* tests only: a kill after each committed migration */
+            store_create_hook(STORE_CREATE_MIGRATED + v);
     }
     return ST_OK;
 }
@@ -271,7 +273,8 @@ static st_status identify(runner_store *s, int *empty)
                    "schema marker or tables); nothing was written to it");
 }
 
-static st_status store_open_impl(const char *path, int create, runner_store **out, char *errmsg)
+st_status store_open_file(const char *path, int create, const char *shown, runner_store **out,
+                          char *errmsg)
 {
     char dummy[ST_ERRMSG_MAX];
     if (!errmsg)
@@ -316,19 +319,14 @@ static st_status store_open_impl(const char *path, int create, runner_store **ou
     *out = s;
     return ST_OK;
 fail:
-    snprintf(errmsg, ST_ERRMSG_MAX, "%.200s: %.300s", path, s->errmsg);
+    snprintf(errmsg, ST_ERRMSG_MAX, "%.200s: %.300s", shown ? shown : path, s->errmsg);
     runner_store_close(s);
     return st;
 }
 
 st_status runner_store_open(const char *path, runner_store **out, char *errmsg)
 {
-    return store_open_impl(path, 0, out, errmsg);
-}
-
-st_status runner_store_create(const char *path, runner_store **out, char *errmsg)
-{
-    return store_open_impl(path, 1, out, errmsg);
+    return store_open_file(path, 0, NULL, out, errmsg);
 }
 
 void runner_store_close(runner_store *s)

@@ -162,8 +162,8 @@ static runner_config *kill_config(const char *name, int slots)
     return tu_config(name, "--cost-pow2, '{x}', --steps, '3', --sleep-rand-ms, '20'", extra);
 }
 
-/* Whether the store at `db` holds sweep `name` (a launch killed before its first commit leaves
- * no store, or an empty file: launch again, as a user would). */
+/* Whether the store at `db` holds sweep `name` (a launch killed before it recorded the sweep
+ * leaves no store, or one without it: launch again, as a user would). */
 static int store_has_sweep(const char *db, const char *name)
 {
     sqlite3 *h = NULL;
