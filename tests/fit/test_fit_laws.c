@@ -137,6 +137,8 @@ int main(void)
             if (k % 2) /* near the optimum, where the Huber loss is quadratic for most rows */
                 for (size_t j = 0; j < 5; j++)
                     th[j] = th0[j] + 0.01 * (st_rng_uniform(r) - 0.5);
+            if (k % 10 == 4) /* a - alpha ln N - e > 700: the kernel's per-row shift */
+                th[3] = -40 - st_rng_uniform(r);
             double want = 0, wg[5] = {0}, ws = 0, g[5];
             for (size_t i = 0; i < 61; i++) {
                 double t[3] = {th[0] - th[3] * log(xk[2 * i]), th[1] - th[4] * log(xk[2 * i + 1]),
