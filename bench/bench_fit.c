@@ -4,14 +4,17 @@
  * L-BFGS-B (bench/fit_scipy_peer.py, Debian's /usr/bin/python3) in the same run. Prints
  * "BENCH fit.grid_s threads=<t> <seconds>", "BENCH fit.bootstrap_s threads=<t> <seconds>", the
  * optima, and "BENCH fit.grid_vs_scipy_per_thread <ratio>": scipy's CPU time per start over ours
- * per start on one thread (median of 3 runs). The peer times a fixed subset of the starts (every
- * FIT_PEER_STRIDE'th, default 13) and is skipped, with a message, when scipy is not installed.
+ * per start on one thread (median of 3 runs), with scipy as Epoch ran it (finite-difference
+ * gradients); then the same against scipy given the analytic gradient (..._jac_per_thread). The
+ * peer times a fixed subset of the starts (every FIT_PEER_STRIDE'th, default 13) and is skipped,
+ * with a message, when scipy is not installed.
  * Not a library test: this program prints, runs a subprocess and exits.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "common/st.h"
@@ -45,16 +48,17 @@ typedef struct peer {
     int have_opt;
 } peer;
 
-/* Runs bench/fit_scipy_peer.py on one thread, echoing its lines; returns 0 when it ran. */
-static int run_peer(peer *pr)
+/* Runs bench/fit_scipy_peer.py on one thread with extra arguments `args`, echoing its lines;
+ * returns 0 when it ran. */
+static int run_peer(const char *args, peer *pr)
 {
     const char *py = getenv("FIT_PEER_PYTHON");
     const char *stride = getenv("FIT_PEER_STRIDE");
     char cmd[512], line[512];
     snprintf(cmd, sizeof(cmd),
              "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 %s "
-             "bench/fit_scipy_peer.py --stride %s 2>&1",
-             py ? py : "/usr/bin/python3", stride ? stride : "13");
+             "bench/fit_scipy_peer.py --stride %s %s 2>&1",
+             py ? py : "/usr/bin/python3", stride ? stride : "13", args);
     memset(pr, 0, sizeof(*pr));
     pr->per_start = pr->cpu_per_start = -1;
     FILE *p = popen(cmd, "r");
@@ -77,7 +81,7 @@ static int run_peer(peer *pr)
     if (rc != 0 || pr->per_start <= 0 || pr->cpu_per_start <= 0) {
         printf("  scipy peer: skipped (exit status %d; needs Debian's python3-scipy in "
                "/usr/bin/python3, or FIT_PEER_PYTHON)\n",
-               rc);
+               rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
         return -1;
     }
     return 0;
@@ -149,11 +153,16 @@ int main(void)
     printf("2-thread speed-up: grid %.2fx, bootstrap %.2fx\n", tg[1] / tg[2], tb[1] / tb[2]);
     printf("targets: grid <= 0.5 s, bootstrap <= 2 s\n");
 
-    /* The peer, in the same run: scipy per start against ours per start on one thread. */
-    peer pr;
-    printf("scipy L-BFGS-B peer (bench/fit_scipy_peer.py, one thread):\n");
-    if (run_peer(&pr) == 0) {
-        double ours = cpu1 / (double)n_starts, ours_wall = tg[1] / (double)n_starts;
+    /* The peer, in the same run: scipy per start against ours per start on one thread, first
+     * as Epoch ran it (finite-difference gradients), then given the analytic gradient. */
+    const char *modes[2] = {"--fd", "--jac"};
+    const char *metric[2] = {"grid_vs_scipy_per_thread", "grid_vs_scipy_jac_per_thread"};
+    double ours = cpu1 / (double)n_starts, ours_wall = tg[1] / (double)n_starts;
+    for (int mi = 0; mi < 2; mi++) {
+        peer pr;
+        printf("scipy L-BFGS-B peer (bench/fit_scipy_peer.py %s, one thread):\n", modes[mi]);
+        if (run_peer(modes[mi], &pr) != 0)
+            break;
         if (pr.have_opt) {
             double dmax = fabs(pr.obj - obj1) / obj1;
             for (int j = 0; j < 5; j++)
@@ -165,11 +174,9 @@ int main(void)
         printf("  per start: scipy %.4g ms CPU (%.4g ms wall), ours %.4g ms CPU (%.4g ms wall) "
                "on one thread\n",
                1e3 * pr.cpu_per_start, 1e3 * pr.per_start, 1e3 * ours, 1e3 * ours_wall);
-        printf("BENCH fit.grid_vs_scipy_per_thread %.1f (scipy CPU per start / ours on 1 thread; "
-               "target >= 60)\n",
-               pr.cpu_per_start / ours);
-        printf("BENCH fit.grid_vs_scipy_per_thread_wall %.1f (same, wall clock)\n",
-               pr.per_start / ours_wall);
+        printf("BENCH fit.%s %.1f (scipy CPU per start / ours on 1 thread%s)\n", metric[mi],
+               pr.cpu_per_start / ours, mi == 0 ? "; target >= 60" : "");
+        printf("BENCH fit.%s_wall %.1f (same, wall clock)\n", metric[mi], pr.per_start / ours_wall);
     }
     free(x);
     fit_table_destroy(t);

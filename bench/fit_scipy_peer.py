@@ -16,7 +16,7 @@ deterministic subset; a stride coprime to 2, 3 and 5 visits every value of every
 parameter) and reports the time per start. Output: `PEER <key> <value>` lines read
 by bench/bench_fit.c, and a SKIP line with exit status 2 when scipy is missing.
 
-Usage: fit_scipy_peer.py [--csv FILE] [--stride K] [--jac] [--repeat R]
+Usage: fit_scipy_peer.py [--csv FILE] [--stride K] [--jac | --fd] [--repeat R]
 """
 import os
 
@@ -94,6 +94,7 @@ def main():
     ap.add_argument("--csv", default="tests/data/scaling/chinchilla_svg_extracted_data.csv")
     ap.add_argument("--stride", type=int, default=13)
     ap.add_argument("--jac", action="store_true")
+    ap.add_argument("--fd", action="store_true", help="the default: no gradient passed, scipy differences (as Epoch)")
     ap.add_argument("--repeat", type=int, default=1)
     args = ap.parse_args()
     np.seterr(over="ignore", invalid="ignore")  # as Epoch's notebook: starts that overflow fail
