@@ -40,6 +40,7 @@ struct fit_prob {
     const fit_law *law;
     size_t n;
     const double *x, *lx; /* n × n_in, inputs and their logs */
+    const double *lxt;    /* n_in × n, the logs by column (contiguous loads), or NULL */
     const double *y, *ly; /* n, targets and their logs */
     const double *w;      /* n weights */
     const size_t *idx;    /* NULL, or n row indices (a bootstrap resample) */
