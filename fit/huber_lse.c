@@ -115,7 +115,7 @@ double fit_chin_huber_log(const fit_prob *p, const double *th, double *g)
     for (size_t k = 0; k < n; k += W) {
         /* rows k..k+W-1: contiguous when they can be, else one lane at a time (a bootstrap
          * resample, the last block); past the end, row k again with weight 0 */
-        vd ln_n, ln_d, ln_l, wt;
+        vd ln_n = splat(0), ln_d = ln_n, ln_l = ln_n, wt = ln_n;
         if (!idx && lxt && k + W <= n) {
             memcpy(&ln_n, lxt + k, sizeof(vd));
             memcpy(&ln_d, lxt + n + k, sizeof(vd));
