@@ -102,8 +102,9 @@ bench-ask-latency: all
 .PHONY: bench-bounds bench-categorical bench-ask-latency
 
 # ---- fit -----------------------------------------------------------------------------------
+# the scipy peer (bench/fit_scipy_peer.py) runs in the same process when $(BENCH_PY) has scipy
 bench-fit: $(BUILD)/bench/bench_fit
-	$(BUILD)/bench/bench_fit
+	FIT_PEER_PYTHON=$(BENCH_PY) $(BUILD)/bench/bench_fit
 # the extrapolation test runs bench/'s simulator in-process (its known truth and oracle)
 $(BUILD)/tests/fit/test_fit_extrapolate: $(BUILD)/bench/sim.o
 

@@ -18,7 +18,7 @@ struct fit {
     char err[ST_ERRMSG_MAX];
     char warn[ST_ERRMSG_MAX];
     size_t n;
-    double *x, *lx, *y, *ly, *w;
+    double *x, *lx, *lxt, *y, *ly, *w;
     size_t n_user_starts;
     double *user_starts;
     double fixed[FIT_MAX_PAR];
@@ -81,10 +81,11 @@ static void free_data(fit *f)
 {
     free(f->x);
     free(f->lx);
+    free(f->lxt);
     free(f->y);
     free(f->ly);
     free(f->w);
-    f->x = f->lx = f->y = f->ly = f->w = NULL;
+    f->x = f->lx = f->lxt = f->y = f->ly = f->w = NULL;
     f->n = 0;
 }
 
@@ -155,16 +156,18 @@ st_status fit_set_data(fit *f, size_t n, const double *x, const double *y, const
     f->fitted = 0;
     f->x = malloc(n * nin * sizeof(double));
     f->lx = malloc(n * nin * sizeof(double));
+    f->lxt = malloc(n * nin * sizeof(double));
     f->y = malloc(n * sizeof(double));
     f->ly = malloc(n * sizeof(double));
     f->w = malloc(n * sizeof(double));
-    if (!f->x || !f->lx || !f->y || !f->ly || !f->w) {
+    if (!f->x || !f->lx || !f->lxt || !f->y || !f->ly || !f->w) {
         free_data(f);
         return st_errf(f->err, ST_ENOMEM, "out of memory for %zu points", n);
     }
     for (size_t i = 0; i < n * nin; i++) {
         f->x[i] = x[i];
         f->lx[i] = log(x[i]);
+        f->lxt[(i % nin) * n + i / nin] = f->lx[i];
     }
     for (size_t i = 0; i < n; i++) {
         f->y[i] = y[i];
@@ -214,6 +217,7 @@ static void make_prob(const fit *f, fit_objective obj, fit_prob *p)
     p->n = f->n;
     p->x = f->x;
     p->lx = f->lx;
+    p->lxt = f->lxt;
     p->y = f->y;
     p->ly = f->ly;
     p->w = f->w;

@@ -16,6 +16,8 @@
 
 #define FIT_MAX_PAR 16 /* largest n_params of any law, plus log sigma */
 
+typedef struct fit_prob fit_prob;
+
 struct fit_law {
     const char *name;
     size_t n_par, n_in;
@@ -28,13 +30,17 @@ struct fit_law {
     const double *const *grid; /* per theta: candidate start values */
     const size_t *grid_len;    /* per theta: number of candidates */
     int chinchilla_like;       /* natural[0..4] are (A, B, E, alpha, beta) */
+    /* NULL, or a fused kernel for the summed (or averaged) Huber loss on log residuals, the
+     * grid fit's hot path: the same value and gradient as the generic loop in fit_prob_eval */
+    double (*huber_log)(const struct fit_prob *p, const double *th, double *g);
 };
 
 /* Read-only problem: data plus objective settings. */
-typedef struct fit_prob {
+struct fit_prob {
     const fit_law *law;
     size_t n;
     const double *x, *lx; /* n × n_in, inputs and their logs */
+    const double *lxt;    /* n_in × n, the logs by column (contiguous loads), or NULL */
     const double *y, *ly; /* n, targets and their logs */
     const double *w;      /* n weights */
     const size_t *idx;    /* NULL, or n row indices (a bootstrap resample) */
@@ -42,8 +48,11 @@ typedef struct fit_prob {
     double delta;
     int linear, mean;
     double log_z; /* log Z(delta) for the Huber likelihood */
-} fit_prob;
+};
 
+/* law.c's huber_log for the Chinchilla law (huber_lse.c): the summed Huber loss on log
+ * residuals at theta (5) and its gradient g (5, or NULL), 4 rows at a time. */
+double fit_chin_huber_log(const fit_prob *p, const double *th, double *g);
 /* Objective at theta (n_par, + log sigma for FIT_OBJ_HUBER_LIK); g the same size or NULL. */
 double fit_prob_eval(const fit_prob *p, const double *th, double *g);
 /* log Z(delta) = log(sqrt(2 pi) (1 - 2 Q(delta)) + 2 exp(-delta^2/2)/delta) (Epoch). */

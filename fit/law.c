@@ -74,7 +74,8 @@ static const double *const chin_grid[] = {g_ab, g_ab, g_e, g_exp, g_exp};
 static const size_t chin_glen[] = {6, 6, 5, 5, 5};
 
 static const struct fit_law law_chinchilla = {
-    "chinchilla", 5, 2, chin_par, chin_nat, in_ND, chin_log, chin_eval, chin_grid, chin_glen, 1,
+    "chinchilla", 5,         2,         chin_par,  chin_nat, in_ND,
+    chin_log,     chin_eval, chin_grid, chin_glen, 1,        fit_chin_huber_log,
 };
 
 /* ---- Kaplan eq. 1.5: log L = aD LSE((aN/aD)(ln Nc - ln N), ln Dc - ln D) ---------------- */
@@ -101,7 +102,7 @@ static const double g_ka[] = {0.05, 0.1, 0.3};
 static const double *const kap_grid[] = {g_kc, g_kc, g_ka, g_ka};
 static const size_t kap_glen[] = {4, 4, 3, 3};
 static const struct fit_law law_kaplan = {
-    "kaplan", 4, 2, kap_par, kap_nat, in_ND, kap_log, kap_eval, kap_grid, kap_glen, 0,
+    "kaplan", 4, 2, kap_par, kap_nat, in_ND, kap_log, kap_eval, kap_grid, kap_glen, 0, NULL,
 };
 
 /* ---- saturating power law y = E + A x^-alpha: log y = LSE(a - alpha ln x, e) ------------- */
@@ -128,7 +129,7 @@ static const double g_salpha[] = {0.05, 0.1, 0.2, 0.35, 0.5, 1};
 static const double *const sat_grid[] = {g_sa, g_salpha, g_e};
 static const size_t sat_glen[] = {11, 6, 5};
 static const struct fit_law law_saturating = {
-    "saturating", 3, 1, sat_par, sat_nat, in_C, sat_log, sat_eval, sat_grid, sat_glen, 0,
+    "saturating", 3, 1, sat_par, sat_nat, in_C, sat_log, sat_eval, sat_grid, sat_glen, 0, NULL,
 };
 
 /* ---- product power laws: log y = ln k + sum_i p_i ln x_i ---------------------------------- */
@@ -163,10 +164,10 @@ static const double g_pp[] = {-1, 0, 1};
 static const double *const pow_grid[] = {g_pk, g_pp, g_pp};
 static const size_t pow_glen[] = {3, 3, 3};
 static const struct fit_law law_power1 = {
-    "power1", 2, 1, pow_par, pow_nat, in_X, pow_log, pow1_eval, pow_grid, pow_glen, 0,
+    "power1", 2, 1, pow_par, pow_nat, in_X, pow_log, pow1_eval, pow_grid, pow_glen, 0, NULL,
 };
 static const struct fit_law law_power2 = {
-    "power2", 3, 2, pow_par, pow_nat, in_X, pow_log, pow2_eval, pow_grid, pow_glen, 0,
+    "power2", 3, 2, pow_par, pow_nat, in_X, pow_log, pow2_eval, pow_grid, pow_glen, 0, NULL,
 };
 
 /* ---- Muennighoff et al. 2023 eq. 5–7: effective data D' and parameters N' ----------------- */
@@ -220,7 +221,7 @@ static const double g_mrn[] = {0.693147, 1.609438}; /* ln 2, ln 5 */
 static const double *const mue_grid[] = {g_ma, g_ma, g_me, g_mx, g_mx, g_mrd, g_mrn};
 static const size_t mue_glen[] = {2, 2, 2, 2, 2, 2, 2};
 static const struct fit_law law_muennighoff = {
-    "muennighoff", 7, 3, mue_par, mue_nat, in_NDU, mue_log, mue_eval, mue_grid, mue_glen, 1,
+    "muennighoff", 7, 3, mue_par, mue_nat, in_NDU, mue_log, mue_eval, mue_grid, mue_glen, 1, NULL,
 };
 
 /* ---- Gadre et al. 2024 eq. 4: log L = LSE(e, ln a + eta ln M - eta ln C, ln b - eta ln M -
@@ -250,7 +251,7 @@ static const double g_geta[] = {0.05, 0.1, 0.2, 0.4};
 static const double *const gad_grid[] = {g_ge, g_gab, g_gab, g_geta};
 static const size_t gad_glen[] = {4, 5, 5, 4};
 static const struct fit_law law_gadre = {
-    "gadre", 4, 2, gad_par, gad_nat, in_CM, gad_log, gad_eval, gad_grid, gad_glen, 0,
+    "gadre", 4, 2, gad_par, gad_nat, in_CM, gad_log, gad_eval, gad_grid, gad_glen, 0, NULL,
 };
 
 /* ---- registry and accessors --------------------------------------------------------------- */

@@ -39,6 +39,8 @@ double fit_prob_eval(const fit_prob *p, const double *th, double *g)
     int lik = p->obj == FIT_OBJ_HUBER_LIK;
     double ls = lik ? th[np] : 0, sig = exp(ls);
     double f = 0, wsum = 0, gs = 0, gi[FIT_MAX_PAR];
+    if (law->huber_log && p->obj == FIT_OBJ_HUBER && !p->linear)
+        return law->huber_log(p, th, g);
     if (g)
         memset(g, 0, (np + (size_t)lik) * sizeof(double));
     for (size_t k = 0; k < p->n; k++) {

@@ -46,7 +46,7 @@ static const double *const grid7[] = {one, one, one, one, one, one, one};
 static const size_t glen7[] = {1, 1, 1, 1, 1, 1, 1};
 
 static const struct fit_law law_mgh09 = {"mgh09", 4,          1,     names7, names7, in_x,
-                                         lin7,    mgh09_eval, grid7, glen7,  0};
+                                         lin7,    mgh09_eval, grid7, glen7,  0,      NULL};
 int main(void)
 {
     /* MGH09 through the public handle: custom starts, MSE on linear residuals. */
