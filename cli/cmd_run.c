@@ -507,6 +507,8 @@ int cmd_run(int argc, char **argv)
     o.stop_flag = &stop_flag;
     o.progress = on_progress;
     o.progress_data = &a;
+    char sv[4096];
+    o.supervisor = cli_supervisor(sv, sizeof(sv));
     signal(SIGPIPE, SIG_IGN);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);

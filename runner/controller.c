@@ -598,7 +598,7 @@ static st_status launch_run(runner *r, int64_t run_id, const double *x_all, doub
     if (!rc && mkdir_p(dir) != 0)
         rc = st_errf(em, ST_EBACKEND, "cannot create %s: %s", dir, strerror(errno));
     if (!rc) {
-        runner_job_spec spec = {argv, env, r->cfg->workdir, dir};
+        runner_job_spec spec = {argv, env, r->cfg->workdir, dir, r->opts.supervisor};
         rc = r->be->submit(r->be_state, &spec, a->job_id, sizeof(a->job_id), em);
     }
     free_strv(argv);

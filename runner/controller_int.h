@@ -55,6 +55,7 @@ struct runner {
     int64_t sweep, generation;
     char owner[128];
     char *log_dir;
+    char *supervisor; /* opts.supervisor's copy (NULL: supervisors are forked) */
     runner_options opts;
     active *act;
     size_t n_act;
