@@ -175,6 +175,12 @@ bench-curves: $(BUILD)/bench/bench_curves
 .PHONY: bench-curves
 
 # ---- runner --------------------------------------------------------------------------------
+# scaletune-supervise: the local backend's per-attempt supervisor, started with posix_spawn by
+# the CLI's controller (runner_options.supervisor); libc only, so that it starts fast
+PROGRAMS += $(BUILD)/scaletune-supervise
+$(BUILD)/scaletune-supervise: $(BUILD)/runner/supervise_main.o $(BUILD)/runner/supervise.o
+	$(CC) $(LDFLAGS) $^ -o $@
+test-runner: $(BUILD)/scaletune-supervise
 # tests/runner/fake_trainer: a trainer told by its arguments how to behave (tests only)
 TEST_PROGRAMS += $(BUILD)/tests/runner/fake_trainer
 # (test-runner is defined above, before TEST_PROGRAMS grows: name the helper here too)

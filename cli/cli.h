@@ -22,6 +22,11 @@ void cli_error(const char *hint, const char *fmt, ...)
  * NULL when none is close. */
 const char *cli_nearest(const char *word, const char *const *known, size_t n);
 
+/* cli/supervisor.c: the path of the scaletune-supervise next to this program, written to
+ * buf[cap], for runner_options.supervisor; NULL when there is none (the library then forks
+ * its supervisors). */
+const char *cli_supervisor(char *buf, size_t cap);
+
 /* cli/fit_sweep.c: writes sweep `sweep` of store `db` (NULL: its only sweep) as the fit's CSV
  * (N, D, loss) into a new temporary directory dir[dcap], at path[cap]; prints what it read.
  * 0, or 1 after printing the error (nothing is left behind then). */

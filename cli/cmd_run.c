@@ -509,6 +509,8 @@ int cmd_run(int argc, char **argv)
     o.progress_data = &a;
     run_node_name(a.node_opt, a.node, sizeof(a.node));
     o.node = a.node; /* the attempts' host: the node of the health checks and quarantine */
+    char sv[4096];
+    o.supervisor = cli_supervisor(sv, sizeof(sv));
     signal(SIGPIPE, SIG_IGN);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);

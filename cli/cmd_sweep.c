@@ -194,6 +194,7 @@ typedef struct progress_state {
     double t0;     /* monotonic seconds at the first report of this controller */
     size_t ended0; /* runs ended by then (a resumed sweep's earlier runs are not its rate) */
     int started;
+    char supervisor[4096]; /* runner_options.supervisor's buffer, for as long as the options */
 } progress_state;
 
 static double mono_seconds(void)
@@ -379,6 +380,7 @@ static void setup(runner_options *o, const args *a, progress_state *ps)
     o->stop_flag = &stop_flag;
     o->progress = on_progress;
     o->progress_data = ps;
+    o->supervisor = cli_supervisor(ps->supervisor, sizeof(ps->supervisor));
     ps->tty = isatty(2);
     ps->pipe_closed = 0;
     ps->last_len = 0;

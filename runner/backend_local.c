@@ -1,12 +1,14 @@
 /*
- * backend_local.c — the local process backend. Each attempt gets a small supervisor: a forked
- * child that starts a new session, forks the trainer into its own process group (so a kill
- * takes the whole tree), records "supervisor_pid trainer_pid" in <dir>/pid, waits, and writes
- * the exit status and the wall-clock time the trainer ended to <dir>/exit ("exit N T" or
- * "signal N T", atomically, by rename). Because everything lives in files, a
- * controller that did not start an attempt (after a crash) can still settle it. The trainer
- * only execs once the pid file exists, and a new controller can claim an unlaunched attempt's
- * pid file first, so an attempt is never launched twice. No threads; Linux (/proc) assumed.
+ * backend_local.c — the local process backend. Each attempt gets a small supervisor
+ * (supervise.c): scaletune-supervise started with posix_spawn when the controller knows its
+ * path (runner_options.supervisor), else a forked child of the controller. It starts a new
+ * session, forks the trainer into its own process group (so a kill takes the whole tree),
+ * records "supervisor_pid trainer_pid" in <dir>/pid, waits, and writes the exit status and the
+ * wall-clock time the trainer ended to <dir>/exit ("exit N T" or "signal N T", atomically, by
+ * rename). Because everything lives in files, a controller that did not start an attempt
+ * (after a crash) can still settle it. The trainer only execs once the pid file exists, and a
+ * new controller can claim an unlaunched attempt's pid file first, so an attempt is never
+ * launched twice. No threads; Linux (/proc) assumed.
  */
 #define _GNU_SOURCE
 #include "runner/runner_int.h"
@@ -15,15 +17,15 @@
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 typedef struct local {
-    pid_t *children; /* supervisors this process forked and has not reaped */
+    pid_t *children; /* supervisors this process started and has not reaped */
     size_t n_children, cap_children;
 } local;
 
@@ -44,7 +46,7 @@ static void local_destroy(void *state)
     free(l);
 }
 
-/* Reaps the supervisors that have exited (they are our children only if we forked them). */
+/* Reaps the supervisors that have exited (they are our children only if we started them). */
 static void reap(local *l)
 {
     for (size_t i = 0; i < l->n_children;) {
@@ -62,139 +64,6 @@ static void path_in(char *buf, size_t cap, const char *dir, const char *name)
     snprintf(buf, cap, "%s/%s", dir, name);
 }
 
-static int write_all(int fd, const char *buf, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, buf, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        buf += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* Writes `text` to dir/name through dir/name.tmp: link (exclusive) or rename (replace). */
-static int write_file_atomic(const char *dir, const char *name, const char *text, int exclusive)
-{
-    char tmp[4096], dst[4096];
-    snprintf(tmp, sizeof(tmp), "%s/%s.%ld.tmp", dir, name, (long)getpid());
-    path_in(dst, sizeof(dst), dir, name);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return -1;
-    /* no fsync: these files must survive the death of processes, not of the machine */
-    int rc = write_all(fd, text, strlen(text));
-    close(fd);
-    if (!rc)
-        rc = exclusive ? link(tmp, dst) : rename(tmp, dst);
-    unlink(tmp);
-    return rc;
-}
-
-static void close_from(int lowfd)
-{
-#ifdef SYS_close_range
-    if (syscall(SYS_close_range, (unsigned)lowfd, ~0u, 0) == 0)
-        return;
-#endif
-    for (int fd = lowfd; fd < 4096; fd++)
-        close(fd);
-}
-
-/* The trainer: its own process group, logs in dir, waits for the supervisor's go. Never
- * returns. */
-static void run_trainer(const runner_job_spec *spec, int go_fd)
-{
-    char p[4096];
-    setpgid(0, 0);
-    signal(SIGPIPE, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    int in = open("/dev/null", O_RDONLY);
-    path_in(p, sizeof(p), spec->dir, "stdout.log");
-    int out = open(p, O_WRONLY | O_CREAT | O_APPEND, 0644);
-    path_in(p, sizeof(p), spec->dir, "stderr.log");
-    int err = open(p, O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (in < 0 || out < 0 || err < 0)
-        _exit(126);
-    dup2(in, 0);
-    dup2(out, 1);
-    dup2(err, 2);
-    char go;
-    ssize_t r;
-    do
-        r = read(go_fd, &go, 1);
-    while (r < 0 && errno == EINTR);
-    if (r != 1)
-        _exit(125); /* the supervisor gave up: never exec */
-    close_from(3);
-    for (char *const *e = spec->env; e && *e; e++) {
-        char *eq = strchr(*e, '=');
-        if (!eq)
-            continue;
-        *eq = '\0';
-        setenv(*e, eq + 1, 1);
-        *eq = '=';
-    }
-    if (spec->workdir && chdir(spec->workdir) != 0) {
-        dprintf(2, "scaletune: cannot enter workdir %s: %s\n", spec->workdir, strerror(errno));
-        _exit(127);
-    }
-    execvp(spec->argv[0], spec->argv);
-    dprintf(2, "scaletune: cannot run %s: %s\n", spec->argv[0], strerror(errno));
-    _exit(127);
-}
-
-/* The supervisor (already forked). Never returns. */
-static void run_supervisor(const runner_job_spec *spec)
-{
-    setsid();
-    signal(SIGINT, SIG_IGN);
-    signal(SIGTERM, SIG_IGN);
-    signal(SIGHUP, SIG_IGN);
-    signal(SIGPIPE, SIG_IGN);
-    close_from(3);
-    int go[2];
-    if (pipe(go) != 0)
-        _exit(1);
-    pid_t t = fork();
-    if (t < 0)
-        _exit(1);
-    if (t == 0) {
-        close(go[1]);
-        run_trainer(spec, go[0]);
-    }
-    close(go[0]);
-    setpgid(t, t);
-    char text[128];
-    snprintf(text, sizeof(text), "%ld %ld\n", (long)getpid(), (long)t);
-    if (write_file_atomic(spec->dir, "pid", text, 1) != 0) {
-        /* a new controller claimed this attempt as never launched: do not run it */
-        kill(t, SIGKILL);
-        waitpid(t, NULL, 0);
-        _exit(1);
-    }
-    (void)write_all(go[1], "g", 1);
-    close(go[1]);
-    int status;
-    while (waitpid(t, &status, 0) < 0)
-        if (errno != EINTR)
-            _exit(1);
-    double end = runner_now(); /* the attempt's own end, whoever reads the file and when */
-    if (WIFEXITED(status))
-        snprintf(text, sizeof(text), "exit %d %.6f\n", WEXITSTATUS(status), end);
-    else
-        snprintf(text, sizeof(text), "signal %d %.6f\n", WIFSIGNALED(status) ? WTERMSIG(status) : 0,
-                 end);
-    /* the trainer's group may have left children behind: they go with it */
-    kill(-t, SIGKILL);
-    write_file_atomic(spec->dir, "exit", text, 0);
-    _exit(0);
-}
-
 static st_status local_submit(void *state, const runner_job_spec *spec, char *job_id, size_t cap,
                               char *errmsg)
 {
@@ -210,11 +79,25 @@ static st_status local_submit(void *state, const runner_job_spec *spec, char *jo
     }
     /* no waiting for the supervisor: its pid is the job id, the trainer's pid is read from
      * <dir>/pid when needed; a supervisor that fails early is seen by poll as LOST */
-    pid_t s = fork();
-    if (s < 0)
-        return st_errf(errmsg, ST_EBACKEND, "fork: %s", strerror(errno));
-    if (s == 0)
-        run_supervisor(spec);
+    pid_t s;
+    if (spec->supervisor) {
+        /* posix_spawn: glibc's clone(CLONE_VM | CLONE_VFORK) copies no page tables, and the
+         * controller's memory does not turn copy-on-write for the attempt's lifetime */
+        char **sv = runner_supervise_args(spec->supervisor, spec);
+        if (!sv)
+            return ST_ENOMEM;
+        int e = posix_spawn(&s, spec->supervisor, NULL, NULL, sv, environ);
+        free(sv);
+        if (e)
+            return st_errf(errmsg, ST_EBACKEND, "cannot start the supervisor %s: %s",
+                           spec->supervisor, strerror(e));
+    } else {
+        s = fork();
+        if (s < 0)
+            return st_errf(errmsg, ST_EBACKEND, "fork: %s", strerror(errno));
+        if (s == 0)
+            runner_supervise(spec);
+    }
     l->children[l->n_children++] = s;
     snprintf(job_id, cap, "%ld", (long)s);
     return ST_OK;
@@ -349,7 +232,7 @@ static st_status local_adopt(void *state, const char *dir, char *job_id, size_t 
         struct stat sb;
         if (stat(dir, &sb) != 0)
             return ST_ENOTFOUND; /* the directory was never made: nothing was launched */
-        if (write_file_atomic(dir, "pid", "abandoned\n", 1) == 0)
+        if (runner_write_file_atomic(dir, "pid", "abandoned\n", 1) == 0)
             return ST_ENOTFOUND;
         if (errno != EEXIST)
             return st_errf(errmsg, ST_EBACKEND, "%s: %s", p, strerror(errno));

@@ -92,18 +92,36 @@ void ctl_set_status_count(runner *r, runner_run_status from, runner_run_status t
     r->n_status[to]++;
 }
 
+/* From the leaf up: an attempt's parents usually exist (a new run's directory is the one
+ * missing), so this costs one or three mkdir calls rather than one per component of the path. */
 static int mkdir_p(const char *path)
 {
+    if (mkdir(path, 0755) == 0 || errno == EEXIST)
+        return 0;
+    if (errno != ENOENT)
+        return -1;
     char tmp[4096];
     snprintf(tmp, sizeof(tmp), "%s", path);
-    for (char *p = tmp + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
+    char *end = tmp + strlen(tmp);
+    /* up to the deepest ancestor that exists or could be made, cutting the path at each '/' */
+    for (;;) {
+        char *slash = strrchr(tmp, '/');
+        if (!slash || slash == tmp)
+            return -1;
+        *slash = '\0';
+        if (mkdir(tmp, 0755) == 0 || errno == EEXIST)
+            break;
+        if (errno != ENOENT)
+            return -1;
+    }
+    /* and down again, one cut at a time */
+    for (char *p = tmp + strlen(tmp); p < end; p++)
+        if (*p == '\0') {
+            *p = '/';
             if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
                 return -1;
-            *p = '/';
         }
-    return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
+    return 0;
 }
 
 /* ---- metrics ----------------------------------------------------------------------------- */
@@ -610,7 +628,7 @@ static st_status launch_run(runner *r, int64_t run_id, const double *x_all, doub
     if (!rc && mkdir_p(dir) != 0)
         rc = st_errf(em, ST_EBACKEND, "cannot create %s: %s", dir, strerror(errno));
     if (!rc) {
-        runner_job_spec spec = {argv, env, r->cfg->workdir, dir, exclude};
+        runner_job_spec spec = {argv, env, r->cfg->workdir, dir, exclude, r->opts.supervisor};
         rc = r->be->submit(r->be_state, &spec, a->job_id, sizeof(a->job_id), em);
     }
     free(exclude);

@@ -56,6 +56,7 @@ struct runner {
     char node[64]; /* opts.node, copied; "" when not given */
     char owner[128];
     char *log_dir;
+    char *supervisor; /* opts.supervisor's copy (NULL: supervisors are forked) */
     runner_options opts;
     active *act;
     size_t n_act;

@@ -30,7 +30,9 @@ static st_status runner_alloc(const runner_options *opts, int create, runner **o
         r->opts.lease_seconds = 15;
     r->buf = malloc(READ_CHUNK + 1);
     runner_owner_id(r->owner, sizeof(r->owner));
-    if (!r->buf) {
+    if (r->opts.supervisor) /* copied: the caller's string may go */
+        r->opts.supervisor = r->supervisor = strdup(r->opts.supervisor);
+    if (!r->buf || (opts && opts->supervisor && !r->supervisor)) {
         runner_destroy(r);
         return ST_ENOMEM;
     }
@@ -502,6 +504,7 @@ void runner_destroy(runner *r)
     free(r->buf);
     free(r->ov);
     free(r->log_dir);
+    free(r->supervisor);
     if (r->be && r->be_state)
         r->be->destroy(r->be_state);
     carbs_destroy(r->cb);

@@ -14,8 +14,9 @@
  *    be NULL). Every call clears the handle's message.
  *  - The library copies what it keeps; returned pointers are borrowed until the next call on
  *    the same handle, except *_export results, freed with st_free().
- *  - The library never prints or exits. The local backend forks a small supervisor per attempt;
- *    that child process leaves with _exit() (never returning into the caller's code).
+ *  - The library never prints or exits. The local backend starts a small supervisor per attempt
+ *    (scaletune-supervise when runner_options.supervisor names it, else a forked child, which
+ *    leaves with _exit() and never returns into the caller's code).
  *  - Thread-safety: a handle is used by one thread at a time. Different store handles on the
  *    same file are safe, also from different processes (SQLite WAL + busy timeout).
  */
@@ -632,6 +633,13 @@ typedef struct runner_options {
      * or "": $SCALETUNE_NODE when set (read at each launch), else this machine's host name.
      * Copied. */
     const char *node;
+    /* The local backend's supervisor program: the path of the `scaletune-supervise` built and
+     * installed next to `scaletune` (copied). NULL (the default): each attempt's supervisor is a
+     * fork of this process instead, which costs the controller more CPU the more memory it has
+     * (page tables copied, its pages copy-on-write while the attempt runs). Either way the attempt
+     * behaves the same; if the program cannot be started, the attempt fails to launch
+     * (RUNNER_FAIL_LAUNCH). */
+    const char *supervisor;
 } runner_options;
 
 runner_options runner_options_default(void);

@@ -322,7 +322,25 @@ typedef struct runner_job_spec {
      * from the store at each submission); NULL or "": none. A scheduler's backend passes it
      * on (Slurm: --exclude); the local backend has one node and ignores it */
     const char *exclude;
+    /* the local backend: NULL to fork a supervisor from the controller, else the path of
+     * scaletune-supervise, started with posix_spawn (runner_options.supervisor) */
+    const char *supervisor;
 } runner_job_spec;
+
+/* ---- supervise.c: the local backend's per-attempt supervisor (libc only) ------------------- */
+
+/* Writes `text` to dir/name through a temporary file: link (exclusive: fails with EEXIST if
+ * dir/name exists) or rename (replace). 0 or -1 with errno set. */
+int runner_write_file_atomic(const char *dir, const char *name, const char *text, int exclusive);
+/* Supervises the attempt `spec` (spec->supervisor unused) from a process of its own (forked,
+ * or scaletune-supervise): see supervise.c. Never returns; the process ends with _exit. */
+void runner_supervise(const runner_job_spec *spec) __attribute__((noreturn));
+/* scaletune-supervise's command line for `spec`, argv[0] = program: a malloc'd NULL-terminated
+ * array of borrowed strings (free the array only); NULL when out of memory. */
+char **runner_supervise_args(const char *program, const runner_job_spec *spec);
+/* The reverse: fills *spec from scaletune-supervise's argv (borrowed strings; spec->env is a
+ * malloc'd array). 0, or -1 on a bad command line or out of memory. */
+int runner_supervise_parse(int argc, char **argv, runner_job_spec *spec);
 
 typedef enum runner_job_state {
     RUNNER_JOB_RUNNING = 0,

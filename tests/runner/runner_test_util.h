@@ -19,6 +19,10 @@
 
 static char tu_trainer[4096];
 static char tu_dir[4096];
+/* build/scaletune-supervise, two levels above the test binary (build/tests/runner/) */
+static char tu_supervise_program[4096];
+/* runner_options.supervisor for tu_sweep (NULL, the library's default: fork supervisors) */
+static const char *tu_supervisor;
 
 static inline void tu_init(const char *argv0)
 {
@@ -26,6 +30,8 @@ static inline void tu_init(const char *argv0)
     snprintf(tmp, sizeof(tmp), "%s", argv0);
     char *abs = realpath(dirname(tmp), NULL);
     snprintf(tu_trainer, sizeof(tu_trainer), "%s/fake_trainer", abs ? abs : ".");
+    snprintf(tu_supervise_program, sizeof(tu_supervise_program), "%s/../../scaletune-supervise",
+             abs ? abs : ".");
     free(abs);
     snprintf(tu_dir, sizeof(tu_dir), "/tmp/st-runner-XXXXXX");
     if (!mkdtemp(tu_dir))
@@ -80,6 +86,7 @@ static inline st_status tu_sweep(const char *db, runner_config *cfg, const char 
     runner_options o = runner_options_default();
     o.db_path = db;
     o.poll_seconds = 0.005;
+    o.supervisor = tu_supervisor;
     runner *r = NULL;
     char em[ST_ERRMSG_MAX];
     st_status rc = cfg ? runner_launch(cfg, &o, &r, em) : runner_resume(name, &o, &r, em);

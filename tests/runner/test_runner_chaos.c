@@ -3,7 +3,8 @@
  * and resumed each time. Afterwards: every run is finished, every succeeded or failed run was
  * observed exactly once, infrastructure failures never, and no attempt was launched twice (the
  * fake trainer appends "run attempt pid" to a launch log with O_APPEND; each line must be
- * unique and match exactly one attempt the store says was launched).
+ * unique and match exactly one attempt the store says was launched). Twice: supervisors forked
+ * from the controller, then started as the program scaletune-supervise.
  */
 #include <signal.h>
 #include <sys/prctl.h>
@@ -41,6 +42,7 @@ static pid_t start_controller(const char *db, runner_config *cfg)
     runner_options o = runner_options_default();
     o.db_path = db;
     o.poll_seconds = 0.005;
+    o.supervisor = tu_supervisor;
     runner *r = NULL;
     char em[ST_ERRMSG_MAX];
     /* resume, or launch if an earlier controller died before recording the sweep */
@@ -59,12 +61,9 @@ static pid_t start_controller(const char *db, runner_config *cfg)
     _exit(rc ? 2 : fin ? 0 : 1);
 }
 
-int main(int argc, char **argv)
+/* One sweep killed N_KILLS times, in tu_dir; supervisors as tu_supervisor says. */
+static void chaos(void)
 {
-    (void)argc;
-    st_global_init();
-    tu_init(argv[0]);
-    prctl(PR_SET_CHILD_SUBREAPER, 1);
     const char *db = tu_path("chaos.db");
     char extra[1024];
     snprintf(extra, sizeof(extra),
@@ -105,7 +104,8 @@ int main(int argc, char **argv)
             break;
         }
     }
-    printf("chaos: %d kills, %d controllers\n", kills, starts);
+    printf("chaos (%s): %d kills, %d controllers\n", tu_supervisor ? "scaletune-supervise" : "fork",
+           kills, starts);
     CHECK(kills >= 20);
     CHECK(finished);
 
@@ -162,6 +162,21 @@ int main(int argc, char **argv)
 
     st_rng_destroy(rng);
     runner_config_destroy(cfg);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    st_global_init();
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    /* supervisors forked from the controller (the library's default), then started as
+     * scaletune-supervise (the CLI's way) */
+    tu_init(argv[0]);
+    chaos();
+    tu_cleanup();
+    tu_init(argv[0]);
+    tu_supervisor = tu_supervise_program;
+    chaos();
     tu_cleanup();
     st_global_cleanup();
     return check_summary("runner.chaos");

@@ -4,6 +4,8 @@
  * wall timeout, cost cap while running; none before launch with a cost expression), retries with
  * backoff, process-group kills, the metrics file, graceful stop and resume, export, ask/tell, and a
  * sweep with 30% crashing, 10% hanging and 10% diverging runs that still completes its budget.
+ * The failure paths run twice: with supervisors forked from the controller (the library's
+ * default) and started as scaletune-supervise (the CLI's), whose command line round-trips.
  */
 #include <math.h>
 #include <signal.h>
@@ -13,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "runner/runner_int.h"
 #include "tests/runner/runner_test_util.h"
 
 /* A store whose attempts table is gone (found by fuzz/fuzz_store.c: the export's error path
@@ -271,6 +274,7 @@ static void test_stop_resume(void)
     runner_options o = runner_options_default();
     o.db_path = db;
     o.poll_seconds = 0.005;
+    o.supervisor = tu_supervisor;
     volatile sig_atomic_t stop = 0;
     o.stop_flag = &stop;
     runner *r = NULL;
@@ -437,6 +441,44 @@ static void test_streak(void)
                        "s.name = 'off' AND r.status = 4") == 12);
 }
 
+/* scaletune-supervise's command line carries the spec whole, and a bad one is refused. */
+static void test_supervise_args(void)
+{
+    char *argv[] = {"/bin/echo", "--", "--dir", "a b", NULL};
+    char *env[] = {"A=1", "B=x=y", NULL};
+    runner_job_spec spec = {argv, env, "/w d", "/tmp/at", NULL}, back;
+    char **v = runner_supervise_args("/p/scaletune-supervise", &spec);
+    CHECK(v != NULL);
+    if (!v)
+        return;
+    int n = 0;
+    while (v[n])
+        n++;
+    CHECK(n == 14 && !strcmp(v[0], "/p/scaletune-supervise"));
+    CHECK(runner_supervise_parse(n, v, &back) == 0);
+    CHECK(!strcmp(back.dir, "/tmp/at") && back.workdir && !strcmp(back.workdir, "/w d"));
+    CHECK(back.env && back.env[0] && !strcmp(back.env[0], "A=1") && back.env[1] &&
+          !strcmp(back.env[1], "B=x=y") && !back.env[2]);
+    CHECK(!strcmp(back.argv[0], "/bin/echo") && !strcmp(back.argv[1], "--") &&
+          !strcmp(back.argv[2], "--dir") && !strcmp(back.argv[3], "a b") && !back.argv[4]);
+    free((void *)back.env);
+    free(v);
+    spec.workdir = NULL;
+    spec.env = NULL;
+    v = runner_supervise_args("sv", &spec);
+    CHECK(v && runner_supervise_parse(8, v, &back) == 0 && !back.workdir && back.env &&
+          !back.env[0]);
+    if (v && back.env)
+        free((void *)back.env);
+    free(v);
+    char *no_dir[] = {"sv", "--", "/bin/true", NULL};
+    char *no_argv[] = {"sv", "--dir", "d", "--", NULL};
+    char *bad_flag[] = {"sv", "--dir", "d", "--what", "x", "--", "/bin/true", NULL};
+    CHECK(runner_supervise_parse(3, no_dir, &back) != 0);
+    CHECK(runner_supervise_parse(4, no_argv, &back) != 0);
+    CHECK(runner_supervise_parse(7, bad_flag, &back) != 0);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -450,6 +492,22 @@ int main(int argc, char **argv)
     test_ask_tell();
     test_flaky();
     test_streak();
+    tu_cleanup();
+
+    /* again with the CLI's supervisor program, in a directory of their own */
+    test_supervise_args();
+    tu_init(argv[0]);
+    tu_supervisor = tu_supervise_program;
+    test_success();
+    test_kinds();
+    test_group_kill();
+    test_stop_resume();
+    test_flaky();
+    /* a supervisor program that is not there: each attempt fails to launch, is retried, and
+     * the run ends as an infrastructure failure */
+    tu_supervisor = "/nonexistent/scaletune-supervise";
+    check_kind("k_nosup", "", "", RUNNER_RUN_INFRA_FAILED, RUNNER_FAIL_LAUNCH, 2);
+    tu_supervisor = NULL;
     tu_cleanup();
     st_global_cleanup();
     return check_summary("runner.sweep");
