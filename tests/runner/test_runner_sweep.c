@@ -446,7 +446,7 @@ static void test_supervise_args(void)
 {
     char *argv[] = {"/bin/echo", "--", "--dir", "a b", NULL};
     char *env[] = {"A=1", "B=x=y", NULL};
-    runner_job_spec spec = {argv, env, "/w d", "/tmp/at", NULL}, back;
+    runner_job_spec spec = {argv, env, "/w d", "/tmp/at", NULL, NULL}, back;
     char **v = runner_supervise_args("/p/scaletune-supervise", &spec);
     CHECK(v != NULL);
     if (!v)
