@@ -269,6 +269,7 @@ void report_destroy(report *r)
     free(r->runs);
     for (size_t i = 0; i < r->n_curves; i++) {
         free(r->curves[i].x);
+        free(r->curves[i].pred_x);
         free(r->curves[i].y);
     }
     free(r->curves);

@@ -304,10 +304,19 @@ static st_status fig_hp(report *r, const rp_hp *h, rp_buf *b)
  * and the objective it reached (black square) at its last record. */
 static void curves_validation(report *r, rp_fig *f, const double *lx, const size_t *off)
 {
-    int legend = 0;
+    int legend = 0, predicted = 0;
     for (size_t i = r->n_front; i < r->n_curves; i++) {
         const rp_curve *c = &r->curves[i];
         const rp_run *u = &r->runs[c->val_run - 1];
+        if (c->n_pred) { /* the curve predicted from its own early points, with its interval */
+            double px[RP_GRID];
+            size_t np = c->n_pred < RP_GRID ? c->n_pred : RP_GRID;
+            for (size_t k = 0; k < np; k++)
+                px[k] = lg(c->pred_x[k]);
+            rp_fig_band(f, np, px, c->pred_lo, c->pred_hi, C_BLUE);
+            rp_fig_line(f, np, px, c->pred_y, C_BLUE, 1.6, 1);
+            predicted = 1;
+        }
         rp_fig_line(f, c->n, lx + off[i], c->y, C_BLACK, 2, 0);
         if (!c->n)
             continue;
@@ -324,6 +333,8 @@ static void curves_validation(report *r, rp_fig *f, const double *lx, const size
         snprintf(t, sizeof(t), "predicted %s", r->objective);
         rp_fig_legend(f, t, C_ORANGE, 0, 0, 0);
     }
+    if (predicted)
+        rp_fig_legend(f, "predicted curve (its own first 30%)", C_BLUE, -1, 1, 1);
 }
 
 /* Training curves of the Pareto runs, and of the validation runs against their prediction. */
@@ -349,6 +360,10 @@ static st_status fig_curves(report *r, rp_buf *b)
             lx[k] = lg(r->curves[i].x[j]);
             range_add(&X, lx[k]);
             range_add(&Y, r->curves[i].y[j]);
+        }
+        for (size_t q = 0; q < r->curves[i].n_pred; q++) {
+            range_add(&Y, r->curves[i].pred_lo[q]);
+            range_add(&Y, r->curves[i].pred_hi[q]);
         }
         if (r->curves[i].val_run && r->curves[i].n) {
             range_add(&Y, r->runs[r->curves[i].val_run - 1].pred_lo);
@@ -392,17 +407,30 @@ static st_status fig_curves(report *r, rp_buf *b)
     free(lx);
     if (rc)
         return rc;
-    char cap[600];
+    const char *law = NULL;
+    for (size_t i = n_par; i < r->n_curves && !law; i++)
+        law = r->curves[i].n_pred ? r->curves[i].pred_law : NULL;
+    char cap[1000], pc[320] = "";
+    if (law)
+        snprintf(pc, sizeof(pc),
+                 " Blue, dashed: its curve predicted from its own first 30%% (%s, fitted on the "
+                 "steps from 10%% to 30%% of its last) with its 90%% interval widened by the "
+                 "law's usual misfit.",
+                 !strcmp(law, "Tissue")
+                     ? "the law of Tissue et al. 2024 under the learning rates its step records "
+                       "carry"
+                     : "a power law in steps: its step records carry no learning rate");
     snprintf(cap, sizeof(cap),
              "Training loss of the %zu Pareto runs (the step records of each one's last "
              "attempt) against the cost spent so far, or the step when the records do not carry "
-             "the cost%s.%s",
+             "the cost%s.%s%s",
              n_par, n_par > N_SHOWN ? "; nine, evenly spaced along the front, in colour" : "",
              r->n_curves > n_par
                  ? " Black: the validation run's training loss; at its end, orange: the "
                    "engine's prediction of its objective with the interval, black square: the "
                    "objective it reached."
-                 : "");
+                 : "",
+             pc);
     caption(b, svg, cap);
     free(svg);
     return ST_OK;

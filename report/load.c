@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fit/curve.h"
 #include "report/report_int.h"
 #include "runner/runner.h"
 
@@ -128,9 +129,105 @@ static st_status load_params(report *r, const runner_config *cfg)
     return ST_OK;
 }
 
+#define PRED_FIRST 0.1 /* the predicted curve is fitted on the steps in [10%, 30%] of the run */
+#define PRED_LAST  0.3 /* (the watch judges the curve from 30% on, docs/large-run.md) */
+#define PRED_GRID  16  /* records the prediction is drawn at */
+
+/* The learning rate of steps 1..n_steps from the run's step records ("lr"), into lr; 1 when
+ * every step has one. */
+static int read_lr(runner_store *s, int64_t id, size_t n_steps, double *lr)
+{
+    size_t n = 0, got = 0;
+    double *st = NULL, *v = NULL, *co = NULL;
+    if (runner_store_run_curve(s, (uint64_t)id, "lr", NULL, &n, &st, &v, &co) == ST_OK)
+        for (size_t k = 0; k < n_steps; k++)
+            lr[k] = NAN;
+    for (size_t i = 0; i < n; i++) {
+        double k = round(st[i]);
+        if (k >= 1 && k <= (double)n_steps && v[i] > 0 && isnan(lr[(size_t)k - 1])) {
+            lr[(size_t)k - 1] = v[i];
+            got++;
+        }
+    }
+    free(st);
+    free(v);
+    free(co);
+    return n > 0 && got == n_steps;
+}
+
+/* A validation run's curve predicted from its own early points: the law (Tissue et al. 2024
+ * under the lr its step records carry, else the power law in steps) fitted on its records in
+ * [PRED_FIRST, PRED_LAST] of its last step, extrapolated to PRED_GRID of its later records
+ * with fit_curve_predict_interval's interval. Leaves n_pred 0 when it cannot (too few points, a
+ * failed fit): the figure then shows the curve alone. */
+static st_status predict_curve(runner_store *s, rp_curve *c, const double *steps)
+{
+    double last = c->n ? round(steps[c->n - 1]) : 0;
+    if (!(last >= 10) || last > 1e8)
+        return ST_OK;
+    size_t n_steps = (size_t)last, m = 0, first_after = c->n;
+    double *lr = malloc(n_steps * sizeof(double)), *loss = malloc(c->n * sizeof(double));
+    size_t *ps = malloc(c->n * sizeof(size_t));
+    double *blk = malloc(4 * PRED_GRID * sizeof(double));
+    st_status rc = lr && loss && ps && blk ? ST_OK : ST_ENOMEM;
+    for (size_t i = 0; !rc && i < c->n; i++) {
+        double k = round(steps[i]);
+        if (k > PRED_LAST * last && first_after == c->n)
+            first_after = i;
+        if (isfinite(c->y[i]) && k >= PRED_FIRST * last && k <= PRED_LAST * last &&
+            (!m || (size_t)k > ps[m - 1])) {
+            ps[m] = (size_t)k;
+            loss[m++] = c->y[i];
+        }
+    }
+    fit_curve_options o = fit_curve_options_default();
+    int tissue = !rc && read_lr(s, c->run, n_steps, lr);
+    if (!tissue) {
+        for (size_t k = 0; lr && k < n_steps; k++)
+            lr[k] = 1.0;
+        o.fix_C = 1;
+    }
+    fit_curve_interval_options io = fit_curve_interval_options_default();
+    io.n_boot = 60;
+    io.seed = (uint64_t)c->run;
+    size_t n_after = c->n - first_after, k_out = 0;
+    if (!rc && m >= 6 && n_after >= 2) {
+        for (size_t g = 0; g < PRED_GRID; g++) {
+            size_t i = first_after + g * (n_after - 1) / (PRED_GRID - 1);
+            if (k_out && blk[k_out - 1] == c->x[i])
+                continue;
+            double p, lo, hi, k = round(steps[i]);
+            if (!(k >= 1 && k <= last) ||
+                fit_curve_predict_interval(lr, n_steps, ps, loss, m, &o, &io, (size_t)k, &p, &lo,
+                                           &hi, NULL) != ST_OK)
+                continue;
+            blk[k_out] = c->x[i];
+            blk[PRED_GRID + k_out] = p;
+            blk[2 * PRED_GRID + k_out] = lo;
+            blk[3 * PRED_GRID + k_out++] = hi;
+        }
+    }
+    if (k_out >= 2) {
+        c->pred_x = blk;
+        c->pred_y = blk + PRED_GRID;
+        c->pred_lo = blk + 2 * PRED_GRID;
+        c->pred_hi = blk + 3 * PRED_GRID;
+        c->n_pred = k_out;
+        c->pred_law = tissue ? "Tissue" : "power";
+        c->pred_from = (double)ps[m - 1];
+        blk = NULL;
+    }
+    free(blk);
+    free(lr);
+    free(loss);
+    free(ps);
+    return rc;
+}
+
 /* The step records ("loss") of run `id`'s last attempt: against the cost metric when every
- * record carries it, else against the step. */
-static st_status load_curve(report *r, runner_store *s, int64_t id, rp_curve *c)
+ * record carries it, else against the step; a validation run's (predict) with its predicted
+ * curve. */
+static st_status load_curve(report *r, runner_store *s, int64_t id, rp_curve *c, int predict)
 {
     c->run = id;
     double *steps = NULL, *costs = NULL;
@@ -143,8 +240,9 @@ static st_status load_curve(report *r, runner_store *s, int64_t id, rp_curve *c)
         all_cost &= costs[k] > 0;
     c->x_is_cost = all_cost;
     c->x = all_cost ? costs : steps;
+    rc = predict ? predict_curve(s, c, steps) : ST_OK;
     free(all_cost ? steps : costs);
-    return ST_OK;
+    return rc;
 }
 
 /* The curves of the Pareto runs, then of the validation sweep's runs (drawn against their
@@ -160,7 +258,7 @@ static st_status load_curves(report *r, runner_store *s)
     if (!r->curves)
         return ST_ENOMEM;
     for (size_t i = 0; i < r->n_front; i++) {
-        st_status rc = load_curve(r, s, r->runs[r->front[i]].id, &r->curves[r->n_curves]);
+        st_status rc = load_curve(r, s, r->runs[r->front[i]].id, &r->curves[r->n_curves], 0);
         if (rc)
             return rc;
         r->n_curves++;
@@ -169,7 +267,7 @@ static st_status load_curves(report *r, runner_store *s)
         if (!r->runs[i].validation)
             continue;
         rp_curve *c = &r->curves[r->n_curves];
-        st_status rc = load_curve(r, s, r->runs[i].id, c);
+        st_status rc = load_curve(r, s, r->runs[i].id, c, 1);
         if (rc)
             return rc;
         c->val_run = i + 1;

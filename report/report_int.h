@@ -63,6 +63,13 @@ typedef struct rp_curve {
     double *y; /* "loss" of the step record */
     int x_is_cost;
     size_t val_run; /* 0 for a Pareto run; for a validation run, 1 + its index in runs */
+    /* a validation run: its curve predicted from its own early points (load.c): at n_pred of
+     * its records (x as above) the law's loss with its interval; pred_law "Tissue" (the step
+     * records carry the lr: the law of Tissue et al. 2024 under it) or "power" (in steps) */
+    size_t n_pred;
+    double *pred_x, *pred_y, *pred_lo, *pred_hi; /* one block, pred_x owns it */
+    const char *pred_law;
+    double pred_from; /* the last step of the points it was fitted on */
 } rp_curve;
 
 /* A law y(C) on a log-spaced grid of cost, with its pointwise bootstrap band. */

@@ -132,19 +132,23 @@ st_status runner_curve_interval(const runner_config *cfg, const char *db_path,
     double *loss = malloc((c->n + 1) * sizeof(double)), *lr = malloc(n_steps * sizeof(double));
     st_status rc = steps && loss && lr ? ST_OK : ST_ENOMEM;
     size_t m = rc ? 0 : usable_points(c->step, c->loss, c->n, (double)n_steps, steps, loss);
-    if (!rc && m < MIN_POINTS)
-        rc = st_errf(errmsg, ST_EINVAL, "curve interval: %zu usable points, %d needed", m,
-                     MIN_POINTS);
+    int need = c->lr ? MIN_POINTS + 1 : MIN_POINTS; /* C free: one more unknown */
+    if (!rc && m < (size_t)need)
+        rc = st_errf(errmsg, ST_EINVAL, "curve interval: %zu usable points, %d needed", m, need);
     fit_curve_interval_options io = fit_curve_interval_options_default();
     io.n_boot = 60;
     io.seed = c->run;
-    if (!rc)
+    if (!rc && !c->lr)
         rc = sweep_misfit(cfg, db_path, fmin(c->fraction, 0.95), &io.err_min, &io.err_max, errmsg);
     if (!rc) {
-        for (size_t i = 0; i < n_steps; i++)
-            lr[i] = 1.0; /* the schedule is the trainer's: a power law in steps stands in */
         fit_curve_options o = fit_curve_options_default();
-        o.fix_C = 1;
+        if (c->lr) {
+            memcpy(lr, c->lr, n_steps * sizeof(double)); /* Tissue et al. under its schedule */
+        } else {
+            for (size_t i = 0; i < n_steps; i++)
+                lr[i] = 1.0; /* the schedule is unknown: a power law in steps stands in */
+            o.fix_C = 1;
+        }
         rc = fit_curve_predict_interval(lr, n_steps, steps, loss, m, &o, &io, n_steps, pred, lo, hi,
                                         errmsg);
     }

@@ -146,6 +146,41 @@ typedef struct runner_node_rate {
 st_status runner_store_node_rates(runner_store *s, const char *sweep, double slow_fraction,
                                   size_t cap, size_t *n, runner_node_rate *out, double *median_all);
 
+/* ---- the run's learning-rate schedule (schedule.c) ----------------------------------------- */
+
+typedef enum runner_schedule_kind {
+    RUNNER_SCHEDULE_UNKNOWN = 0, /* the record does not say (or says what cannot be rebuilt) */
+    RUNNER_SCHEDULE_CONSTANT = 1,
+    RUNNER_SCHEDULE_COSINE = 2, /* cosine from the end of the warmup to the last step */
+    RUNNER_SCHEDULE_WSD = 3     /* warmup, stable, then a decay over the last decay_steps */
+} runner_schedule_kind;
+
+/* A run's schedule as its {"event":"config"} record states it (docs/metrics-protocol.md):
+ * "schedule" ("constant", "cosine", "wsd"), "steps", "lr", "warmup_steps", "min_lr_ratio",
+ * "decay_steps" and "decay_shape" ("linear", "1-sqrt"; WSD). */
+typedef struct runner_schedule {
+    runner_schedule_kind kind;
+    double steps;        /* planned steps S (>= 1) */
+    double lr;           /* peak learning rate (default 1: only the shape matters to the law) */
+    double warmup_steps; /* W: linear warmup, step i (1-based) i/W·lr for i <= W; default 0 */
+    double min_lr_ratio; /* the decay ends at lr · min_lr_ratio, in [0, 1]; default 0 */
+    double decay_steps;  /* WSD: the last decay_steps steps decay; default 0 (no decay) */
+    int decay_sqrt;      /* WSD: 1 for the "1-sqrt" shape, 0 for "linear" */
+} runner_schedule;
+
+/* Reads a config record (one JSON line) into *out; kind UNKNOWN when it names no schedule, an
+ * unknown one, a WSD without decay_shape, or fields out of range. ST_OK, or ST_EINVAL (line NULL,
+ * not JSON, not a config record: *out is then UNKNOWN too). Reentrant. */
+st_status runner_schedule_parse(const char *line, runner_schedule *out);
+
+/* The learning rate of steps 1..n_steps (lr[k]: step k+1's), as the reference trainer's
+ * gpt_lr_at() computes them (docs/metrics-protocol.md gives the formulas). ST_OK, ST_EINVAL
+ * (kind UNKNOWN, n_steps 0). Pure. */
+st_status runner_schedule_lr(const runner_schedule *s, size_t n_steps, double *lr);
+
+/* "unknown", "constant", "cosine", "wsd": static strings. */
+const char *runner_schedule_name(runner_schedule_kind k);
+
 /* ---- the watch --------------------------------------------------------------------------- */
 
 typedef struct runner_watch_options {

@@ -2,8 +2,10 @@
  * largerun_watch.c — the watch over a running large run (runner/largerun.h): it reads the metric
  * points the controller stores, in order, and stores alerts: a step loss that is NaN or far
  * above the recent median (a spike), an eval or final objective that is NaN, a diverged record, the
- * loss curve's extrapolation to the planned end (runner_curve_interval: the power law early
- * stopping uses) or the final objective outside the interval `scaletune extrapolate` predicted, and
+ * loss curve's extrapolation to the planned end (runner_curve_interval: the law of Tissue et al.
+ * 2024 under the run's schedule when its config record states it, else the power law in steps
+ * early stopping uses) or the final objective outside the interval `scaletune extrapolate`
+ * predicted, and
  * a straggler (tokens_per_s below a fraction of the run's own median for a window of step records),
  * and the trainer's report of silent data corruption (an {"event":"sdc"} record). It reads and
  * alerts; it neither kills nor restarts (the CLI decides that). Its own store connection, no lease.
@@ -35,6 +37,9 @@ struct runner_watch {
     unsigned number; /* that attempt's number */
     series loss, eval, tps;
     double planned_steps;
+    runner_schedule sched; /* from the run's config record; kind UNKNOWN: not stated */
+    double *lr;            /* (n_lr) the schedule's learning rates, rebuilt per config record */
+    size_t n_lr;
     int in_spike, curve_out, slow;
     size_t n_slow;
     double *scratch; /* TPS_BASE or spike_window values */
@@ -185,6 +190,9 @@ static st_status on_eval(runner_watch *w, const runner_metrics_line *l, size_t *
                       .planned_tokens = NAN,
                       .planned_cost = NAN,
                       .fraction = frac};
+    /* the schedule, when the config record stated it for these planned steps: Tissue et al. */
+    if (w->lr && w->n_lr == (size_t)w->planned_steps)
+        c.lr = w->lr;
     double pred, lo, hi;
     char em[ST_ERRMSG_MAX];
     if (runner_curve_interval(cfg, w->db_path, &c, &pred, &lo, &hi, em) != ST_OK)
@@ -194,10 +202,33 @@ static st_status on_eval(runner_watch *w, const runner_metrics_line *l, size_t *
     if (out && !w->curve_out)
         rc = alert(w, l->step, "curve_outside", n_new,
                    "the curve extrapolates to %s %.5g [%.5g, %.5g] at step %.0f, outside the "
-                   "predicted [%.5g, %.5g]",
-                   cfg->objective, pred, lo, hi, w->planned_steps, w->o.expect_lo, w->o.expect_hi);
+                   "predicted [%.5g, %.5g] (%s%s)",
+                   cfg->objective, pred, lo, hi, w->planned_steps, w->o.expect_lo, w->o.expect_hi,
+                   c.lr ? "Tissue law, schedule " : "power law in steps: schedule unknown",
+                   c.lr ? runner_schedule_name(w->sched.kind) : "");
     w->curve_out = out;
     return rc;
+}
+
+/* A config record: the run's schedule, its learning rates rebuilt for the curve's law (a
+ * record without one, or one the rebuild cannot follow, leaves the power law). */
+static st_status on_schedule(runner_watch *w, const char *line)
+{
+    runner_schedule_parse(line, &w->sched);
+    if (w->sched.kind == RUNNER_SCHEDULE_UNKNOWN || !(w->sched.steps == w->planned_steps) ||
+        w->sched.steps > 1e8) {
+        w->n_lr = 0;
+        return ST_OK;
+    }
+    size_t n = (size_t)w->sched.steps;
+    if (n != w->n_lr) {
+        double *a = realloc(w->lr, n * sizeof(double));
+        if (!a)
+            return ST_ENOMEM;
+        w->lr = a;
+    }
+    w->n_lr = n;
+    return runner_schedule_lr(&w->sched, n, w->lr);
 }
 
 /* The "event" of a record the parser keeps as other (config, checkpoint, sdc, ...). */
@@ -217,8 +248,12 @@ static st_status on_line(runner_watch *w, const char *line, size_t *n_new)
         return ST_OK;
     double v;
     if (l.event == RUNNER_EVENT_OTHER && strstr(line, "config") && other_event(line, "config") &&
-        runner_metrics_get(&l, "steps", &v) && v >= 1)
+        runner_metrics_get(&l, "steps", &v) && v >= 1) {
         w->planned_steps = v;
+        st_status rc = on_schedule(w, line);
+        if (rc)
+            return rc;
+    }
     /* the trainer's replay found corruption and rolled back (docs/large-run.md). Every record
      * is its own event (a fault that repeats at the same step is a second failure of the node):
      * the attempt and the record's count (its how-manieth in that window) tell them apart, and
@@ -253,6 +288,7 @@ static void switch_attempt(runner_watch *w, int64_t attempt, uint64_t run)
     if (run != w->run) {
         w->loss.n = w->eval.n = w->tps.n = 0;
         w->planned_steps = NAN;
+        w->n_lr = 0;
         w->in_spike = w->curve_out = 0;
     }
     w->run = run;
@@ -347,6 +383,7 @@ void runner_watch_destroy(runner_watch *w)
     free(w->eval.val);
     free(w->tps.step);
     free(w->tps.val);
+    free(w->lr);
     free(w->scratch);
     free(w->db_path);
     free(w->sweep);

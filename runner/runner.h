@@ -755,6 +755,8 @@ typedef struct runner_curve {
     double planned_tokens; /* the run's parameter with role D (tokens, n_tokens, ...); NAN */
     double planned_cost;   /* cost so far / fraction done, else the predicted cost; NAN */
     double fraction;       /* of planned tokens (else steps) done at the last record, NAN */
+    const double *lr;      /* (planned_steps) the run's learning rate per step (step k+1 at k,
+                              runner_schedule_lr) when its schedule is known; NULL: unknown */
 } runner_curve;
 
 typedef struct runner_stop_verdict {
@@ -790,13 +792,16 @@ void runner_stop_rule_front(double bound, double planned_cost, const double *fro
 
 /*
  * The interval of a run's final objective from its curve (the CARBS and study rules share it):
- * the plain power law in steps (fit/curve.h with lr = 1, C = 0: the runner does not know the
- * schedule) fitted on the curve's points from 10% of the planned steps on (at least 4 points),
+ * without c->lr, the plain power law in steps (fit/curve.h with lr = 1, C = 0: the schedule is
+ * unknown) fitted on the curve's points from 10% of the planned steps on (at least 4 points),
  * extrapolated to planned_steps with fit_curve_predict_interval (level 0.9, 60 replicates),
  * with the range of the law's errors measured on the sweep's latest 20 succeeded runs at the
  * same fraction (their stored eval curves, fit_curve_cut_error, fit_curve_misfit; -/+
- * FIT_CURVE_MISFIT_DEFAULT when fewer than three). ST_OK, ST_EINVAL (too few points, unknown
- * planned steps), ST_ENUMERIC, ST_EDB.
+ * FIT_CURVE_MISFIT_DEFAULT when fewer than three). With c->lr (the run's schedule, planned_steps
+ * values), the law of Tissue et al. 2024 (fit/curve.h, C fitted: at least 5 points) under that
+ * schedule, extrapolated the same way with the default range of errors (the sweep's other runs
+ * carry no schedule to measure it on). ST_OK, ST_EINVAL (too few points, unknown planned
+ * steps), ST_ENUMERIC, ST_EDB.
  */
 st_status runner_curve_interval(const runner_config *cfg, const char *db_path,
                                 const runner_curve *c, double *pred, double *lo, double *hi,

@@ -6,6 +6,7 @@
  * that repeats (SDC_MAX_ROLLBACKS rollbacks of one window did not clear it), 1 anything else.
  * Built with -DGPT_WITH_CUDA (by `make cuda`) it also offers --device cuda.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,6 +190,24 @@ static void branch_fields(FILE *out, const gpt_trainer *tr, const gpt_options *o
     json_string(out, o->branch_from);
 }
 
+/* The schedule in the config record (docs/metrics-protocol.md), as gpt_lr_at() runs it, so
+ * that `scaletune run` can fit the loss-curve law under it; a branch's (gpt_lr_branch_at) is
+ * not stated. */
+static void schedule_fields(FILE *out, const gpt_trainer *tr, const gpt_options *o)
+{
+    if (gpt_trainer_is_branch(tr, NULL))
+        return;
+    double total = (double)gpt_trainer_total_steps(tr);
+    double W = o->warmup < 1.0 ? floor(o->warmup * total + 0.5) : floor(o->warmup);
+    fprintf(out, ",\"schedule\":\"%s\",\"lr\":%.17g,\"warmup_steps\":%.0f,\"min_lr_ratio\":%.17g",
+            o->schedule == GPT_SCHEDULE_WSD ? "wsd" : "cosine", o->lr, W > total ? total : W,
+            o->min_lr_ratio);
+    if (o->schedule == GPT_SCHEDULE_WSD)
+        fprintf(out, ",\"decay_steps\":%.0f,\"decay_shape\":\"%s\"",
+                floor(o->decay_frac * total + 0.5),
+                o->decay_shape == GPT_DECAY_1SQRT ? "1-sqrt" : "linear");
+}
+
 /* The last eval and the final record: tokens in total (a branch: its parent's too), FLOPs and
  * seconds of this run only (a branch: its own steps). */
 static void write_final(FILE *out, const gpt_trainer *tr, const gpt_options *o, double val,
@@ -300,6 +319,7 @@ int main(int argc, char **argv)
             (unsigned long long)o.seed, o.threads, o.device,
             (unsigned long long)gpt_trainer_step_index(tr));
     branch_fields(out, tr, &o);
+    schedule_fields(out, tr, &o);
     fprintf(out, "}\n");
     fflush(out);
 

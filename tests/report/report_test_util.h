@@ -55,7 +55,8 @@ static inline char *rt_path(const char *name)
 }
 
 /* Runs sweep `name` of `runs` simulated runs into store `db`. ST_OK or the runner's status. */
-static inline st_status rt_sweep(const char *db, const char *name, size_t runs)
+/* A sweep of `runs` llmsim runs, each reporting `k_report` step and eval records. */
+static inline st_status rt_sweep_k(const char *db, const char *name, size_t runs, int k_report)
 {
     char text[10240], em[ST_ERRMSG_MAX];
     snprintf(text, sizeof(text),
@@ -64,7 +65,7 @@ static inline st_status rt_sweep(const char *db, const char *name, size_t runs)
              "command: ['/bin/sh', '-c', 'if [ \"$1\" = 1 ] && [ $(($2 %% 4)) = 0 ]; then exit "
              "1; fi; shift 2; exec \"$@\"', sh, '{_attempt}', '{_run}', '%s', '--N', '{N}', "
              "'--tokens', '{tokens}', '--lr', '{lr}', '--batch', '{batch}', '--seed', '{_run}', "
-             "'--steps-to-report', '6']\n"
+             "'--steps-to-report', '%d']\n"
              "objective: {metric: val_loss}\n"
              "cost: {metric: flops}\n"
              "parameters:\n"
@@ -77,7 +78,7 @@ static inline st_status rt_sweep(const char *db, const char *name, size_t runs)
              "retries: {infrastructure: 2, backoff_seconds: 0.01}\n"
              "seed: 3\n"
              "optimizer: {num_random_samples: 8}\n",
-             name, rt_sim, runs);
+             name, rt_sim, k_report, runs);
     runner_config *c = NULL;
     st_status rc = runner_config_load_string(text, strlen(text), name, &c, em);
     if (rc) {
@@ -99,6 +100,11 @@ static inline st_status rt_sweep(const char *db, const char *name, size_t runs)
     runner_destroy(r);
     runner_config_destroy(c);
     return rc;
+}
+
+static inline st_status rt_sweep(const char *db, const char *name, size_t runs)
+{
+    return rt_sweep_k(db, name, runs, 6);
 }
 
 /* Reads a whole file (malloc'd, NUL-terminated) or NULL. */

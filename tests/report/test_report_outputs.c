@@ -552,7 +552,7 @@ static void test_beyond(const char *db)
 /* A second sweep in the same store as the validation runs. */
 static void test_validate_sweep(const char *db)
 {
-    CHECK_ST(rt_sweep(db, "big", 3), ST_OK);
+    CHECK_ST(rt_sweep_k(db, "big", 3, 60), ST_OK); /* 60 records: a curve to predict */
     /* an alert scaletune run's watch stored for the large run */
     runner_store *s = NULL;
     runner_alert al = {1, 0, 40, "curve_outside", "the curve <extrapolates> to 3.1"};
@@ -578,6 +578,22 @@ static void test_validate_sweep(const char *db)
     CHECK(html && strstr(html, "<title>with &lt;validation&gt; &amp; more</title>"));
     /* the validation run's training curve against its prediction (issue 19) */
     CHECK(html && strstr(html, "Black: the validation run's training loss"));
+    /* and its curve predicted from its own first 30% (power law: llmsim's step records carry
+     * the lr at the reported steps only): in that figure (PLplot draws text glyph by glyph),
+     * the band (a polygon filled in the predicted curve's blue) and the dashed path (many short
+     * blue polylines; a Pareto run's line is one) */
+    const char *cap =
+        html ? strstr(html, "Blue, dashed: its curve predicted from its own first") : NULL;
+    CHECK(cap && strstr(cap, "a power law in steps"));
+    const char *fig = cap;
+    while (fig && fig > html && strncmp(fig, "<figure>", 8))
+        fig--;
+    size_t n_blue = 0, n_band = 0;
+    for (const char *q = fig; q && (q = strstr(q, "stroke=\"#1F77B4\"")) && q < cap; q++)
+        n_blue++;
+    for (const char *q = fig; q && (q = strstr(q, "fill=\"#1F77B4\"")) && q < cap; q++)
+        n_band++;
+    CHECK(n_band >= 1 && n_blue >= 10);
     if (html)
         check_html(html, report_n_figures(r));
     st_free(html);

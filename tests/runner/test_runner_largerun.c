@@ -8,6 +8,12 @@
  *  - alerts on constructed runs (a command that prints a prepared metrics file): NaN, a spike, a
  *    straggler window, the curve and the final loss outside / inside the predicted interval,
  *    each raised at the step the construction says and stored once;
+ *  - the curve's law: a schedule stated in a config record is rebuilt as the reference trainer
+ *    runs it; on a run whose eval curve follows the law of Tissue et al. 2024 under a cosine
+ *    decay, the power law in steps misjudges the final loss (it cannot see the decay's drop)
+ *    while the law under the schedule predicts it within its interval; the watch uses that law
+ *    when the config record states the schedule, names the law in its alert, raises it for the
+ *    same run shifted up, not for the run itself;
  *  - restart on straggler: the fake trainer slowed on its first attempt is reported within the
  *    window, restarted (failure node) and resumed from its checkpoint.
  */
@@ -20,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fit/curve.h"
 #include "runner/largerun.h"
 #include "runner_test_util.h"
 
@@ -347,7 +354,36 @@ typedef struct construct {
     int spike_at, nan_at;   /* step loss x3 / NaN at that step; 0: none */
     int slow_from, slow_to; /* tokens_per_s 300 instead of ~1000 on [from, to]; 0: none */
     int nan_final;          /* the final val_loss NaN (no diverged record) */
+    int tissue;             /* 1: the eval curve of the Tissue law under TS_CONFIG's schedule */
+    double shift;           /* tissue: every loss times this (0: 1) */
+    int no_schedule;        /* tissue: the config record states only the steps */
 } construct;
+
+/* A 200-step run with warmup and a cosine decay to 0.1 of the peak, as the reference trainer
+ * states it, and a loss curve that follows the law of Tissue et al. 2024 under it. */
+#define TS_STEPS 200
+#define TS_CONFIG                                                                                  \
+    "{\"event\":\"config\",\"steps\":200,\"schedule\":\"cosine\",\"lr\":0.001,"                    \
+    "\"warmup_steps\":10,\"min_lr_ratio\":0.1}"
+static const fit_curve_law ts_law = {2.0, 0.3, 0.5, 5.0};
+
+/* The law's loss after s steps of TS_CONFIG's schedule (lr: its TS_STEPS learning rates), with
+ * a fixed noise of up to +-0.3% (a hash of s) before the last step. */
+static double ts_loss(const double *lr, int s)
+{
+    double L = NAN;
+    fit_curve_predict(&ts_law, lr, TS_STEPS, 0.999, (size_t)s, &L, NULL);
+    uint32_t h = (uint32_t)s * 2654435761u;
+    h ^= h >> 15;
+    return s < TS_STEPS ? L * (1 + 0.003 * ((double)(h % 2001) / 1000.0 - 1)) : L;
+}
+
+static void ts_schedule(double *lr)
+{
+    runner_schedule sc;
+    runner_schedule_parse(TS_CONFIG, &sc);
+    runner_schedule_lr(&sc, TS_STEPS, lr);
+}
 
 /* L(s) = 2 + 3/sqrt(s): the step and eval losses of a constructed 100-step run */
 static double curve_L(int s)
@@ -360,6 +396,21 @@ static void write_construct(const char *path, const construct *c)
     FILE *f = fopen(path, "w");
     if (!f)
         return;
+    if (c->tissue) {
+        double lr[TS_STEPS], k = c->shift > 0 ? c->shift : 1;
+        ts_schedule(lr);
+        fprintf(f, "%s\n", c->no_schedule ? "{\"event\":\"config\",\"steps\":200}" : TS_CONFIG);
+        for (int s = 1; s <= TS_STEPS; s++) {
+            fprintf(f, "{\"event\":\"step\",\"step\":%d,\"loss\":%.17g}\n", s, k * ts_loss(lr, s));
+            if (s % 10 == 0)
+                fprintf(f, "{\"event\":\"eval\",\"step\":%d,\"val_loss\":%.17g}\n", s,
+                        k * ts_loss(lr, s));
+        }
+        fprintf(f, "{\"event\":\"final\",\"val_loss\":%.17g,\"flops\":1e9}\n",
+                k * ts_loss(lr, TS_STEPS));
+        fclose(f);
+        return;
+    }
     fprintf(f, "{\"event\":\"config\",\"steps\":100}\n");
     for (int s = 1; s <= 100; s++) {
         double loss = curve_L(s) * (s == c->spike_at ? 3 : 1);
@@ -424,7 +475,7 @@ static size_t watch_construct(const char *name, const construct *c, double lo, d
 static void test_alerts(void)
 {
     runner_alert a[16];
-    construct clean = {0, 0, 0, 0, 0};
+    construct clean = {0, 0, 0, 0, 0, 0, 0, 0};
     /* the curve inside its interval, no spike, steady throughput: nothing */
     CHECK(watch_construct("inside", &clean, 2.25, 2.35, a) == 0);
     /* the same run against an interval it misses: the curve's extrapolation (from 30% of
@@ -434,26 +485,178 @@ static void test_alerts(void)
     CHECK(n == 2 && !strcmp(a[0].kind, "curve_outside") && a[0].step == 40);
     CHECK(n == 2 && !strcmp(a[1].kind, "final_outside") && a[1].step == -1 && a[1].run == a[0].run);
     /* a spike at 60, NaN at 80: exactly those */
-    construct bad = {60, 80, 0, 0, 0};
+    construct bad = {60, 80, 0, 0, 0, 0, 0, 0};
     n = watch_construct("spiky", &bad, NAN, NAN, a);
     CHECK(n == 2);
     CHECK(n == 2 && !strcmp(a[0].kind, "spike") && a[0].step == 60);
     CHECK(n == 2 && !strcmp(a[1].kind, "nan") && a[1].step == 80);
     /* throughput at 30% for steps 41-50: reported at the window's 5th slow step, once */
-    construct slow = {0, 0, 41, 50, 0};
+    construct slow = {0, 0, 41, 50, 0, 0, 0, 0};
     n = watch_construct("slow", &slow, NAN, NAN, a);
     CHECK(n == 1);
     CHECK(n == 1 && !strcmp(a[0].kind, "straggler") && a[0].step == 45);
     /* a NaN final objective, after a NaN step loss at 80: a nan alert of its own (no step),
      * with or without an interval (not final_outside) */
-    construct nanfin = {0, 80, 0, 0, 1};
+    construct nanfin = {0, 80, 0, 0, 1, 0, 0, 0};
     n = watch_construct("nanfinal", &nanfin, NAN, NAN, a);
     CHECK(n == 2);
     CHECK(n == 2 && !strcmp(a[0].kind, "nan") && a[0].step == 80);
     CHECK(n == 2 && !strcmp(a[1].kind, "nan") && a[1].step == -1 && strstr(a[1].message, "final"));
-    construct nanonly = {0, 0, 0, 0, 1};
+    construct nanonly = {0, 0, 0, 0, 1, 0, 0, 0};
     n = watch_construct("nanfinal2", &nanonly, 2.25, 2.35, a);
     CHECK(n == 1 && !strcmp(a[0].kind, "nan") && a[0].step == -1);
+}
+
+/* ---- the curve's law under the run's schedule ---------------------------------------------- */
+
+/* The schedule a config record states, rebuilt, is the one the trainer ran: against the lr of
+ * every step record of the reference trainer's output `out` (printed %.9g). */
+static void check_trainer_schedule(const char *out, runner_schedule_kind want)
+{
+    char *text = slurp(out);
+    runner_schedule sc = {RUNNER_SCHEDULE_UNKNOWN, 0, 0, 0, 0, 0, 0};
+    double *lr = NULL;
+    size_t n_cmp = 0;
+    int same = 1;
+    for (char *l = text; l && *l;) {
+        char *e = strchr(l, '\n');
+        if (e)
+            *e = '\0';
+        if (strstr(l, "\"event\":\"config\"")) {
+            runner_schedule_parse(l, &sc);
+            lr = sc.kind == want ? calloc((size_t)sc.steps, sizeof(double)) : NULL;
+            CHECK(lr && runner_schedule_lr(&sc, (size_t)sc.steps, lr) == ST_OK);
+        }
+        char v[64], st[64];
+        if (lr && strstr(l, "\"event\":\"step\"") && field(l, "lr", v, sizeof(v)) &&
+            field(l, "step", st, sizeof(st))) {
+            long k = strtol(st, NULL, 10);
+            double got = strtod(v, NULL);
+            same &= k >= 1 && k <= (long)sc.steps && fabs(lr[k - 1] - got) <= 1e-8 * got;
+            n_cmp++;
+        }
+        l = e ? e + 1 : NULL;
+    }
+    CHECK(sc.kind == want && same && n_cmp >= 50);
+    free(lr);
+    free(text);
+}
+
+/* The reference trainer's schedules, cosine (the restarts' reference run) and WSD with a
+ * 1-sqrt decay: rebuilt from its config record as it ran them. */
+static void test_trainer_schedules(const char *data)
+{
+    check_trainer_schedule(tu_path("ref.jsonl"), RUNNER_SCHEDULE_COSINE);
+    char cmd[16384], out[4200];
+    snprintf(out, sizeof(out), "%s", tu_path("wsd.jsonl"));
+    snprintf(cmd, sizeof(cmd),
+             "'%s' --d-model 16 --n-layer 1 --seq-len 16 --batch 2 --tokens 2500 --threads 1 "
+             "--schedule wsd --decay-frac 0.3 --decay-shape 1-sqrt --warmup 7 --min-lr-ratio 0.05 "
+             "--data '%s' --val-data '' > '%s' 2>/dev/null",
+             train_prog, data, out);
+    CHECK(system(cmd) == 0);
+    check_trainer_schedule(out, RUNNER_SCHEDULE_WSD);
+}
+
+static void test_schedule_parse(void)
+{
+    runner_schedule sc;
+    double lr[TS_STEPS];
+    CHECK_ST(runner_schedule_parse(TS_CONFIG, &sc), ST_OK);
+    CHECK(sc.kind == RUNNER_SCHEDULE_COSINE && sc.steps == 200 && sc.warmup_steps == 10);
+    CHECK_ST(runner_schedule_lr(&sc, TS_STEPS, lr), ST_OK);
+    CHECK(lr[0] == 1e-4 && lr[9] == 1e-3 && fabs(lr[TS_STEPS - 1] - 1e-4) < 1e-15);
+    /* no schedule, an unknown one, a WSD without its shape: unknown (the power law) */
+    CHECK_ST(runner_schedule_parse("{\"event\":\"config\",\"steps\":150}", &sc), ST_OK);
+    CHECK(sc.kind == RUNNER_SCHEDULE_UNKNOWN);
+    CHECK_ST(
+        runner_schedule_parse("{\"event\":\"config\",\"steps\":150,\"schedule\":\"step\"}", &sc),
+        ST_OK);
+    CHECK(sc.kind == RUNNER_SCHEDULE_UNKNOWN);
+    CHECK_ST(
+        runner_schedule_parse("{\"event\":\"config\",\"steps\":150,\"schedule\":\"wsd\"}", &sc),
+        ST_OK);
+    CHECK(sc.kind == RUNNER_SCHEDULE_UNKNOWN);
+    CHECK_ST(runner_schedule_parse("{\"event\":\"step\",\"step\":1}", &sc), ST_EINVAL);
+    CHECK_ST(runner_schedule_lr(&sc, 10, lr), ST_EINVAL);
+}
+
+/* The eval curve up to `upto` of the Tissue run: the law under the schedule (lr) or, without
+ * it, the power law; *pred, *lo, *hi at the planned end. */
+static st_status ts_interval(int upto, const double *lr, double *pred, double *lo, double *hi)
+{
+    double step[TS_STEPS / 10], loss[TS_STEPS / 10], sched[TS_STEPS];
+    ts_schedule(sched);
+    size_t n = 0;
+    for (int s = 10; s <= upto; s += 10, n++) {
+        step[n] = s;
+        loss[n] = ts_loss(sched, s);
+    }
+    char text[512], em[ST_ERRMSG_MAX];
+    snprintf(text, sizeof(text),
+             "name: ts\ncommand: ['/bin/true']\nobjective: {metric: val_loss}\n"
+             "cost: {metric: flops}\nparameters:\n  p: {value: 1}\nbudget: {runs: 1}\n");
+    runner_config *cfg = NULL;
+    CHECK_ST(runner_config_load_string(text, strlen(text), "ts", &cfg, em), ST_OK);
+    char db[4200];
+    static int n_db = 0; /* one store per call: the sweep is launched anew */
+    snprintf(db, sizeof(db), "%s/ts%d.db", tu_dir, n_db++);
+    int fin = 0;
+    CHECK_ST(tu_sweep(db, cfg, "ts", &fin), ST_OK);
+    runner_curve c;
+    memset(&c, 0, sizeof(c));
+    c.run = 1;
+    c.n = n;
+    c.step = step;
+    c.loss = loss;
+    c.planned_steps = TS_STEPS;
+    c.planned_tokens = c.planned_cost = NAN;
+    c.fraction = (double)upto / TS_STEPS;
+    c.lr = lr;
+    st_status rc = runner_curve_interval(cfg, db, &c, pred, lo, hi, em);
+    if (rc)
+        fprintf(stderr, "curve interval: %s\n", em);
+    runner_config_destroy(cfg);
+    return rc;
+}
+
+static void test_curve_law(void)
+{
+    double lr[TS_STEPS], want, pp, plo, phi, tp, tlo, thi;
+    ts_schedule(lr);
+    want = ts_loss(lr, TS_STEPS);
+    /* from 40% of the run: the power law misses the cosine's drop, the law under the schedule
+     * does not, and its interval holds the final loss */
+    CHECK_ST(ts_interval(80, NULL, &pp, &plo, &phi), ST_OK);
+    CHECK_ST(ts_interval(80, lr, &tp, &tlo, &thi), ST_OK);
+    printf("final %.5f: power law %.5f [%.5f, %.5f] (%+.1f%%), Tissue %.5f [%.5f, %.5f] "
+           "(%+.2f%%)\n",
+           want, pp, plo, phi, 100 * (pp / want - 1), tp, tlo, thi, 100 * (tp / want - 1));
+    CHECK(fabs(pp / want - 1) > 0.05);
+    CHECK(fabs(tp / want - 1) < 0.02 && fabs(tp / want - 1) < fabs(pp / want - 1) / 4);
+    CHECK(tlo <= want && want <= thi);
+
+    /* the watch: the run inside a tight prediction raises nothing; shifted up 25%, the curve
+     * leaves it at the first judged eval and the alert names the law; without the schedule in
+     * its config record, the power law's */
+    runner_alert a[16];
+    construct run = {0, 0, 0, 0, 0, 1, 1, 0};
+    CHECK(watch_construct("ts_in", &run, want * 0.98, want * 1.02, a) == 0);
+    construct up = {0, 0, 0, 0, 0, 1, 1.25, 0};
+    size_t n = watch_construct("ts_up", &up, want * 0.98, want * 1.02, a);
+    if (n)
+        printf("first alert at step %lld of %zu alerts\n", (long long)a[0].step, n);
+    CHECK(n >= 2 && !strcmp(a[0].kind, "curve_outside") && a[0].step <= 100 &&
+          strstr(a[0].message, "Tissue law, schedule cosine"));
+    CHECK(n >= 2 && !strcmp(a[n - 1].kind, "final_outside"));
+    for (size_t i = 0; i + 1 < n; i++) /* out, back in, out again: each leaving once */
+        CHECK(!strcmp(a[i].kind, "curve_outside"));
+    if (n)
+        printf("%s\n", a[0].message);
+    construct up_pl = {0, 0, 0, 0, 0, 1, 1.25, 1};
+    n = watch_construct("ts_up_pl", &up_pl, want * 0.98, want * 1.02, a);
+    CHECK(n >= 1 && !strcmp(a[0].kind, "curve_outside") &&
+          strstr(a[0].message, "power law in steps: schedule unknown"));
 }
 
 /* ---- restart on straggler ---------------------------------------------------------------- */
@@ -522,6 +725,8 @@ int main(int argc, char **argv)
     free(abs);
     test_diverged_stops();
     test_alerts();
+    test_schedule_parse();
+    test_curve_law();
     test_straggler_restart();
     char data[4200];
     snprintf(data, sizeof(data), "%s", tu_path("text.txt"));
@@ -531,6 +736,7 @@ int main(int argc, char **argv)
         printf("SKIP largerun.restarts, largerun.sdc: %s is not built (make)\n", train_prog);
     } else {
         CHECK(reference(data, ref) == 0 && ref->last > 100 && ref->final[0]);
+        test_trainer_schedules(data);
         test_restarts(data, ref);
         test_sdc(data, ref);
     }
