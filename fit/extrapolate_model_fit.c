@@ -576,8 +576,7 @@ static void hyper_starts(const fit_xp *xp, fit_work *w, double *th0)
 static const double FLAT_RESTART_Q[] = {0.0, 0.02, 0.98, 1.0};
 #define N_FLAT_RESTART (sizeof(FLAT_RESTART_Q) / sizeof(FLAT_RESTART_Q[0]))
 
-static void flat_hyper_restarts(const fit_xp *xp, fit_work *w, xp_jm_data *d, double *th,
-                                double f)
+static void flat_hyper_restarts(const fit_xp *xp, fit_work *w, xp_jm_data *d, double *th, double f)
 {
     const xp_model *m = &xp->m;
     for (size_t k = 0; k < m->n_hp; k++) {

@@ -11,8 +11,8 @@
 #include "bench/sim.h"
 #include "common/st.h"
 #include "fit/extrapolate.h"
-#include "fit/fit.h"
 #include "fit/extrapolate_int.h" /* the model's objectives (private): their gradients */
+#include "fit/fit.h"
 #include "tests/check.h"
 
 #include <math.h>
