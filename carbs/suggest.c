@@ -101,6 +101,13 @@ static st_status load_successes(const carbs *c, models *m)
     return ST_OK;
 }
 
+/* Whether the GPs condition on a subset of the successes: above gp_max_points, in
+ * recommended mode (faithful mode conditions on every run, as CARBS does). */
+static int subsetting(const carbs *c)
+{
+    return !faithful(c) && c->o.gp_max_points > 0 && c->n_succ > c->o.gp_max_points;
+}
+
 static gp_fit_opts fit_opts(const carbs *c)
 {
     gp_fit_opts f = gp_fit_opts_default();
@@ -108,6 +115,11 @@ static gp_fit_opts fit_opts(const carbs *c)
     f.init_lengthscale = c->o.search_radius;
     f.restarts = c->o.gp_restarts;
     f.max_fit_points = c->o.gp_max_fit_points;
+    /* above gp_max_points the MAP fits (on gp_max_fit_points of the subset) were most of a
+     * suggestion's time: one L-BFGS start, from the defaults, instead of 1 + gp_restarts
+     * (docs/benchmarks.md section 10) */
+    if (subsetting(c))
+        f.restarts = 0;
     return f;
 }
 
@@ -156,13 +168,6 @@ static st_status fit_pareto(carbs *c, models *m, int conservative)
         memcpy(m->origins + g * c->d, m->Xs + m->groups[m->sel[g]].members[0] * c->d,
                c->d * sizeof(double));
     return ST_OK;
-}
-
-/* Whether the GPs condition on a subset of the successes: above gp_max_points, in
- * recommended mode (faithful mode conditions on every run, as CARBS does). */
-static int subsetting(const carbs *c)
-{
-    return !faithful(c) && c->o.gp_max_points > 0 && c->n_succ > c->o.gp_max_points;
 }
 
 static int cmp_size(const void *pa, const void *pb)
