@@ -3,8 +3,8 @@
  * a format version, a byte-order mark, then options, parameters, search centre, counters,
  * observations and outstanding suggestions; version 2 adds cost_cap_quantile and the
  * cost-only observations, version 3 the categorical and conditional fields of each parameter,
- * version 4 the option gp_max_points; versions 1 to 3 are still read, with its default), and the same through a file written
- * atomically.
+ * version 4 the option gp_max_points; versions 1 to 3 are still read, with its default),
+ * and the same through a file written atomically.
  * The RNG is not stored: it is reseeded from the seed and the suggestion counter each time.
  */
 #include <errno.h>
