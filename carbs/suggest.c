@@ -115,11 +115,15 @@ static gp_fit_opts fit_opts(const carbs *c)
     f.init_lengthscale = c->o.search_radius;
     f.restarts = c->o.gp_restarts;
     f.max_fit_points = c->o.gp_max_fit_points;
-    /* above gp_max_points the MAP fits (on gp_max_fit_points of the subset) were most of a
-     * suggestion's time: one L-BFGS start, from the defaults, instead of 1 + gp_restarts
-     * (docs/benchmarks.md section 10) */
-    if (subsetting(c))
+    /* above gp_max_points the MAP fits were most of a suggestion's time (docs/benchmarks.md
+     * section 10): one L-BFGS start, from the defaults, instead of 1 + gp_restarts, on at most
+     * gp_max_points / 4 of the subset's points */
+    if (subsetting(c)) {
+        size_t nf = c->o.gp_max_points / 4;
         f.restarts = 0;
+        if (f.max_fit_points == 0 || f.max_fit_points > nf)
+            f.max_fit_points = nf;
+    }
     return f;
 }
 
