@@ -4,9 +4,10 @@
  * Branin (0.3979) and Hartmann-6 (-3.3224), 40 evaluations each, seeds 0..7. Prints the best
  * objective per seed and the median, one line per problem:
  *   BENCH carbs.toys <problem> median=<m> seeds=<v0> ... <v7>
- * Usage: bench_carbs_toys [--evals N] [--at K]... [--opt name=value]...   (options:
- * carbs_options_set); each --at K (K < N) also prints the medians after K evaluations, as
- *   BENCH carbs.toys <problem>@K median=<m> seeds=...
+ * Usage: bench_carbs_toys [--evals N] [--at K]... [--problem NAME] [--opt name=value]...
+ * (options: carbs_options_set); each --at K (K < N) also prints the medians after K
+ * evaluations, as BENCH carbs.toys <problem>@K seeds=... median=<m>; --problem runs one of
+ * cost_toy, branin, hartmann6 (to run them in parallel).
  * Baseline in the same run: uniform random search with the same number of evaluations.
  */
 #include <math.h>
@@ -38,23 +39,27 @@ static double hartmann6(const double *x, double *cost)
 int main(int argc, char **argv)
 {
     int evals = 40, n_opt = 0, n_at = 0, at[8];
-    const char *opts[32];
+    const char *opts[32], *only = NULL;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--evals") && a + 1 < argc)
             evals = atoi(argv[++a]);
+        else if (!strcmp(argv[a], "--problem") && a + 1 < argc)
+            only = argv[++a];
         else if (!strcmp(argv[a], "--at") && a + 1 < argc && n_at < 8)
             at[n_at++] = atoi(argv[++a]);
         else if (!strcmp(argv[a], "--opt") && a + 1 < argc && n_opt < 32)
             opts[n_opt++] = argv[++a];
         else {
-            fprintf(stderr,
-                    "usage: bench_carbs_toys [--evals N] [--at K]... [--opt name=value]...\n");
+            fprintf(stderr, "usage: bench_carbs_toys [--evals N] [--at K]... [--problem NAME] "
+                            "[--opt name=value]...\n");
             return 2;
         }
     }
     st_global_init();
     static const char *names[] = {"cost_toy", "branin", "hartmann6"};
     for (int w = 0; w < 3; w++) {
+        if (only && strcmp(only, names[w]))
+            continue;
         double best[8], rnd[8], best_at[8][8];
         for (int seed = 0; seed < 8; seed++) {
             carbs_param p[6];
