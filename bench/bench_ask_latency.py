@@ -1,6 +1,8 @@
 """bench_ask_latency.py -- issue 22: how long one suggestion takes, scaletune's Optimizer.suggest
 against Optuna's ask (TPE, CMA-ES) after n trials of the same 4-d quadratic have been told,
-measured in the same run (median of 5 asks, one thread). Needs Debian's python3-optuna
+measured in the same run (median of 5 asks, one thread), in wall-clock time and in the calling
+thread's CPU time (time.thread_time: on a loaded machine the wall times of a few milliseconds
+mostly measure the scheduler). Needs Debian's python3-optuna
 (`scripts/install-deps --bench`, for /usr/bin/python3). Run from the repository root after make:
   PYTHONPATH=bindings/python OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/bench_ask_latency.py [N]
 (N, default 1000, is the second history length; the first is 30).
@@ -29,25 +31,29 @@ def sc_lat(n, reps=5, d=4):
     for i in range(n):
         p, sid = o.suggest()
         o.observe(sid, f([p["x%d" % j] for j in range(d)]), 1.0 + r.random())
-    ts = []
+    ts, cs = [], []
     for _ in range(reps):
-        t0 = time.perf_counter(); p, sid = o.suggest(); ts.append(time.perf_counter() - t0)
+        c0 = time.thread_time(); t0 = time.perf_counter(); p, sid = o.suggest()
+        ts.append(time.perf_counter() - t0); cs.append(time.thread_time() - c0)
         o.observe(sid, f([p["x%d" % j] for j in range(d)]), 1.0)
-    return statistics.median(ts)
+    return statistics.median(ts), statistics.median(cs)
 
 def op_lat(n, sampler, reps=5, d=4):
     st = optuna.create_study(sampler=sampler)
     for i in range(n):
         t = st.ask(); st.tell(t, f([t.suggest_float("x%d" % j, 0, 1) for j in range(d)]))
-    ts = []
+    ts, cs = [], []
     for _ in range(reps):
-        t0 = time.perf_counter(); t = st.ask(); x = [t.suggest_float("x%d" % j, 0, 1) for j in range(d)]; ts.append(time.perf_counter() - t0)
+        c0 = time.thread_time(); t0 = time.perf_counter(); t = st.ask(); x = [t.suggest_float("x%d" % j, 0, 1) for j in range(d)]
+        ts.append(time.perf_counter() - t0); cs.append(time.thread_time() - c0)
         st.tell(t, f(x))
-    return statistics.median(ts)
+    return statistics.median(ts), statistics.median(cs)
 
 for n in (30, int(sys.argv[1]) if len(sys.argv) > 1 else 1000):
-    t0 = time.perf_counter(); s = sc_lat(n); w0 = time.perf_counter() - t0
-    tpe = op_lat(n, optuna.samplers.TPESampler(seed=1))
-    cma = op_lat(n, optuna.samplers.CmaEsSampler(seed=1))
+    t0 = time.perf_counter(); s, s_cpu = sc_lat(n); w0 = time.perf_counter() - t0
+    tpe, tpe_cpu = op_lat(n, optuna.samplers.TPESampler(seed=1))
+    cma, cma_cpu = op_lat(n, optuna.samplers.CmaEsSampler(seed=1))
     print("n=%d  scaletune suggest %.4f s  optuna TPE ask %.4f s  CMA-ES ask %.4f s  scaletune / TPE %.2f  (filling the history took %.0f s)" % (n, s, tpe, cma, s / tpe, w0))
+    print("n=%d  CPU time: scaletune %.4f s  TPE %.4f s  CMA-ES %.4f s  scaletune / TPE %.2f" % (n, s_cpu, tpe_cpu, cma_cpu, s_cpu / tpe_cpu))
     print("BENCH ask_latency.vs_tpe n=%d %.3f" % (n, s / tpe))
+    print("BENCH ask_latency.vs_tpe_cpu n=%d %.3f" % (n, s_cpu / tpe_cpu))

@@ -4,7 +4,10 @@
  * Branin (0.3979) and Hartmann-6 (-3.3224), 40 evaluations each, seeds 0..7. Prints the best
  * objective per seed and the median, one line per problem:
  *   BENCH carbs.toys <problem> median=<m> seeds=<v0> ... <v7>
- * Usage: bench_carbs_toys [--evals N] [--opt name=value]...   (options: carbs_options_set)
+ * Usage: bench_carbs_toys [--evals N] [--at K]... [--problem NAME] [--opt name=value]...
+ * (options: carbs_options_set); each --at K (K < N) also prints the medians after K
+ * evaluations, as BENCH carbs.toys <problem>@K seeds=... median=<m>; --problem runs one of
+ * cost_toy, branin, hartmann6 (to run them in parallel).
  * Baseline in the same run: uniform random search with the same number of evaluations.
  */
 #include <math.h>
@@ -35,22 +38,29 @@ static double hartmann6(const double *x, double *cost)
 
 int main(int argc, char **argv)
 {
-    int evals = 40, n_opt = 0;
-    const char *opts[32];
+    int evals = 40, n_opt = 0, n_at = 0, at[8];
+    const char *opts[32], *only = NULL;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--evals") && a + 1 < argc)
             evals = atoi(argv[++a]);
+        else if (!strcmp(argv[a], "--problem") && a + 1 < argc)
+            only = argv[++a];
+        else if (!strcmp(argv[a], "--at") && a + 1 < argc && n_at < 8)
+            at[n_at++] = atoi(argv[++a]);
         else if (!strcmp(argv[a], "--opt") && a + 1 < argc && n_opt < 32)
             opts[n_opt++] = argv[++a];
         else {
-            fprintf(stderr, "usage: bench_carbs_toys [--evals N] [--opt name=value]...\n");
+            fprintf(stderr, "usage: bench_carbs_toys [--evals N] [--at K]... [--problem NAME] "
+                            "[--opt name=value]...\n");
             return 2;
         }
     }
     st_global_init();
     static const char *names[] = {"cost_toy", "branin", "hartmann6"};
     for (int w = 0; w < 3; w++) {
-        double best[8], rnd[8];
+        if (only && strcmp(only, names[w]))
+            continue;
+        double best[8], rnd[8], best_at[8][8];
         for (int seed = 0; seed < 8; seed++) {
             carbs_param p[6];
             size_t d;
@@ -111,6 +121,9 @@ int main(int argc, char **argv)
                 double y = f(x, &cost);
                 best[seed] = y < best[seed] ? y : best[seed];
                 carbs_observe(c, id, x, y, cost, 0);
+                for (int k = 0; k < n_at; k++)
+                    if (e + 1 == at[k])
+                        best_at[k][seed] = best[seed];
             }
             /* baseline: uniform random search over the same box (log-uniform epochs) */
             st_rng *r;
@@ -127,6 +140,15 @@ int main(int argc, char **argv)
             }
             st_rng_destroy(r);
             carbs_destroy(c);
+        }
+        for (int k = 0; k < n_at; k++) {
+            if (at[k] < 1 || at[k] >= evals)
+                continue;
+            printf("BENCH carbs.toys %s@%d seeds=", names[w], at[k]);
+            for (int s = 0; s < 8; s++)
+                printf("%s%.4f", s ? "," : "", best_at[k][s]);
+            qsort(best_at[k], 8, sizeof(double), tf_cmp_double);
+            printf(" median=%.4f\n", 0.5 * (best_at[k][3] + best_at[k][4]));
         }
         printf("BENCH carbs.toys %s seeds=", names[w]);
         for (int s = 0; s < 8; s++)

@@ -63,6 +63,10 @@ static st_status validate_options(const carbs_options *o, char *msg)
     if (o->gp_restarts > 64)
         return st_errf(msg, ST_EINVAL, "option gp_restarts must be at most 64 (got %zu)",
                        o->gp_restarts);
+    if (o->gp_max_points > 0 && o->gp_max_points < 16)
+        return st_errf(msg, ST_EINVAL,
+                       "option gp_max_points must be 0 (all) or at least 16 (got %zu)",
+                       o->gp_max_points);
     if (o->design > CARBS_DESIGN_GAUSSIAN)
         return st_errf(msg, ST_EINVAL, "option design: unknown value %d", (int)o->design);
     if (o->output_transform > CARBS_TRANSFORM_RANK)

@@ -162,6 +162,13 @@ typedef struct carbs_options {
     double cost_cap_quantile;         /* [cost_cap_quantile] 0.9: without a cost function, a
                                          point is admissible under max_suggestion_cost when
                                          this quantile of its predicted cost is (in (0, 1)) */
+    size_t gp_max_points;             /* [gp_max_points] 256: with more successful runs than
+                                         this, the output and cost GPs (and the success GP, over
+                                         all runs) condition on this many of them, chosen from
+                                         the runs alone: the Pareto groups, the best, the most
+                                         recent, the nearest to the front, then a spread by a
+                                         hash of the run's index (recommended mode; 0: all, as
+                                         faithful mode always does; else at least 16) */
 } carbs_options;
 
 carbs_options carbs_options_default(void);

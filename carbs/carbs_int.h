@@ -243,6 +243,23 @@ void carbs_priv_to_params(const carbs *c, const double *b, double *x);
 /* Rounds integer dimensions in place; 0 if the rounded point left the bounds. */
 int carbs_priv_round(const carbs *c, double *b);
 
+/* ---- subset.c ---------------------------------------------------------------------------- */
+
+/* The m successes (or all ns, if fewer) the GPs condition on above gp_max_points, written to
+ * out (m indices into the ns successes, in priority order: up to m/8 members of the Pareto
+ * groups (front, n_front indices, cheapest group first), m/8 of the best values (value: ns,
+ * bigger is better), m/8 of the most recent, the nearest to the n_origins origins (basic,
+ * n_origins*D) in turn up to 5m/8, then a spread ordered by st_mix64 of obs_idx (each
+ * success's index among all observations)). Xs: ns*d basic. A function of its arguments
+ * alone. ST_OK or ST_ENOMEM. */
+st_status carbs_priv_subset(size_t ns, size_t d, const double *Xs, const double *value,
+                            const size_t *obs_idx, size_t n_front, const size_t *front,
+                            size_t n_origins, const double *origins, size_t m, size_t *out);
+/* The cost model's data as the Bayesian step fits it: cap_cost_data's, restricted above
+ * gp_max_points to the same subset of the successes (suggest.c) and to the gp_max_points / 4
+ * most recent cost-only observations. ST_OK or ST_ENOMEM. */
+st_status carbs_priv_cost_data(carbs *c, size_t *n, double **X, double **cost);
+
 /* ---- costcap.c --------------------------------------------------------------------------- */
 
 #define CAP_MIN_COST_OBS 2 /* cost observations before the cost GP checks the cap */

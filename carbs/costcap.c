@@ -115,7 +115,7 @@ st_status cap_init(carbs *c, capm *cm)
         return ST_OK;
     size_t n;
     double *X, *cost;
-    if (cap_cost_data(c, &n, &X, &cost) != ST_OK)
+    if (carbs_priv_cost_data(c, &n, &X, &cost) != ST_OK) /* the subset above gp_max_points */
         return ST_ENOMEM;
     st_status s = ST_OK;
     st_rng *rng = NULL;

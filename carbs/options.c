@@ -35,6 +35,7 @@ carbs_options carbs_options_default(void)
     o.gp_restarts = 1;
     o.gp_max_fit_points = 128;
     o.cost_cap_quantile = 0.9;
+    o.gp_max_points = 256;
     return o;
 }
 
@@ -86,6 +87,8 @@ static const struct {
     O(gp_max_fit_points, T_SIZE, "fit GP hyperparameters on at most this many points"),
     O(cost_cap_quantile, T_DOUBLE,
       "quantile of the predicted cost held under max_suggestion_cost (no cost function)"),
+    O(gp_max_points, T_SIZE,
+      "GPs condition on at most this many runs, a subset kept near the front (0: all)"),
 #undef O
 };
 

@@ -2,9 +2,9 @@
  * state.c — carbs_export/carbs_import: the whole optimizer state as bytes ("CARBSST1" magic,
  * a format version, a byte-order mark, then options, parameters, search centre, counters,
  * observations and outstanding suggestions; version 2 adds cost_cap_quantile and the
- * cost-only observations, version 3 the categorical and conditional fields of each parameter;
- * versions 1 and 2 are still read), and the same through a file written
- * atomically.
+ * cost-only observations, version 3 the categorical and conditional fields of each parameter,
+ * version 4 the option gp_max_points; versions 1 to 3 are still read, with its default),
+ * and the same through a file written atomically.
  * The RNG is not stored: it is reseeded from the seed and the suggestion counter each time.
  */
 #include <errno.h>
@@ -16,7 +16,7 @@
 #include "carbs/carbs_int.h"
 
 #define MAGIC   "CARBSST1"
-#define VERSION 3u
+#define VERSION 4u
 #define BOM     0x01020304u
 
 typedef struct wbuf {
@@ -78,6 +78,7 @@ static void put_opts(wbuf *w, const carbs_options *o)
     put_u64(w, o->gp_restarts);
     put_u64(w, o->gp_max_fit_points);
     put_f64(w, o->cost_cap_quantile); /* version 2 */
+    put_u64(w, o->gp_max_points);     /* version 4 */
 }
 
 st_status carbs_export(const carbs *c, void **buf, size_t *len)
@@ -196,6 +197,8 @@ static void get_opts(rbuf *r, carbs_options *o, uint32_t version)
     o->gp_max_fit_points = get_u64(r);
     if (version >= 2)
         o->cost_cap_quantile = get_f64(r);
+    if (version >= 4)
+        o->gp_max_points = get_u64(r);
 }
 
 /* Version 2: the cost-only observations. */

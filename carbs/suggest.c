@@ -56,6 +56,10 @@ typedef struct models {
     size_t *sel, n_groups, n_sel;
     double *origins; /* n_sel*D */
     double par_lmin, par_lmax;
+    size_t *sub;     /* n_sub successes the GPs condition on, in increasing order (subset.c);
+                        NULL: all of them */
+    size_t *sub_pri; /* the same, in subset.c's priority order */
+    size_t n_sub;
 } models;
 
 static void models_clear(models *m)
@@ -72,6 +76,8 @@ static void models_clear(models *m)
     gp_destroy(m->par);
     pareto_free(m->groups, m->n_groups, m->sel);
     free(m->origins);
+    free(m->sub);
+    free(m->sub_pri);
     memset(m, 0, sizeof(*m));
 }
 
@@ -95,6 +101,13 @@ static st_status load_successes(const carbs *c, models *m)
     return ST_OK;
 }
 
+/* Whether the GPs condition on a subset of the successes: above gp_max_points, in
+ * recommended mode (faithful mode conditions on every run, as CARBS does). */
+static int subsetting(const carbs *c)
+{
+    return !faithful(c) && c->o.gp_max_points > 0 && c->n_succ > c->o.gp_max_points;
+}
+
 static gp_fit_opts fit_opts(const carbs *c)
 {
     gp_fit_opts f = gp_fit_opts_default();
@@ -102,6 +115,15 @@ static gp_fit_opts fit_opts(const carbs *c)
     f.init_lengthscale = c->o.search_radius;
     f.restarts = c->o.gp_restarts;
     f.max_fit_points = c->o.gp_max_fit_points;
+    /* above gp_max_points the MAP fits were most of a suggestion's time (docs/benchmarks.md
+     * section 10): one L-BFGS start, from the defaults, instead of 1 + gp_restarts, on at most
+     * gp_max_points / 4 of the subset's points */
+    if (subsetting(c)) {
+        size_t nf = c->o.gp_max_points / 4;
+        f.restarts = 0;
+        if (f.max_fit_points == 0 || f.max_fit_points > nf)
+            f.max_fit_points = nf;
+    }
     return f;
 }
 
@@ -152,11 +174,92 @@ static st_status fit_pareto(carbs *c, models *m, int conservative)
     return ST_OK;
 }
 
+static int cmp_size(const void *pa, const void *pb)
+{
+    size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+    return (a > b) - (a < b);
+}
+
+/* m->sub: the successes the GPs condition on (subset.c), from the successes and the Pareto
+ * groups of fit_pareto (the origins and their members). Only when subsetting(c). */
+static st_status choose_subset(const carbs *c, models *m)
+{
+    size_t M = c->o.gp_max_points, nf = 0;
+    for (size_t g = 0; g < m->n_sel; g++)
+        nf += m->groups[m->sel[g]].n;
+    double *value = malloc(m->ns * sizeof(double));
+    size_t *front = malloc((nf ? nf : 1) * sizeof(size_t));
+    m->sub = malloc(M * sizeof(size_t));
+    m->sub_pri = malloc(M * sizeof(size_t));
+    st_status s = value && front && m->sub && m->sub_pri ? ST_OK : ST_ENOMEM;
+    if (s == ST_OK) {
+        nf = 0;
+        for (size_t g = 0; g < m->n_sel; g++)
+            for (size_t j = 0; j < m->groups[m->sel[g]].n; j++)
+                front[nf++] = m->groups[m->sel[g]].members[j];
+        for (size_t k = 0; k < m->ns; k++)
+            value[k] = sign_of(c) * c->obs_y[m->obs_idx[k]];
+        s = carbs_priv_subset(m->ns, c->d, m->Xs, value, m->obs_idx, nf, front, m->n_sel,
+                              m->origins, M, m->sub_pri);
+    }
+    if (s == ST_OK) {
+        m->n_sub = M < m->ns ? M : m->ns;
+        memcpy(m->sub, m->sub_pri, m->n_sub * sizeof(size_t));
+        qsort(m->sub, m->n_sub, sizeof(size_t), cmp_size);
+    }
+    free(value);
+    free(front);
+    return s;
+}
+
+/* Rows `rows` (n_rows, increasing) of X (.. x d) and y into fresh arrays. */
+static st_status gather(size_t d, size_t n_rows, const size_t *rows, const double *X,
+                        const double *y, double **Xo, double **yo)
+{
+    *Xo = malloc((n_rows ? n_rows : 1) * d * sizeof(double));
+    *yo = malloc((n_rows ? n_rows : 1) * sizeof(double));
+    if (!*Xo || !*yo) {
+        free(*Xo);
+        free(*yo);
+        *Xo = *yo = NULL;
+        return ST_ENOMEM;
+    }
+    for (size_t r = 0; r < n_rows; r++) {
+        memcpy(*Xo + r * d, X + rows[r] * d, d * sizeof(double));
+        (*yo)[r] = y[rows[r]];
+    }
+    return ST_OK;
+}
+
+/* The cost model's rows within cap_cost_data's (n_all: the ns successes, then the cost-only
+ * observations): every row, or with a subset its successes and the gp_max_points / 4 most
+ * recent cost-only observations. *rows is malloc'd (NULL: every row). */
+static st_status cost_rows(const carbs *c, const models *m, size_t n_all, size_t **rows,
+                           size_t *n_rows)
+{
+    *rows = NULL;
+    *n_rows = n_all;
+    if (!m->sub)
+        return ST_OK;
+    size_t nc = n_all - m->ns, q = c->o.gp_max_points / 4;
+    if (nc > q)
+        nc = q;
+    *rows = malloc((m->n_sub + nc) * sizeof(size_t));
+    if (!*rows)
+        return ST_ENOMEM;
+    memcpy(*rows, m->sub, m->n_sub * sizeof(size_t));
+    for (size_t j = 0; j < nc; j++)
+        (*rows)[m->n_sub + j] = n_all - nc + j;
+    *n_rows = m->n_sub + nc;
+    return ST_OK;
+}
+
 /* The cost model: a GP on scaled log cost over the successes and the cost-only observations
- * (runs refused or killed over the cap); m->ls holds the successes' scaled log costs. */
+ * (runs refused or killed over the cap), or over their subset; the scaled log cost is fitted
+ * on all of them, and m->ls holds the successes' scaled log costs. */
 static st_status fit_cost(carbs *c, models *m)
 {
-    size_t n;
+    size_t n, *rows = NULL, n_rows;
     double *X, *cost;
     if (cap_cost_data(c, &n, &X, &cost) != ST_OK)
         return ST_ENOMEM;
@@ -164,10 +267,76 @@ static st_status fit_cost(carbs *c, models *m)
     for (size_t i = 0; i < n; i++)
         cost[i] = logcost_forward(&m->lc, cost[i]);
     memcpy(m->ls, cost, m->ns * sizeof(double)); /* the successes come first */
-    st_status s = carbs_priv_fit_gp(c, n, X, cost, c->rng, &m->cost);
+    st_status s = cost_rows(c, m, n, &rows, &n_rows);
+    if (s == ST_OK && rows) {
+        double *Xr, *cr;
+        s = gather(c->d, n_rows, rows, X, cost, &Xr, &cr);
+        if (s == ST_OK) {
+            free(X);
+            free(cost);
+            X = Xr;
+            cost = cr;
+            n = n_rows;
+        }
+    }
+    if (s == ST_OK)
+        s = carbs_priv_fit_gp(c, n, X, cost, c->rng, &m->cost);
+    free(rows);
     free(X);
     free(cost);
     return s;
+}
+
+st_status carbs_priv_cost_data(carbs *c, size_t *n, double **X, double **cost)
+{
+    if (!subsetting(c))
+        return cap_cost_data(c, n, X, cost);
+    models m;
+    memset(&m, 0, sizeof(m));
+    size_t *rows = NULL, n_rows, n_all;
+    *X = *cost = NULL;
+    st_status s = load_successes(c, &m);
+    if (s == ST_OK)
+        s = fit_pareto(c, &m, c->o.pareto_conservative);
+    if (s == ST_OK)
+        s = choose_subset(c, &m);
+    double *Xa = NULL, *ca = NULL;
+    if (s == ST_OK)
+        s = cap_cost_data(c, &n_all, &Xa, &ca);
+    if (s == ST_OK)
+        s = cost_rows(c, &m, n_all, &rows, &n_rows);
+    if (s == ST_OK)
+        s = gather(c->d, n_rows, rows, Xa, ca, X, cost);
+    if (s == ST_OK)
+        *n = n_rows;
+    free(rows);
+    free(Xa);
+    free(ca);
+    models_clear(&m);
+    return s == ST_OK ? ST_OK : ST_ENOMEM;
+}
+
+/* The success model's rows among all observations: every one, or with a subset the
+ * gp_max_points / 2 most recent failures, then the subset's successes in its priority order
+ * up to gp_max_points, in increasing order. *rows is malloc'd (NULL: every row). */
+static st_status succ_rows(const carbs *c, const models *m, size_t **rows, size_t *n_rows)
+{
+    size_t M = c->o.gp_max_points, n = 0;
+    *rows = NULL;
+    *n_rows = c->n_obs;
+    if (!m->sub || c->n_obs <= M)
+        return ST_OK;
+    *rows = malloc(M * sizeof(size_t));
+    if (!*rows)
+        return ST_ENOMEM;
+    for (size_t i = c->n_obs; i-- > 0 && n < M / 2;)
+        if (c->obs_fail[i])
+            (*rows)[n++] = i;
+    for (size_t j = 0; j < m->n_sub && n < M; j++)
+        (*rows)[n++] = m->obs_idx[m->sub_pri[j]];
+    qsort(*rows, n, sizeof(size_t), cmp_size);
+    *n_rows = n;
+    return ST_OK;
 }
 
 /* The successes in surrogate space and the output, cost and success models (and, with
@@ -196,25 +365,52 @@ static st_status models_fit(carbs *c, models *m, int pareto)
         for (size_t i = 0; i < ns; i++)
             m->ys[i] = sign_of(c) * qt_forward(&m->qt, yraw[i]);
     free(yraw);
-    if (s == ST_OK)
+
+    /* above gp_max_points the GPs condition on a subset chosen near the Pareto groups, which
+     * are fitted first for it (they draw nothing from the RNG) */
+    int sub = subsetting(c);
+    if (s == ST_OK && sub)
+        s = fit_pareto(c, m, c->o.pareto_conservative);
+    if (s == ST_OK && sub)
+        s = choose_subset(c, m);
+    if (s == ST_OK && m->sub) {
+        double *Xr, *yr;
+        s = gather(c->d, m->n_sub, m->sub, m->Xs, m->ys, &Xr, &yr);
+        if (s == ST_OK)
+            s = carbs_priv_fit_gp(c, m->n_sub, Xr, yr, c->rng, &m->out);
+        free(Xr);
+        free(yr);
+    } else if (s == ST_OK) {
         s = carbs_priv_fit_gp(c, ns, m->Xs, m->ys, c->rng, &m->out);
+    }
     if (s == ST_OK)
         s = fit_cost(c, m);
 
-    /* success model: regression on -1 (success) / +1 (failure) labels over all observations */
+    /* success model: regression on -1 (success) / +1 (failure) labels over all observations
+     * (or the failures and the subset's successes) */
     if (s == ST_OK && c->n_fail > 0) {
-        double *lab = malloc(c->n_obs * sizeof(double));
+        size_t *rows = NULL, n_rows;
+        double *lab = malloc(c->n_obs * sizeof(double)), *Xr = NULL, *lr = NULL;
         if (!lab)
             return ST_ENOMEM;
         for (size_t i = 0; i < c->n_obs; i++)
             lab[i] = c->obs_fail[i] ? 1.0 : -1.0;
-        s = carbs_priv_fit_gp(c, c->n_obs, c->obs_b, lab, c->rng, &m->succ);
+        s = succ_rows(c, m, &rows, &n_rows);
+        if (s == ST_OK && rows)
+            s = gather(c->d, n_rows, rows, c->obs_b, lab, &Xr, &lr);
+        if (s == ST_OK)
+            s = carbs_priv_fit_gp(c, n_rows, rows ? Xr : c->obs_b, rows ? lr : lab, c->rng,
+                                  &m->succ);
+        free(rows);
+        free(Xr);
+        free(lr);
         free(lab);
     }
     if (s != ST_OK || !pareto)
         return s;
 
-    s = fit_pareto(c, m, c->o.pareto_conservative);
+    if (!sub)
+        s = fit_pareto(c, m, c->o.pareto_conservative);
     if (s != ST_OK)
         return s;
     /* Pareto model: 1-D RBF GP over l' of every member of the front groups */

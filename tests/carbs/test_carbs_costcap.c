@@ -190,12 +190,15 @@ static void test_cost_only(void)
 }
 
 /* Cost-only observations survive export/import; a version 1 state (before them) imports. */
-/* A version 3 state as version 2 wrote it: without each parameter's n_choices, active_mask
- * and active_if (24 bytes + the name, after its rounding). Returns the new length. */
+/* A version 4 state as version 2 wrote it: without gp_max_points after the options (offset
+ * 16 + 21 * 8, version 4) and each parameter's n_choices, active_mask and active_if (24 bytes
+ * + the name, after its rounding; version 3). Returns the new length. */
 static size_t strip_v3(void *buf, size_t len)
 {
     unsigned char *b = buf;
     size_t at = 16 + 21 * 8;
+    memmove(b + at, b + at + 8, len - at - 8);
+    len -= 8;
     uint64_t d, nl, cl;
     memcpy(&d, b + at, 8);
     at += 8;
@@ -250,7 +253,7 @@ static void test_state(void)
     CHECK_ST(carbs_suggest(c, xa, &ia), ST_OK);
     CHECK_ST(carbs_suggest(r, xb, &ib), ST_OK);
     CHECK(!memcmp(xa, xb, sizeof(xa)) && ia == ib);
-    memcpy(v1 + 8, &(uint32_t){4}, 4);
+    memcpy(v1 + 8, &(uint32_t){5}, 4);
     carbs_destroy(r);
     CHECK_ST(carbs_import(v1, len - 16, &r, msg), ST_EFORMAT);
     free(v1);

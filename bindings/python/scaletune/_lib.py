@@ -196,6 +196,7 @@ class CarbsOptions(Structure):
         ("gp_restarts", c_size_t),
         ("gp_max_fit_points", c_size_t),
         ("cost_cap_quantile", c_double),
+        ("gp_max_points", c_size_t),
     ]
 
 
