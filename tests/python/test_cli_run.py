@@ -3,11 +3,19 @@ itself once after a checkpoint is restarted from it (summary: 1 restart, the ste
 a diverged run exits 3 without a restart; a file of more than one run is refused; --expect with
 an interval the final loss misses stores an alert that `sweep status` (text and --json) shows;
 running the same file again continues the stored sweep; a command without {_resume} is warned
-about."""
+about; the reference trainer killed 10 times at random, its node failing a health check twice
+(stopped, then quarantined; the run goes on on another node), ends with the uninterrupted run's
+final loss to the bit, the lost time reported."""
 
 import json
 import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
 import tempfile
+import time
 import unittest
 
 import stutil
@@ -231,6 +239,170 @@ class TestCliRun(unittest.TestCase):
         self.assertIn("node node-a is suspect (2 failures): quarantined", r.stderr)
         js = json.loads(cli("sweep", "status", "--db", self.db, "--json").stdout)
         self.assertEqual([q["node"] for q in js["quarantined"]], ["node-a"])
+
+    def kill_attempts(self, argv, log, rng, kills, mark_at=None):
+        """Runs the controller `argv` to its exit, SIGKILLing the trainer of each new attempt
+        after a seeded random 3-12 of its step records (counted, not timed: with a checkpoint
+        every 5 steps, some attempts end before their first checkpoint and none gets much past
+        its second, so all the kills land before the run can finish), `kills` times; before
+        kill number `mark_at` (1-based) node-a's fault marker is made, so the check after that
+        failure fails. Returns the controller's exit status, stdout, stderr and the kills made."""
+        out, err = os.path.join(self.d, "ctl.out"), os.path.join(self.d, "ctl.err")
+        with open(out, "w") as fo, open(err, "w") as fe:
+            proc = subprocess.Popen(argv, env=stutil.tool_env(), cwd=stutil.ROOT, stdout=fo,
+                                    stderr=fe)
+        done, made, deadline = set(), 0, time.time() + 120
+        target = after = None
+        try:
+            while proc.poll() is None and time.time() < deadline:
+                time.sleep(0.002)
+                if made == kills:
+                    continue
+                if target is None:  # the newest live attempt not killed yet
+                    n = 1
+                    while os.path.isdir(os.path.join(log, "attempt-%d" % n)):
+                        n += 1
+                    a = os.path.join(log, "attempt-%d" % (n - 1))
+                    if n == 1 or a in done or os.path.exists(os.path.join(a, "exit")):
+                        continue
+                    try:
+                        with open(os.path.join(a, "pid")) as f:
+                            pid = int(f.read().split()[1])  # supervisor, trainer
+                    except (OSError, IndexError, ValueError):
+                        continue
+                    target, after = (a, pid), rng.randint(3, 12)
+                a, pid = target
+                steps = 0
+                for name in ("metrics.jsonl", "stdout.log"):
+                    try:
+                        with open(os.path.join(a, name)) as f:
+                            t = f.read().replace('"event": "step"', '"event":"step"')
+                        steps = max(steps, t.count('"event":"step"'))
+                    except OSError:
+                        pass
+                if os.path.exists(os.path.join(a, "exit")):
+                    target = None  # ended before the kill (e.g. the run finished)
+                    done.add(a)
+                elif steps >= after:
+                    if made + 1 == mark_at:
+                        open(self.mark + ".node-a", "w").close()
+                    os.kill(pid, signal.SIGKILL)
+                    made += 1
+                    done.add(a)
+                    target = None
+            proc.wait(timeout=max(1, deadline - time.time()))
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        with open(out) as fo, open(err) as fe:
+            return proc.returncode, fo.read(), fe.read(), made
+
+    @unittest.skipUnless(os.path.exists(os.path.join(stutil.BUILD, "scaletune-train")),
+                         "no scaletune-train in the build directory")
+    def test_killed_ten_times_same_loss(self):
+        # The reference trainer (CPU, one thread, 391 steps, a checkpoint every 5) killed with
+        # SIGKILL 10 times at seeded random steps; node-a fails the check after its 4th failure
+        # (the run stops), is "repaired" (runs again there: the check before the start passes),
+        # fails again after the 7th (2 failures: quarantined, the run stops), and the run goes on
+        # on node-b, killed 3 more times, to its end: the final val_loss is the uninterrupted
+        # run's (the same file, another store) as printed (%.9g of a float: the float itself),
+        # and the lost time is reported. docs/large-run.md, "Determinism".
+        data = os.path.join(stutil.ROOT, "examples", "data", "genesis.txt")
+        train = os.path.join(stutil.BUILD, "scaletune-train")
+        cmd = [train, "--d-model", "32", "--n-layer", "1", "--seq-len", "32", "--batch", "4",
+               "--tokens", "5e4", "--threads", "1", "--seed", "7", "--data", data,
+               "--val-data", "", "--checkpoint", "{_checkpoint}", "--checkpoint-every", "5",
+               "--resume", "{_resume}"]
+        check = os.path.join(self.d, "check.sh")
+        with open(check, "w") as f:
+            f.write(CHECK)
+        os.chmod(check, 0o755)
+        self.mark = os.path.join(self.d, "fault")
+        p = os.path.join(self.d, "kill10.yaml")
+        with open(p, "w") as f:
+            f.write("name: kill10\ncommand: %s\nobjective: {metric: val_loss}\n"
+                    "cost: {metric: flops}\nparameters:\n  p: {value: 1}\nbudget: {runs: 1}\n"
+                    "retries: {infrastructure: 20, backoff_seconds: 0.01, "
+                    "backoff_max_seconds: 0.05}\n"
+                    "large_run:\n  health_checks: ['%s %s']\n  quarantine_after: 2\n"
+                    % (json.dumps(cmd), check, self.mark))
+
+        def final_val_loss(log):  # the final record's val_loss as the trainer printed it
+            n = 1
+            while os.path.isdir(os.path.join(log, "attempt-%d" % (n + 1))):
+                n += 1
+            with open(os.path.join(log, "attempt-%d" % n, "metrics.jsonl")) as f:
+                fin = [l for l in f if l.startswith('{"event":"final"')]
+            self.assertEqual(len(fin), 1, log)
+            return fin[0].split('"val_loss":')[1].split(",")[0]
+
+        # the uninterrupted run
+        ref_db = os.path.join(self.d, "ref.db")
+        r = cli("run", p, "--db", ref_db, "--node", "node-r", "--json", "--quiet")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        ref = json.loads(r.stdout)
+        self.assertEqual((ref["status"], ref["restarts"], ref["last_step"]), ("succeeded", 0, 391))
+        ref_loss = final_val_loss(os.path.join(ref_db + ".runs", "kill10", "run-1"))
+
+        log = os.path.join(self.db + ".runs", "kill10", "run-1")
+        rng = random.Random(23)
+        run = [stutil.CLI, "run", p, "--db", self.db, "--json", "--quiet", "--node"]
+        rc, out, err, k1 = self.kill_attempts(run + ["node-a"], log, rng, 4, mark_at=4)
+        self.assertEqual((rc, k1), (1, 4), err)
+        self.assertIn("health check after a failure on node-a failed", err)
+        self.assertIn("fault marker on node-a", err)
+        self.assertIn("1 failure on this node", err)
+        os.remove(self.mark + ".node-a")  # repaired: the run goes on there
+        rc, out, err, k2 = self.kill_attempts(run + ["node-a"], log, rng, 3, mark_at=3)
+        self.assertEqual((rc, k2), (1, 3), err)
+        self.assertIn("2 failures on this node", err)
+        self.assertIn("the node is quarantined", err)
+        r = cli("run", p, "--db", self.db, "--node", "node-a")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("node node-a is quarantined for sweep 'kill10': 2 failed health checks",
+                      r.stderr)
+        rc, out, err, k3 = self.kill_attempts(run + ["node-b"], log, rng, 3)
+        self.assertEqual((rc, k3), (0, 3), err)
+        s = json.loads(out)
+        self.assertEqual((s["status"], s["last_step"]), ("succeeded", 391))
+        self.assertGreaterEqual(s["restarts"], 10)
+        self.assertGreater(s["lost_seconds"], 0)
+        self.assertGreater(s["lost_steps"], 0)
+        # the same float to the bit: as printed, and as stored
+        self.assertEqual(final_val_loss(log), ref_loss)
+        self.assertEqual(s["objective"], ref["objective"])
+        # every step's loss of every attempt is the uninterrupted run's, as printed
+        def step_losses(att):
+            with open(os.path.join(att, "metrics.jsonl")) as f:
+                return [(int(l.split('"step":')[1].split(",")[0]),
+                         l.split('"loss":')[1].split(",")[0])
+                        for l in f if l.startswith('{"event":"step"') and l.endswith("}\n")]
+        ref_steps = dict(step_losses(os.path.join(ref_db + ".runs", "kill10", "run-1",
+                                                  "attempt-1")))
+        firsts = []  # the attempts' first steps, from the second attempt on
+        for n in range(1, s["attempts"] + 1):
+            got = step_losses(os.path.join(log, "attempt-%d" % n))
+            self.assertEqual(got, [(k, ref_steps[k]) for k, _ in got], "attempt %d" % n)
+            if n > 1:
+                firsts.append(got[0][0])
+        # each resumed from a checkpoint (one past a multiple of 5; 1: none yet), several
+        # different ones
+        self.assertTrue(all(x % 5 == 1 for x in firsts), firsts)
+        self.assertGreater(firsts[-1], 1, firsts)
+        self.assertGreaterEqual(len(set(firsts)), 4, firsts)
+        with sqlite3.connect(self.db) as c:
+            killed = c.execute("SELECT count(*) FROM attempts WHERE signal = 9").fetchone()[0]
+        self.assertEqual(killed, 10)
+        js = json.loads(cli("sweep", "status", "--db", self.db, "--json").stdout)
+        self.assertEqual([q["node"] for q in js["quarantined"]], ["node-a"])
+        why = js["quarantined"][0]["why"]
+        self.assertTrue(why.startswith("2 failed health checks; the last: "), why)
+        self.assertTrue(why.endswith(": exit 1: fault marker on node-a"), why)
+        print("\nkilled 10 times: %d attempts, %d restarts, lost %.3f s (%.3f work, %.3f down), "
+              "%d steps done again, the last attempt from step %d; val_loss %s = uninterrupted"
+              % (s["attempts"], s["restarts"], s["lost_seconds"], s["lost_work_seconds"],
+                 s["downtime_seconds"], s["lost_steps"], firsts[-1], ref_loss), file=sys.stderr)
 
 
 if __name__ == "__main__":
