@@ -87,8 +87,12 @@ static const double START_EXP[] = {0.2, 0.35, 0.6};
  *         D^-0.125; Porian et al. (2024) and muP-style width scaling near N^-0.5 at fixed data.
  *  batch: StepLaw D^0.57 (no N); DeepSeek LLM C^0.33 (N^0.33 D^0.33); Bergsma et al. (2025,
  *         "Power Lines") D^0.4-0.5 near fixed tokens per parameter.
- * The means sit inside these, the sds cover them at about 1.5 sd. */
-#define LR_PRIOR_SLOPE_N     (-0.4)
+ * The means sit inside these, the sds cover them at about 1.5 sd. The lr's N slope is centred
+ * on muP's width scaling, -0.5 (it was -0.4, a compromise towards DeepSeek's shallow law: on
+ * crowded CARBS sweeps, whose N spans a factor 2-5, the prior's centre still pulls the fit, and
+ * -0.4 left the fitted slope shallower than the truth in 15 of 20 simulated worlds, the lr at
+ * 1000x up to 3.8x its optimum; docs/benchmarks.md section 5, 2026-11-27 later). */
+#define LR_PRIOR_SLOPE_N     (-0.5)
 #define LR_PRIOR_SLOPE_N_SD  0.3
 #define LR_PRIOR_SLOPE_D     0.05
 #define LR_PRIOR_SLOPE_D_SD  0.25
