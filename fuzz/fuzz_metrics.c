@@ -2,15 +2,41 @@
  * fuzz_metrics.c — libFuzzer target for the metrics-protocol line parser (runner_metrics_parse).
  * The input is one line, not NUL-terminated, so ASan catches any read past its end. Also checks
  * the parser's own promises: a valid line has at most RUNNER_METRICS_MAX metrics with
- * NUL-terminated names. Build and run: make fuzz.
+ * NUL-terminated names. The same bytes, NUL-terminated, go to the config record's schedule
+ * reader (runner_schedule_parse) and, when it names a schedule of at most 1e5 steps, to its
+ * rebuild, whose learning rates must be finite and non-negative. Build and run: make fuzz.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "runner/largerun.h"
 #include "runner/runner.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void fuzz_schedule(const uint8_t *data, size_t size)
+{
+    char *text = malloc(size + 1);
+    if (!text)
+        return;
+    memcpy(text, data, size);
+    text[size] = '\0';
+    runner_schedule s;
+    if (runner_schedule_parse(text, &s) == ST_OK && s.kind != RUNNER_SCHEDULE_UNKNOWN &&
+        s.steps <= 1e5) {
+        size_t n = (size_t)s.steps;
+        double *lr = malloc(n * sizeof(double));
+        if (lr && runner_schedule_lr(&s, n, lr) == ST_OK)
+            for (size_t i = 0; i < n; i++)
+                if (!isfinite(lr[i]) || lr[i] < 0)
+                    abort();
+        free(lr);
+    }
+    (void)runner_schedule_name(s.kind);
+    free(text);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -32,5 +58,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     }
     free(line);
+    fuzz_schedule(data, size);
     return 0;
 }
