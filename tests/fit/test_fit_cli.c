@@ -325,6 +325,26 @@ static void test_published(void)
     json_decref(j);
 }
 
+/*
+ * The over-training backtest of docs/algorithms/scaling-laws.md on Gadre et al.'s RedPajama runs
+ * (tests/data/scaling/gadre2024_c4_val.csv): fitted on C <= 1e20, the 6 larger runs are
+ * predicted with a mean |error| of 1.14% and at most 2.38%, each inside its 95% interval. The
+ * checks hold the documented numbers (issue 18's 1% / 2% target is not met, and this says so).
+ */
+static void test_overtraining_backtest(void)
+{
+    CHECK(run("--data tests/data/scaling/gadre2024_c4_val.csv --law chinchilla --target "
+              "loss_c4_val --where dataset=rpj --bootstrap 200 --level 0.95 --holdout-above 1e20 "
+              "--threads 2 --json") == 0);
+    json_t *j = out_json();
+    json_t *h = json_object_get(j, "holdout");
+    CHECK(jnum(h, "n_held", NULL) == 6);
+    CHECK_ABS(jnum(h, "mean_abs_rel_err", NULL), 0.0114, 0.001);
+    CHECK_ABS(jnum(h, "max_abs_rel_err", NULL), 0.0238, 0.002);
+    CHECK(jnum(h, "coverage", NULL) == 1);
+    json_decref(j);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -347,6 +367,7 @@ int main(int argc, char **argv)
     test_gadre_m();
     test_hp();
     test_published();
+    test_overtraining_backtest();
     unlink(out_path);
     unlink(err_path);
     unlink(csv_path);
