@@ -114,7 +114,7 @@ static void test_exit_and_quoting(const char *route)
                     "\"q\"",
                     NULL};
     char *env[] = {"FOO=x 'y' $z", NULL};
-    runner_job_spec spec = {argv, env, su_dir, dir, NULL};
+    runner_job_spec spec = {argv, env, su_dir, dir, NULL, NULL};
     CHECK_ST(b.type->submit(b.state, &spec, id, sizeof(id), em), ST_OK);
     CHECK(id[0] >= '1' && id[0] <= '9');
     runner_job j = wait_job(&b, id, dir, 60);
@@ -146,7 +146,7 @@ static void test_cancel(const char *route)
     snprintf(dir, sizeof(dir), "%s/%s-cancel", su_dir, route);
     mkdir_p(dir);
     char *argv[] = {"/bin/sleep", "120", NULL};
-    runner_job_spec spec = {argv, NULL, NULL, dir, NULL};
+    runner_job_spec spec = {argv, NULL, NULL, dir, NULL, NULL};
     CHECK_ST(b.type->submit(b.state, &spec, id, sizeof(id), em), ST_OK);
     /* wait until it started (its job id file appears) */
     char p[4300];
@@ -180,7 +180,7 @@ static void test_claim_and_unknown(const char *route)
     mkdir_p(dir);
     CHECK_ST(b.type->adopt(b.state, dir, jid, sizeof(jid), em), ST_ENOTFOUND); /* claimed */
     char *argv[] = {"/bin/sh", "-c", "echo ran", NULL};
-    runner_job_spec spec = {argv, NULL, NULL, dir, NULL};
+    runner_job_spec spec = {argv, NULL, NULL, dir, NULL, NULL};
     CHECK_ST(b.type->submit(b.state, &spec, id, sizeof(id), em), ST_OK);
     runner_job j = wait_job(&b, id, dir, 60);
     CHECK(j.state == RUNNER_JOB_LOST && j.failure == RUNNER_FAIL_NONE);
@@ -220,7 +220,7 @@ static void test_bad_partition(const char *route)
     snprintf(dir, sizeof(dir), "%s/%s-badpart", su_dir, route);
     mkdir_p(dir);
     char *argv[] = {"/bin/true", NULL};
-    runner_job_spec spec = {argv, NULL, NULL, dir, NULL};
+    runner_job_spec spec = {argv, NULL, NULL, dir, NULL, NULL};
     CHECK_ST(b.type->submit(b.state, &spec, id, sizeof(id), em), ST_EBACKEND);
     CHECK(strstr(em, "Invalid partition") != NULL);
     printf("# %s, bad partition: %s\n", route, em);
@@ -241,7 +241,7 @@ static void test_exclude(const char *route)
     snprintf(dir, sizeof(dir), "%s/%s-exclude", su_dir, route);
     mkdir_p(dir);
     char *argv[] = {"/bin/true", NULL};
-    runner_job_spec spec = {argv, NULL, NULL, dir, "nosuchnode"};
+    runner_job_spec spec = {argv, NULL, NULL, dir, "nosuchnode", NULL};
     CHECK_ST(b.type->submit(b.state, &spec, id, sizeof(id), em), ST_EBACKEND);
     CHECK(strstr(em, "node") != NULL);
     printf("# %s, excluding an unknown node: %s\n", route, em);
@@ -273,7 +273,7 @@ static void test_rest_errors(void)
     snprintf(dir, sizeof(dir), "%s/rest-badtoken", su_dir);
     mkdir_p(dir);
     char *argv[] = {"/bin/true", NULL};
-    runner_job_spec spec = {argv, NULL, NULL, dir, NULL};
+    runner_job_spec spec = {argv, NULL, NULL, dir, NULL, NULL};
     st_status rc = runner_backend_slurm_rest->submit(st, &spec, id, sizeof(id), em);
     CHECK(rc == ST_EBACKEND);
     CHECK(strstr(em, "SECRET") == NULL && strstr(em, "token") != NULL);
