@@ -392,7 +392,7 @@ typedef struct fit_work {
     double *z;                 /* (n + PRIOR_BINS) × XP_NZ: the boundary's covariates */
     int *y;                    /* n + PRIOR_BINS: failed */
     double *key;               /* 2 per run: sort keys of the boundary's prior rows */
-    double *loss;              /* n: the usable runs' losses, sorted (the starts) */
+    double *sorted;            /* n: scratch sorted for quantiles (the starts, the flat restarts) */
     size_t *ok_rows, *rows;    /* n: usable runs; a bootstrap resample of them */
     size_t *lg_rows, *lg_boot; /* n + PRIOR_BINS: the boundary's rows; a resample of them */
     size_t n_okr;              /* usable runs (succeeded, ln N and ln D known, loss > 0) */
@@ -420,12 +420,12 @@ static st_status work_alloc(fit_work *w, size_t n, size_t n_cp, size_t cp_max, s
     w->z = malloc((n + PRIOR_BINS) * XP_NZ * sizeof(double));
     w->y = malloc((n + PRIOR_BINS) * sizeof(int));
     w->key = malloc(2 * n * sizeof(double));
-    w->loss = malloc(n * sizeof(double));
+    w->sorted = malloc(n * sizeof(double));
     w->ok_rows = malloc(n * sizeof(size_t));
     w->rows = malloc(n * (1 + cp_max) * sizeof(size_t)); /* a resample brings points along */
     w->lg_rows = malloc((n + PRIOR_BINS) * sizeof(size_t));
     w->lg_boot = malloc((n + PRIOR_BINS) * sizeof(size_t));
-    if (!w->lN || !w->lD || !w->ly || !w->bh || !w->z || !w->y || !w->key || !w->loss ||
+    if (!w->lN || !w->lD || !w->ly || !w->bh || !w->z || !w->y || !w->key || !w->sorted ||
         !w->ok_rows || !w->rows || !w->lg_rows || !w->lg_boot || !w->wt || !w->usable ||
         !w->fit_rows)
         return ST_ENOMEM;
@@ -441,7 +441,7 @@ static void work_free(fit_work *w)
     free(w->z);
     free(w->y);
     free(w->key);
-    free(w->loss);
+    free(w->sorted);
     free(w->ok_rows);
     free(w->rows);
     free(w->lg_rows);
@@ -552,9 +552,9 @@ static void hyper_starts(const fit_xp *xp, fit_work *w, double *th0)
     if (!m->n_hp)
         return;
     for (size_t t = 0; t < w->n_okr; t++)
-        w->loss[t] = xp->obj[w->ok_rows[t]];
-    fit_sort_doubles(w->loss, w->n_okr);
-    double cut = fit_quantile_sorted(w->loss, w->n_okr, START_BEST_Q);
+        w->sorted[t] = xp->obj[w->ok_rows[t]];
+    fit_sort_doubles(w->sorted, w->n_okr);
+    double cut = fit_quantile_sorted(w->sorted, w->n_okr, START_BEST_Q);
     for (size_t k = 0; k < m->n_hp; k++) {
         double acc = 0;
         size_t na = 0;
@@ -590,15 +590,15 @@ static void flat_hyper_restarts(const fit_xp *xp, fit_work *w, xp_jm_data *d, do
         for (size_t t = 0; t < w->n_okr; t++) {
             size_t i = w->ok_rows[t];
             const double *bh = &w->bh[i * w->nh];
-            w->loss[t] = bh[k] - xp_hp_optimum(h, k, w->lN[i] - m->lN0, w->lD[i] - m->lD0, bh) +
-                         h[XP_HP_ICPT];
+            w->sorted[t] = bh[k] - xp_hp_optimum(h, k, w->lN[i] - m->lN0, w->lD[i] - m->lD0, bh) +
+                           h[XP_HP_ICPT];
         }
-        fit_sort_doubles(w->loss, w->n_okr);
+        fit_sort_doubles(w->sorted, w->n_okr);
         for (size_t r = 0; r < N_FLAT_RESTART; r++) {
             double t[XP_NTH];
             memcpy(t, th, sizeof(t));
             t[XP_HP_OFF(k) + XP_HP_ICPT] =
-                fit_quantile_sorted(w->loss, w->n_okr, FLAT_RESTART_Q[r]);
+                fit_quantile_sorted(w->sorted, w->n_okr, FLAT_RESTART_Q[r]);
             t[XP_HP_OFF(k) + XP_HP_LN_CURV] = log(START_CURV);
             double ft = xp_jm_minimise(d, t, MAXEVAL_POLISH);
             if (ft < f) {

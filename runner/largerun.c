@@ -343,3 +343,17 @@ st_status runner_restart_run(runner *r, uint64_t run, unsigned attempt)
     return st_errf(r->errmsg, ST_ENOTFOUND, "run %llu has no attempt %u running",
                    (unsigned long long)run, attempt);
 }
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double runner_median_inplace(double *v, size_t n)
+{
+    if (!n)
+        return NAN;
+    qsort(v, n, sizeof(double), cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}

@@ -15,21 +15,6 @@
 #define NODE_POINTS   200 /* step records per attempt, its latest */
 #define NODE_ATTEMPTS 20  /* attempts per node, its latest */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Median of v[0..n-1] (sorted in place); NAN when n is 0. */
-static double median(double *v, size_t n)
-{
-    if (!n)
-        return NAN;
-    qsort(v, n, sizeof(double), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* What the scan has of the node and attempt it is in. */
 typedef struct scan {
     double pts[NODE_POINTS], att[NODE_ATTEMPTS];
@@ -44,7 +29,7 @@ static void end_attempt(scan *sc)
 {
     if (!sc->n_pts)
         return;
-    double m = median(sc->pts, sc->n_pts);
+    double m = runner_median_inplace(sc->pts, sc->n_pts);
     sc->n_pts = 0;
     sc->n_att_all++;
     if (sc->n_att < NODE_ATTEMPTS)
@@ -69,7 +54,7 @@ static int end_node(scan *sc)
     memset(r, 0, sizeof(*r));
     snprintf(r->node, sizeof(r->node), "%s", sc->node);
     r->n_attempts = sc->n_att_all;
-    r->tokens_per_s = median(sc->att, sc->n_att);
+    r->tokens_per_s = runner_median_inplace(sc->att, sc->n_att);
     sc->n_att = sc->n_att_all = 0;
     return 0;
 }
@@ -142,7 +127,7 @@ st_status runner_store_node_rates(runner_store *s, const char *sweep, double slo
     if (!rc && sc->n_nodes) {
         for (size_t i = 0; i < sc->n_nodes; i++)
             v[i] = sc->nodes[i].tokens_per_s;
-        double all = median(v, sc->n_nodes);
+        double all = runner_median_inplace(v, sc->n_nodes);
         for (size_t i = 0; i < sc->n_nodes; i++)
             sc->nodes[i].slow = sc->nodes[i].tokens_per_s < slow_fraction * all;
         if (median_all)

@@ -77,12 +77,6 @@ static void cut(series *s, double step)
         s->n--;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Median of v[lo..hi-1] (finite values only; NAN if none), sorted in w->scratch. */
 static double median_of(runner_watch *w, const double *v, size_t lo, size_t hi)
 {
@@ -90,10 +84,7 @@ static double median_of(runner_watch *w, const double *v, size_t lo, size_t hi)
     for (size_t i = lo; i < hi; i++)
         if (isfinite(v[i]))
             w->scratch[m++] = v[i];
-    if (!m)
-        return NAN;
-    qsort(w->scratch, m, sizeof(double), cmp_double);
-    return m % 2 ? w->scratch[m / 2] : 0.5 * (w->scratch[m / 2 - 1] + w->scratch[m / 2]);
+    return runner_median_inplace(w->scratch, m);
 }
 
 static st_status alert(runner_watch *w, int64_t step, const char *kind, size_t *n_new,

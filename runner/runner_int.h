@@ -284,6 +284,10 @@ st_status store_next_pending(runner_store *s, int64_t sweep, double now, int64_t
 /* Whether a stop was requested for sweep `sweep` ('scaletune sweep stop'). */
 st_status store_stop_requested(runner_store *s, int64_t sweep, int *stop);
 
+/* largerun.c: the median of v[0..n-1], sorted in place; NAN when n is 0 (the watch's step
+ * windows and the per-node throughput). */
+double runner_median_inplace(double *v, size_t n);
+
 /* largerun_health.c: sweep `sweep`'s quarantined nodes as one comma-separated list, oldest
  * first, for a scheduler's exclusion (sbatch --exclude); *out malloc'd, NULL when none. Names
  * with a comma or a space are left out (no scheduler can take them). ST_OK, ST_EDB, ST_ENOMEM. */
