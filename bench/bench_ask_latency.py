@@ -12,8 +12,8 @@ skipped. Run from the repository root after make:
     /usr/bin/python3 bench/bench_ask_latency.py [N]
 (N, default 1000, is the second history length; the first is 30). TPE, CMA-ES and scaletune
 fill their histories with their own suggestions; GP is told TPE's n trials instead (filling
-1000 trials with GP asks would take about an hour here), so its timed asks see n trials of
-the same problem.
+1000 trials with GP asks would take about half an hour of CPU time here), so its timed asks
+see n trials of the same problem.
 """
 import random
 import statistics
