@@ -41,6 +41,8 @@ static void usage(FILE *f)
                "                        laws (default 1; 0 turns them off)\n"
                "  --prior-wd-sd S       sd of the weight decay's timescale prior (default\n"
                "                        0.25; 0 turns it off)\n"
+               "  --prior-draw K        bootstrap replicates draw the priors' centres with K x\n"
+               "                        their sds (default 0.5; 0: all under the same priors)\n"
                "  --allow-unsafe        recommend the safest setting even when P(diverge) is\n"
                "                        above the limit everywhere (exit 0 instead of 3)\n"
                "  --no-backtest         skip the leave-largest-group-out backtest (halves the\n"
@@ -199,13 +201,16 @@ static int parse_args(int argc, char **argv, args *a)
                 return 2;
             }
             a->o.max_p_diverge = d;
-        } else if (!strcmp(s, "--prior-law-sd") || !strcmp(s, "--prior-wd-sd")) {
+        } else if (!strcmp(s, "--prior-law-sd") || !strcmp(s, "--prior-wd-sd") ||
+                   !strcmp(s, "--prior-draw")) {
             if (!parse_double(v, &d) || d < 0) {
                 cli_error(NULL, "%s: '%s' is not a number >= 0", s, v);
                 return 2;
             }
             if (!strcmp(s, "--prior-law-sd"))
                 a->o.prior_law_sd = d;
+            else if (!strcmp(s, "--prior-draw"))
+                a->o.prior_draw = d;
             else
                 a->o.prior_wd_sd = d;
         } else if (!strcmp(s, "--method")) {

@@ -188,6 +188,7 @@ fit_xp_options fit_xp_options_default(void)
     o.prior_ab_sd = 0.05;
     o.prior_wd_sd = 0.25;
     o.prior_law_sd = 1.0;
+    o.prior_draw = 0.5;
     return o;
 }
 
@@ -280,6 +281,8 @@ st_status fit_xp_set_options(fit_xp *xp, const fit_xp_options *o)
     if (!(o->prior_law_sd >= 0) || isinf(o->prior_law_sd))
         return xp_fail(xp, ST_EINVAL, "prior_law_sd %g is not a finite value >= 0",
                        o->prior_law_sd);
+    if (!(o->prior_draw >= 0) || isinf(o->prior_draw))
+        return xp_fail(xp, ST_EINVAL, "prior_draw %g is not a finite value >= 0", o->prior_draw);
     if (!(o->prior_wd_sd >= 0) || isinf(o->prior_wd_sd))
         return xp_fail(xp, ST_EINVAL, "prior_wd_sd %g is not a finite value >= 0", o->prior_wd_sd);
     if (!(o->far_factor >= 1))

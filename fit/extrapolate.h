@@ -95,6 +95,11 @@ typedef struct fit_xp_options {
     double prior_wd_sd;   /* sd of Gaussian priors that keep a weight decay's optimum near a
                              fixed AdamW timescale B / (lr lambda D) (docs/algorithms/
                              extrapolation.md), default 0.25; 0 disables them */
+    double prior_draw;    /* each bootstrap replicate draws the priors' centres (the above and
+                             the boundary tie's) from Gaussians of this x their sds, and ties its
+                             boundary to its own learning-rate law (docs/algorithms/
+                             extrapolation.md, "Replicates draw their priors"); default 0.5;
+                             0: every replicate under the point fit's priors */
 } fit_xp_options;
 
 fit_xp_options fit_xp_options_default(void);

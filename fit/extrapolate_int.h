@@ -203,9 +203,10 @@ typedef struct xp_jm_data {
     size_t n_th, n_free;     /* n_th = XP_HP_OFF(n_hp) */
     size_t free_idx[XP_NTH]; /* the free parameters' slots, increasing */
     double full[XP_NTH];     /* every parameter; the held ones keep these values */
-    double w_ab;             /* weight of the prior on alpha - beta */
-    /* Gaussian priors on hyper slots j >= XP_TH_CHIN: weight pw[j] (0: none) towards pmu[j] */
-    double pw[XP_NTH], pmu[XP_NTH];
+    double w_ab, mu_ab, sd_ab; /* the prior on alpha - beta: weight, centre, sd */
+    /* Gaussian priors on hyper slots j >= XP_TH_CHIN: weight pw[j] (0: none) towards pmu[j], whose
+     * sd is psd[j] (the bootstrap draws each replicate's centres from them) */
+    double pw[XP_NTH], pmu[XP_NTH], psd[XP_NTH];
 } xp_jm_data;
 /* NLopt objective: xf the n_free free parameters, gf (may be NULL) its gradient. */
 double xp_jm_objective(unsigned nf, const double *xf, double *gf, void *data);

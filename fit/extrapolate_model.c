@@ -126,7 +126,7 @@ static double jm_data_term(const xp_jm_data *d, const double *th, int want_g, do
  * into G. */
 static double jm_prior_terms(const xp_jm_data *d, const double *th, double f, double *G)
 {
-    double dab = th[XP_TH_ALPHA] - th[XP_TH_BETA];
+    double dab = th[XP_TH_ALPHA] - th[XP_TH_BETA] - d->mu_ab;
     f += d->w_ab * dab * dab;
     G[XP_TH_ALPHA] += 2 * d->w_ab * dab;
     G[XP_TH_BETA] -= 2 * d->w_ab * dab;

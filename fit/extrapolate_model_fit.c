@@ -139,6 +139,7 @@ static void prior_set(xp_jm_data *d, size_t k, size_t slot, double mean, double 
 {
     d->pw[XP_HP_OFF(k) + slot] = sigma * sigma / (2 * sd * sd);
     d->pmu[XP_HP_OFF(k) + slot] = mean;
+    d->psd[XP_HP_OFF(k) + slot] = sd;
 }
 
 /* The intercept prior of hyper k (ICPT_PRIOR_HALF_RANGES), in the centred coordinates of the fit.
@@ -257,12 +258,15 @@ static void wd_prior_set(const fit_xp *xp, xp_jm_data *d, size_t k_wd, double si
     const xp_model *m = &xp->m;
     double sd = xp->o.prior_wd_sd, wgt = sigma * sigma / (2 * sd * sd);
     double *pw = &d->pw[XP_HP_OFF(k_wd)], *pmu = &d->pmu[XP_HP_OFF(k_wd)];
+    double *psd = &d->psd[XP_HP_OFF(k_wd)];
     pw[XP_HP_SLOPE_N] = pw[XP_HP_SLOPE_D] = wgt;
+    psd[XP_HP_SLOPE_N] = psd[XP_HP_SLOPE_D] = sd;
     pmu[XP_HP_SLOPE_N] = WD_SLOPE_N;
     pmu[XP_HP_SLOPE_D] = WD_SLOPE_D;
     for (size_t j = 0; j < k_wd; j++) {
         fit_xp_role r = xp->role[m->hp_param[j]];
         pw[XP_HP_COUPLING + j] = wgt;
+        psd[XP_HP_COUPLING + j] = sd;
         pmu[XP_HP_COUPLING + j] = r == FIT_XP_BATCH ? WD_ON_BATCH
                                   : r == FIT_XP_LR  ? WD_ON_LR
                                                     : WD_ON_OTHER;
@@ -684,8 +688,10 @@ static void refit_with_priors(fit_xp *xp, const fit_work *w, xp_jm_data *d, size
     if (k_wd != NONE)
         wd_prior_set(xp, d, k_wd, sg);
     law_priors_set(xp, d, k_wd, sg);
-    if (sd > 0)
+    if (sd > 0) {
         d->w_ab = sg * sg / (2 * sd * sd);
+        d->sd_ab = sd;
+    }
     if (!(sd > 0) && k_wd == NONE && !(xp->o.prior_law_sd > 0))
         return;
     xp_jm_minimise(d, th, MAXEVAL_POLISH);
@@ -850,6 +856,56 @@ static size_t resample_runs(const fit_xp *xp, fit_work *w, st_rng *rng)
     return m;
 }
 
+/* The priors' centres of the point fit, kept while the bootstrap draws each replicate's. */
+typedef struct xp_prior_centres {
+    double pmu[XP_NTH], mu_ab, tie_slope, tie_w;
+} xp_prior_centres;
+
+static void prior_centres_save(const xp_jm_data *d, const xp_lg_data *L, xp_prior_centres *c)
+{
+    memcpy(c->pmu, d->pmu, sizeof(c->pmu));
+    c->mu_ab = d->mu_ab;
+    c->tie_slope = L->tie_slope;
+    c->tie_w = L->tie_w;
+}
+
+static void prior_centres_restore(xp_jm_data *d, xp_lg_data *L, const xp_prior_centres *c)
+{
+    memcpy(d->pmu, c->pmu, sizeof(c->pmu));
+    d->mu_ab = c->mu_ab;
+    L->tie_slope = c->tie_slope;
+    L->tie_w = c->tie_w;
+}
+
+/*
+ * A replicate's prior centres, each drawn from its prior (centre + sd z): randomised priors
+ * ("randomise then optimise"; for a linear model with Gaussian noise and priors, resampled data
+ * and perturbed centres give draws from the posterior). Resampling the runs alone leaves every
+ * replicate under the same prior, so a slope the runs cannot place (the lr's N slope on a sweep
+ * crowded under a cost cap) comes out the same in every replicate, and the interval and
+ * P(diverge) at the target do not see its doubt.
+ */
+static void prior_centres_draw(xp_jm_data *d, const xp_prior_centres *c, st_rng *rng, double kap)
+{
+    for (size_t j = XP_TH_CHIN; j < d->n_th; j++)
+        if (d->pw[j] > 0)
+            d->pmu[j] = c->pmu[j] + kap * d->psd[j] * st_rng_gaussian(rng);
+    if (d->w_ab > 0)
+        d->mu_ab = c->mu_ab + kap * d->sd_ab * st_rng_gaussian(rng);
+}
+
+/* A replicate's boundary tie: to its own learning-rate law's path slope (th), the tie's sd drawn
+ * as the other priors' are; the weight as the point fit's. */
+static void boundary_tie_draw(const fit_xp *xp, xp_lg_data *L, const xp_prior_centres *c,
+                              const double *th, st_rng *rng)
+{
+    double s = lr_path_slope(&xp->m, th);
+    if (!isfinite(s))
+        s = c->tie_slope;
+    L->tie_slope = s + BOUNDARY_TIE_SD * xp->o.prior_law_sd * st_rng_gaussian(rng);
+    L->tie_w = c->tie_w;
+}
+
 /* R replicates into m->th_rep, m->g_rep: resample the usable runs (and the boundary's runs,
  * keeping its prior rows), refit both models from the point fit. A replicate whose joint fit
  * fails is dropped; one whose boundary fit fails keeps the point boundary. No allocation in the
@@ -867,10 +923,16 @@ static st_status bootstrap(fit_xp *xp, fit_work *w, xp_jm_data *d, xp_lg_data *L
     if (st_rng_create(xp->o.seed + 1, &rng) != ST_OK)
         return ST_ENOMEM;
     d->rows = w->rows;
+    xp_prior_centres c0;
+    prior_centres_save(d, L, &c0);
+    double kap = xp->o.prior_draw;
+    int rand_priors = kap > 0;
     for (size_t r = 0; r < R; r++) {
         double th[XP_NTH], g[XP_NG];
         memcpy(th, m->th, sizeof(th));
         d->n = resample_runs(xp, w, rng);
+        if (rand_priors)
+            prior_centres_draw(d, &c0, rng, kap);
         double f = xp_jm_minimise(d, th, MAXEVAL_BOOT);
         memcpy(g, m->g, sizeof(g));
         if (m->has_div) {
@@ -879,6 +941,8 @@ static st_status bootstrap(fit_xp *xp, fit_work *w, xp_jm_data *d, xp_lg_data *L
             for (size_t t = 0; t < n_prior; t++)
                 w->lg_boot[n_real + t] = n + t;
             L->rows = w->lg_boot;
+            if (rand_priors && c0.tie_w > 0 && isfinite(f))
+                boundary_tie_draw(xp, L, &c0, th, rng);
             if (!xp_lg_minimise(L, g))
                 memcpy(g, m->g, sizeof(g));
         }
@@ -889,6 +953,7 @@ static st_status bootstrap(fit_xp *xp, fit_work *w, xp_jm_data *d, xp_lg_data *L
         m->n_rep++;
     }
     st_rng_destroy(rng);
+    prior_centres_restore(d, L, &c0);
     if (m->n_rep == 0) { /* no replicates: the point fit stands alone */
         memcpy(m->th_rep, m->th, sizeof(m->th));
         memcpy(m->g_rep, m->g, sizeof(m->g));
