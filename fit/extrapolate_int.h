@@ -199,10 +199,10 @@ typedef struct xp_jm_data {
     const double *lN, *lD, *ly; /* per run (all runs) */
     const double *bh;           /* runs × n_hp centred basic coordinates of the hypers */
     double lN0, lD0;
-    const double *wt;        /* per row weight of its squared residual, NULL: all 1 */
-    size_t n_th, n_free;     /* n_th = XP_HP_OFF(n_hp) */
-    size_t free_idx[XP_NTH]; /* the free parameters' slots, increasing */
-    double full[XP_NTH];     /* every parameter; the held ones keep these values */
+    const double *wt;          /* per row weight of its squared residual, NULL: all 1 */
+    size_t n_th, n_free;       /* n_th = XP_HP_OFF(n_hp) */
+    size_t free_idx[XP_NTH];   /* the free parameters' slots, increasing */
+    double full[XP_NTH];       /* every parameter; the held ones keep these values */
     double w_ab, mu_ab, sd_ab; /* the prior on alpha - beta: weight, centre, sd */
     /* Gaussian priors on hyper slots j >= XP_TH_CHIN: weight pw[j] (0: none) towards pmu[j], whose
      * sd is psd[j] (the bootstrap draws each replicate's centres from them) */
