@@ -50,7 +50,9 @@ static void usage_fit(FILE *f)
            "                         N, D and loss at C; intervals with --bootstrap (repeatable)\n"
            "  --backtest             hold out the largest compute tier (C > C_max/2), fit the\n"
            "                         rest, report each held-out error, interval and coverage\n"
-           "  --holdout-above C      the same with rows C > value held out\n"
+           "  --holdout-above C      the same with rows C > value held out; N=VALUE holds out\n"
+           "                         the models larger than VALUE parameters instead\n"
+           "  --min-tokens-per-param R  drop under-trained rows, D/N < R (e.g. 20; recorded)\n"
            "  --target-compute C     derived quantities at this compute (default: the largest\n"
            "                         compute in the data)\n"
            "  --threads T            worker threads (default: all CPUs)\n"
@@ -80,6 +82,12 @@ static int parse_string_opt(fit_cli *c, const char *a, const char *v)
     int t = fit_cli_table_opt(c, a, v);
     if (t)
         return t;
+    if (!strcmp(a, "--holdout-above") && (!strncmp(v, "N=", 2) || !strncmp(v, "C=", 2))) {
+        char *end;
+        c->holdout = strtod(v + 2, &end);
+        snprintf(c->holdout_col, sizeof(c->holdout_col), "%c", v[0]);
+        return end != v + 2 && *end == 0 && isfinite(c->holdout) ? 1 : -2;
+    }
     if (!strcmp(a, "--law"))
         c->law_name = v;
     else if (!strcmp(a, "--inputs"))
@@ -108,6 +116,8 @@ static int parse_number_opt(fit_cli *c, const char *a, double d)
         c->level = d;
     else if (!strcmp(a, "--holdout-above"))
         c->holdout = d;
+    else if (!strcmp(a, "--min-tokens-per-param") && d > 0)
+        c->min_tpp = d;
     else if (!strcmp(a, "--target-compute") && d > 0)
         c->target_C = d, c->target_C_given = 1;
     else if (!strcmp(a, "--threads") && d >= 0)
@@ -150,6 +160,11 @@ static int parse_args(fit_cli *c, int argc, char **argv)
             c->o.objective = (fit_objective)ob;
         } else {
             int s = parse_string_opt(c, a, v);
+            if (s == -2) {
+                cli_error("--holdout-above C, --holdout-above C=VALUE or N=VALUE",
+                          "--holdout-above '%s': bad value", v);
+                return 2;
+            }
             if (s < 0) {
                 cli_error(NULL, "%s: at most %d times", a, FIT_CLI_MAX_LIST);
                 return 2;
@@ -250,14 +265,16 @@ static int apply_fixes(fit_cli *c)
     return 0;
 }
 
-/* The hold-out cut-off: --holdout-above, or with --backtest half the largest compute. */
+/* The hold-out cut-off: --holdout-above (on C, or on N), or with --backtest half the largest
+ * compute. */
 static int holdout_cut(fit_cli *c, const double *C)
 {
     c->cut = NAN;
     if (!isfinite(c->holdout) && !c->backtest)
         return 0;
     if (!C) {
-        cli_error("--backtest and --holdout-above need C (or N and D)", "%s: no column C", c->data);
+        cli_error("--backtest and --holdout-above need C (or N and D), --holdout-above N=.. needs N",
+                  "%s: no column %s", c->data, c->holdout_col);
         return 1;
     }
     double cmax = 0;
@@ -276,11 +293,12 @@ static int run_fit(fit_cli *c)
     }
     int rc = apply_fixes(c);
     const double *C = fit_table_column(c->t, "C");
-    if (rc || (rc = holdout_cut(c, C)))
+    const double *cv = fit_table_column(c->t, c->holdout_col);
+    if (rc || (rc = holdout_cut(c, cv)))
         return rc;
     st_status st;
     if (isfinite(c->cut)) {
-        st = fit_holdout(c->f, c->n, c->x, c->y, NULL, C, c->cut, c->rel, &c->n_held);
+        st = fit_holdout(c->f, c->n, c->x, c->y, NULL, cv, c->cut, c->rel, &c->n_held);
     } else {
         for (size_t i = 0; i < c->n; i++)
             c->rel[i] = NAN;
@@ -374,6 +392,7 @@ int cmd_fit(int argc, char **argv)
     c.o = fit_options_default();
     c.seed = 42;
     c.holdout = NAN;
+    snprintf(c.holdout_col, sizeof(c.holdout_col), "C");
     c.n_boot = 200; /* as extrapolate, report */
     c.level = 0.9;
     c.cut = NAN;

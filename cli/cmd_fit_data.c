@@ -213,6 +213,22 @@ static int build_inputs(fit_cli *c)
     return 0;
 }
 
+/* --min-tokens-per-param: drops the rows with D/N below it (needs N and D, or N and C). */
+static int exclude_undertrained(fit_cli *c)
+{
+    st_status st = fit_table_exclude_undertrained(c->t, c->min_tpp);
+    if (st == ST_ENOTFOUND) {
+        cli_error("--min-tokens-per-param needs N and D (or N and C) columns",
+                  "%s: no column N or D", c->data);
+        return 1;
+    }
+    if (st == ST_OK && fit_table_n_rows(c->t) == 0) {
+        cli_error(NULL, "%s: no row has D/N >= %g", c->data, c->min_tpp);
+        return 1;
+    }
+    return st == ST_OK ? 0 : 1;
+}
+
 int fit_cli_table(fit_cli *c)
 {
     char err[ST_ERRMSG_MAX], map[1024];
@@ -228,6 +244,8 @@ int fit_cli_table(fit_cli *c)
     fit_table_set_conventions(c->t, c->nonemb ? FIT_N_NONEMBEDDING : FIT_N_TOTAL, FIT_C_6ND);
     int rc = apply_where(c);
     if (rc)
+        return rc;
+    if (c->min_tpp > 0 && (rc = exclude_undertrained(c)))
         return rc;
     if (c->drop_top && fit_table_exclude_top_loss(c->t, c->drop_top) != ST_OK) {
         cli_error(NULL, "--drop-top-loss %zu: the file has only %zu rows", c->drop_top,

@@ -258,10 +258,10 @@ static void report_backtest(fit_cli *c, const resid *r, json_t *out)
     double maxe = 0, sume = 0;
     size_t n_in = 0, n_iv = 0;
     if (!c->json)
-        printf("\n%s: fitted on C <= %.4g, %zu rows held out above it\n",
+        printf("\n%s: fitted on %s <= %.4g, %zu rows held out above it\n",
                c->backtest && !isfinite(c->holdout) ? "backtest (largest compute tier)"
                                                     : "hold-out",
-               c->cut, c->n_held);
+               c->holdout_col, c->cut, c->n_held);
     for (size_t i = 0; i < c->n; i++) {
         if (isnan(c->rel[i]))
             continue;
@@ -293,7 +293,8 @@ static void report_backtest(fit_cli *c, const resid *r, json_t *out)
     double mean = c->n_held ? sume / (double)c->n_held : NAN;
     double cov = n_iv ? (double)n_in / (double)n_iv : NAN;
     json_object_set_new(out, "holdout",
-                        json_pack("{s:f,s:I,s:f,s:f,s:o,s:f,s:o}", "cutoff", c->cut, "n_held",
+                        json_pack("{s:f,s:s,s:I,s:f,s:f,s:o,s:f,s:o}", "cutoff", c->cut,
+                                  "cutoff_column", c->holdout_col, "n_held",
                                   (json_int_t)c->n_held, "max_abs_rel_err", maxe,
                                   "mean_abs_rel_err", mean, "coverage",
                                   n_iv ? json_real(cov) : json_null(), "level", c->level, "points",

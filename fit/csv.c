@@ -545,6 +545,27 @@ st_status fit_table_exclude_above(fit_table *t, const char *column, double value
     return ST_OK;
 }
 
+st_status fit_table_exclude_undertrained(fit_table *t, double min_ratio)
+{
+    const double *N = fit_table_column(t, "N"), *D = fit_table_column(t, "D");
+    if (!N || !D)
+        return ST_ENOTFOUND;
+    if (!(min_ratio > 0))
+        return ST_EINVAL;
+    unsigned char *keep = malloc(t->n_rows ? t->n_rows : 1);
+    if (!keep)
+        return ST_ENOMEM;
+    size_t n0 = t->n_rows;
+    for (size_t i = 0; i < t->n_rows; i++)
+        keep[i] = D[i] >= min_ratio * N[i] * (1 - 1e-9);
+    compact(t, keep);
+    char rule[160];
+    snprintf(rule, sizeof(rule), "drop under-trained rows, D/N < %.9g", min_ratio);
+    note_exclusion(t, rule, n0 - t->n_rows);
+    free(keep);
+    return ST_OK;
+}
+
 const char *fit_table_exclusions(const fit_table *t)
 {
     return t->excl;

@@ -449,6 +449,10 @@ void fit_table_get_conventions(const fit_table *t, fit_n_convention *n, fit_c_co
 st_status fit_table_exclude_top_loss(fit_table *t, size_t k);
 /* Drops rows whose `column` is above `value`. ST_ENOTFOUND for an unknown column. */
 st_status fit_table_exclude_above(fit_table *t, const char *column, double value);
+/* Drops the under-trained rows: fewer than min_ratio tokens per parameter (D/N < min_ratio,
+ * e.g. 20, Chinchilla's compute-optimal ratio). Recorded in fit_table_exclusions().
+ * ST_ENOTFOUND without N or D, ST_EINVAL for min_ratio <= 0. */
+st_status fit_table_exclude_undertrained(fit_table *t, double min_ratio);
 /* The exclusion rules applied so far, "; "-separated ("" if none). Borrowed. */
 const char *fit_table_exclusions(const fit_table *t);
 /* Fills x (n_rows × k, row-major) with the named columns; ST_ENOTFOUND names the missing one

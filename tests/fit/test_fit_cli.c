@@ -7,7 +7,9 @@
  * frozen at its true value recovers the rest); --predict against the closed form; the backtest
  * on noiseless data; the warning for a parameter at its limit (E of a law without E); `fit
  * isoflop` on Porian et al.'s runs; `fit hp` on a grid around a known optimum (and the warning
- * for a law fitted to a raw grid); Muennighoff's frozen base law (tests/data/scaling). Needs
+ * for a law fitted to a raw grid); Muennighoff's frozen base law (tests/data/scaling); the
+ * over-training backtest on Gadre et al.'s runs (--min-tokens-per-param, --holdout-above N=) and
+ * their own five-run law's published errors. Needs
  * build/scaletune (made by `make`); prints SKIP when it is absent.
  */
 #include <jansson.h>
@@ -325,23 +327,111 @@ static void test_published(void)
     json_decref(j);
 }
 
+#define GADRE "--data tests/data/scaling/gadre2024_c4_val.csv --target loss_c4_val --threads 2 "
+
+/* One hold-out run on Gadre et al.'s set: n_held, the mean and worst |error| (to 5e-4 and 1e-3)
+ * and the coverage of the 95% intervals (NAN: no bootstrap) as documented. Returns the mean and
+ * worst through *mean_out, *max_out for the target checks. */
+static void check_holdout(const char *args, int n_held, double mean, double max, double cov,
+                          double *mean_out, double *max_out)
+{
+    char a[1024];
+    snprintf(a, sizeof(a), GADRE "--level 0.95 --json %s", args);
+    CHECK(run(a) == 0);
+    json_t *j = out_json();
+    json_t *h = json_object_get(j, "holdout");
+    CHECK(jnum(h, "n_held", NULL) == n_held);
+    *mean_out = jnum(h, "mean_abs_rel_err", NULL);
+    *max_out = jnum(h, "max_abs_rel_err", NULL);
+    CHECK_ABS(*mean_out, mean, 5e-4);
+    CHECK_ABS(*max_out, max, 1e-3);
+    if (isnan(cov))
+        CHECK(json_is_null(json_object_get(h, "coverage")));
+    else
+        CHECK_ABS(jnum(h, "coverage", NULL), cov, 1e-9);
+    json_decref(j);
+}
+
+/* Issue 18's target: mean |error| below 1% and worst below 2%. */
+static int meets_target(double mean, double max)
+{
+    return mean < 0.01 && max < 0.02;
+}
+
 /*
- * The over-training backtest of docs/algorithms/scaling-laws.md on Gadre et al.'s RedPajama runs
- * (tests/data/scaling/gadre2024_c4_val.csv): fitted on C <= 1e20, the 6 larger runs are
- * predicted with a mean |error| of 1.14% and at most 2.38%, each inside its 95% interval. The
- * checks hold the documented numbers (issue 18's 1% / 2% target is not met, and this says so).
+ * The over-training backtest of docs/algorithms/scaling-laws.md on Gadre et al.'s runs
+ * (tests/data/scaling/gadre2024_c4_val.csv), held out above 1e20 FLOP, with the numbers the
+ * document gives. Chinchilla's law on every run (RedPajama): 1.14% / 2.38%, target not met.
+ * Gadre's protocol (their law, runs with D/N >= 20): met on RedPajama and RefinedWeb, not on C4,
+ * whose 6.9B run the law misses by 2.7% even when that run is in the fit.
  */
 static void test_overtraining_backtest(void)
 {
-    CHECK(run("--data tests/data/scaling/gadre2024_c4_val.csv --law chinchilla --target "
-              "loss_c4_val --where dataset=rpj --bootstrap 200 --level 0.95 --holdout-above 1e20 "
-              "--threads 2 --json") == 0);
+    double m, x;
+    check_holdout("--law chinchilla --where dataset=rpj --bootstrap 200 --holdout-above 1e20", 6,
+                  0.0114, 0.0238, 1, &m, &x);
+    CHECK(!meets_target(m, x));
+    static const char *const ds[] = {"rpj", "rw_original", "c4_original"};
+    static const int nh[] = {6, 6, 5};
+    static const double mean[] = {0.0062, 0.0093, 0.0204}, max[] = {0.0164, 0.0185, 0.0601};
+    static const double cov[] = {1, 1, 0.8};
+    for (int k = 0; k < 3; k++) {
+        char a[256];
+        snprintf(a, sizeof(a),
+                 "--law gadre --min-tokens-per-param 20 --where dataset=%s --bootstrap 200 "
+                 "--holdout-above 1e20",
+                 ds[k]);
+        check_holdout(a, nh[k], mean[k], max[k], cov[k], &m, &x);
+        CHECK(meets_target(m, x) == (k < 2));
+    }
+    /* The paper's split: the 1.4B and 6.9B models held out (N > 1e9). */
+    check_holdout("--law gadre --min-tokens-per-param 20 --where dataset=rpj --bootstrap 0 "
+                  "--holdout-above N=1e9",
+                  3, 0.0077, 0.0109, NAN, &m, &x);
+    CHECK(meets_target(m, x));
+    CHECK(out_has("\"cutoff_column\": \"N\""));
+    /* C4's 6.9B run (2.3822) with every C4 run with D/N >= 20 in the fit: 2.3189 (-2.66%). */
+    CHECK(run(GADRE "--law gadre --min-tokens-per-param 20 --where dataset=c4_original "
+                    "--bootstrap 0 --predict N=6889410560,D=137788211200 --json") == 0);
     json_t *j = out_json();
-    json_t *h = json_object_get(j, "holdout");
-    CHECK(jnum(h, "n_held", NULL) == 6);
-    CHECK_ABS(jnum(h, "mean_abs_rel_err", NULL), 0.0114, 0.001);
-    CHECK_ABS(jnum(h, "max_abs_rel_err", NULL), 0.0238, 0.002);
-    CHECK(jnum(h, "coverage", NULL) == 1);
+    double p = jnum(json_array_get(json_object_get(j, "predictions"), 0), "value", NULL);
+    CHECK_ABS(p / 2.3822204228774595 - 1, -0.0266, 5e-4);
+    json_decref(j);
+}
+
+/*
+ * Gadre et al.'s own loss law for RedPajama (their scaling_explorer.ipynb, Table 2 defaults):
+ * least squares on the loss of five runs (11M-411M at M = 20, 11M at M = 320); their notebook
+ * prints relative errors of 0.7103% (1.4B, M = 640) and 0.7320% (6.9B, M = 20).
+ */
+static void test_gadre_published(void)
+{
+    static const char *const keep[] = {"dataset,", "rpj-d=96_l=8_h=4-1.0,",
+                                       "rpj-d=512_l=8_h=4-1.0,", "rpj-d=576_l=24_h=8-1.0,",
+                                       "rpj-d=1024_l=24_h=8-1.0,", "rpj-d=96_l=8_h=4-16.0,",
+                                       "rpj-open_lm_1b-32.0,", "rpj-open_lm_7b-1.0,"};
+    FILE *in = fopen("tests/data/scaling/gadre2024_c4_val.csv", "r"), *o = fopen(csv_path, "w");
+    CHECK(in && o);
+    char line[512];
+    while (in && o && fgets(line, sizeof(line), in))
+        for (size_t k = 0; k < sizeof(keep) / sizeof(keep[0]); k++)
+            if (strstr(line, keep[k]))
+                fputs(line, o);
+    if (in)
+        fclose(in);
+    if (o)
+        fclose(o);
+    char a[512];
+    snprintf(a, sizeof(a),
+             "--data %s --target loss_c4_val --law gadre --objective mse --linear --bootstrap 0 "
+             "--holdout-above 1e20 --threads 2 --json",
+             csv_path);
+    CHECK(run(a) == 0);
+    json_t *j = out_json();
+    json_t *pts = json_object_get(json_object_get(j, "holdout"), "points");
+    CHECK(json_array_size(pts) == 2);
+    CHECK_ABS(jnum(json_array_get(pts, 0), "rel_err", NULL), 0.007103, 5e-7);
+    CHECK_ABS(jnum(json_array_get(pts, 1), "rel_err", NULL), 0.007320, 5e-7);
     json_decref(j);
 }
 
@@ -368,6 +458,7 @@ int main(int argc, char **argv)
     test_hp();
     test_published();
     test_overtraining_backtest();
+    test_gadre_published();
     unlink(out_path);
     unlink(err_path);
     unlink(csv_path);

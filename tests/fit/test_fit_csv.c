@@ -46,6 +46,19 @@ int main(void)
     CHECK(strstr(fit_table_exclusions(t), "C > 1e+19") != NULL);
     fit_table_destroy(t);
 
+    /* Under-trained rows (D/N < 20) dropped; D/N = 20 exactly is kept; recorded. */
+    CHECK_ST(load("N,D,loss\n1e8,1.9e9,3.3\n1e8,2e9,3.2\n1e8,8e9,3.0\n", NULL, &t, err), ST_OK);
+    CHECK_ST(fit_table_exclude_undertrained(t, 0), ST_EINVAL);
+    CHECK_ST(fit_table_exclude_undertrained(t, 20), ST_OK);
+    CHECK(fit_table_n_rows(t) == 2);
+    CHECK_REL(fit_table_column(t, "D")[0], 2e9, 1e-12);
+    CHECK(fit_table_line(t, 0) == 3);
+    CHECK(strstr(fit_table_exclusions(t), "D/N < 20 (1 rows dropped)") != NULL);
+    fit_table_destroy(t);
+    CHECK_ST(load("C,loss\n6e18,3.1\n", NULL, &t, err), ST_OK);
+    CHECK_ST(fit_table_exclude_undertrained(t, 20), ST_ENOTFOUND);
+    fit_table_destroy(t);
+
     /* C derived from N and D. */
     CHECK_ST(load("N,D,loss\n1e8,1e10,3.1\n", NULL, &t, err), ST_OK);
     CHECK_REL(fit_table_column(t, "C")[0], 6e18, 1e-12);
