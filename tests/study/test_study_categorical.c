@@ -11,7 +11,8 @@
  *    lr, beta2 inactive (NAN);
  *  - `scaletune extrapolate` on world 2's store (written through runner_store_record): the JSON
  *    says "optimizer": "lion", beta2 null, and the factor's levels; --emit yaml writes
- *    `optimizer: {value: "lion"}`, leaves beta2 and its `--beta2 {beta2}` arguments out.
+ *    `optimizer: {value: "lion"}`, leaves beta2 and its `--beta2 {beta2}` arguments out; the
+ *    HTML report says what to run with the level by name and tabulates the levels.
  */
 #include <jansson.h>
 #include <libgen.h>
@@ -217,8 +218,8 @@ static char *slurp(const char *name)
     FILE *f = fopen(path, "r");
     if (!f)
         return NULL;
-    char *b = calloc(1, 1 << 16);
-    fread(b, 1, (1 << 16) - 1, f);
+    char *b = calloc(1, 1 << 22);
+    fread(b, 1, (1 << 22) - 1, f);
     fclose(f);
     return b;
 }
@@ -281,8 +282,17 @@ static void test_cli(const char *argv0)
     t = slurp("cmd.txt");
     CHECK(t && strstr(t, "true --opt lion --lr="));
     free(t);
+    /* the report says what to run, the level by name */
+    char cmd[8192];
+    snprintf(cmd, sizeof(cmd), "'%s' report --db '%s' --bootstrap 20 --out '%s/r.html' > /dev/null",
+             cli_path, db, dir);
+    CHECK(system(cmd) == 0);
+    t = slurp("r.html");
+    CHECK(t && strstr(t, "optimizer lion, beta2 inactive"));
+    CHECK(t && strstr(t, "<td class=\"l\">optimizer</td><td>lion</td>"));
+    CHECK(t && strstr(t, "(reference)"));
+    free(t);
     if (!getenv("KEEP_TMP")) {
-        char cmd[1024];
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
         CHECK(system(cmd) == 0);
     }
