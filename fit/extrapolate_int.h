@@ -232,8 +232,9 @@ typedef struct xp_jm_data {
     double full[XP_NTH];     /* every parameter; the held ones keep these values */
     double w_ab;             /* weight of the prior on alpha - beta */
     /* categorical factors: per run n_fac level slots q (fq, runs × n_fac; (size_t)-1: the
-     * reference level); ln L gains th[XP_LV_OFF(n_hp, q) + XP_LV_DELTA] and the learning rate
-     * (hyper k_lr) is measured from its level's optimum: bh[k_lr] - th[.. + XP_LV_LRSHIFT] */
+     * reference level); ln L gains th[XP_LV_OFF(n_hp, q) + XP_LV_DELTA] and the learning rate's
+     * optimum (hyper k_lr's intercept) moves by th[.. + XP_LV_LRSHIFT]; the later hypers'
+     * couplings see the learning rate itself */
     size_t n_fac, k_lr;
     const size_t *fq;
     /* Gaussian priors on hyper and level slots j >= XP_TH_CHIN: weight pw[j] (0: none) towards

@@ -118,27 +118,24 @@ double xp_jm_row_eval(const xp_jm_data *d, const double *th, size_t i, double *g
     const double *bh = &d->bh[i * d->n_hp];
     if (!d->n_fac)
         return xp_jm_eval(th, d->n_hp, d->lN[i], d->lD[i], d->lN0, d->lD0, bh, g);
-    double bs[XP_MAX_HP], delta = 0, shift = 0;
+    double delta = 0, shift = 0, tl[XP_NTH];
     const size_t *fq = &d->fq[i * d->n_fac];
     for (size_t f = 0; f < d->n_fac; f++)
         if (fq[f] != (size_t)-1) {
             delta += th[XP_LV_OFF(d->n_hp, fq[f]) + XP_LV_DELTA];
             shift += th[XP_LV_OFF(d->n_hp, fq[f]) + XP_LV_LRSHIFT];
         }
-    memcpy(bs, bh, d->n_hp * sizeof(double));
+    /* the level moves the learning rate's optimum; the later hypers' couplings see the learning
+     * rate itself (a weight decay's AdamW timescale is in lr, whatever the optimizer) */
+    size_t nh = XP_HP_OFF(d->n_hp), ic = XP_HP_OFF(d->k_lr) + XP_HP_ICPT;
+    memcpy(tl, th, nh * sizeof(double));
     if (d->k_lr < d->n_hp)
-        bs[d->k_lr] -= shift;
-    double v = xp_jm_eval(th, d->n_hp, d->lN[i], d->lD[i], d->lN0, d->lD0, bs, g) + delta;
+        tl[ic] += shift;
+    double v = xp_jm_eval(tl, d->n_hp, d->lN[i], d->lD[i], d->lN0, d->lD0, bh, g) + delta;
     if (!g)
         return v;
-    /* d ln L / d shift = -d ln L / d bh_lr: through u_lr and the later hypers' couplings */
-    double ds = 0;
-    if (d->k_lr < d->n_hp && !isnan(bs[d->k_lr])) {
-        ds = g[XP_HP_OFF(d->k_lr) + XP_HP_ICPT];
-        for (size_t m = d->k_lr + 1; m < d->n_hp; m++)
-            ds -= th[XP_HP_OFF(m) + XP_HP_COUPLING + d->k_lr] * g[XP_HP_OFF(m) + XP_HP_ICPT];
-    }
-    for (size_t q = XP_HP_OFF(d->n_hp); q < d->n_th; q++)
+    double ds = d->k_lr < d->n_hp ? g[ic] : 0; /* d ln L / d shift = d ln L / d a_lr */
+    for (size_t q = nh; q < d->n_th; q++)
         g[q] = 0;
     for (size_t f = 0; f < d->n_fac; f++)
         if (fq[f] != (size_t)-1) {

@@ -55,24 +55,29 @@ static double lnD_of(const fit_xp *xp, const double *x)
     return NAN;
 }
 
-/* The centred coordinates bh of the hypers in the full basic row b (NAN where inactive), the
- * learning rate's measured from its level's optimum under th; the levels' offset in *delta. */
-static void model_bh(const fit_xp *xp, const double *th, const double *b, double *bh, double *delta)
+/* The centred coordinates bh of the hypers in the full basic row b (NAN where inactive); the
+ * model th with the learning rate's optimum moved by b's levels into tl (XP_HP_OFF(n_hp)
+ * slots), their offset of ln L into *delta. */
+static void model_at_levels(const fit_xp *xp, const double *th, const double *b, double *bh,
+                            double *tl, double *delta)
 {
     const xp_model *m = &xp->m;
     double shift;
     xp_level_terms(xp, th, b, delta, &shift);
     for (size_t k = 0; k < m->n_hp; k++)
-        bh[k] = b[m->hp_param[k]] - m->hp_mean[k] - (k == m->k_lr ? shift : 0);
+        bh[k] = b[m->hp_param[k]] - m->hp_mean[k];
+    memcpy(tl, th, XP_HP_OFF(m->n_hp) * sizeof(double));
+    if (m->k_lr != NONE)
+        tl[XP_HP_OFF(m->k_lr) + XP_HP_ICPT] += shift;
 }
 
 /* ln L of model th at lN, lD and the basic coordinates of a full parameter row b (P). */
 static double model_lnL(const fit_xp *xp, const double *th, double lN, double lD, const double *b)
 {
     const xp_model *m = &xp->m;
-    double bh[XP_MAX_HP], delta;
-    model_bh(xp, th, b, bh, &delta);
-    return xp_jm_eval(th, m->n_hp, lN, lD, m->lN0, m->lD0, bh, NULL) + delta;
+    double bh[XP_MAX_HP], tl[XP_NTH], delta;
+    model_at_levels(xp, th, b, bh, tl, &delta);
+    return xp_jm_eval(tl, m->n_hp, lN, lD, m->lN0, m->lD0, bh, NULL) + delta;
 }
 
 /* P(diverge) under the boundary's coefficients g at lN and the basic row b. */
@@ -96,11 +101,9 @@ static double hp_opt(const fit_xp *xp, const double *th, size_t k, double lN, do
                      const double *b)
 {
     const xp_model *m = &xp->m;
-    double bh[XP_MAX_HP], delta, shift;
-    model_bh(xp, th, b, bh, &delta);
-    xp_level_terms(xp, th, b, &delta, &shift);
-    return xp_hp_optimum(&th[XP_HP_OFF(k)], k, lN - m->lN0, lD - m->lD0, bh) + m->hp_mean[k] +
-           (k == m->k_lr ? shift : 0);
+    double bh[XP_MAX_HP], tl[XP_NTH], delta;
+    model_at_levels(xp, th, b, bh, tl, &delta);
+    return xp_hp_optimum(&tl[XP_HP_OFF(k)], k, lN - m->lN0, lD - m->lD0, bh) + m->hp_mean[k];
 }
 
 /* Fills a full basic row b (P) for (lN, lD) under th with lr shifted by s; starts from base. */

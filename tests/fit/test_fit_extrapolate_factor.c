@@ -116,12 +116,20 @@ static void test_factor_gradient(void)
             d.free_idx[j] = j;
         worst = fmax(worst, grad_error(&d, th, (unsigned)d.n_free));
         /* ln L of a reference-level run with hyper 2 inactive: as if hyper 2 were not there */
-        CHECK(fq[3] == 0); /* run 3: level slot 0, hyper 2 inactive */
-        double shifted[3] = {bh[3 * n_hp], bh[3 * n_hp + 1] - th[XP_LV_OFF(n_hp, 0) + 1], NAN};
-        double got = xp_jm_eval(th, 3, lN[3], lD[3], d.lN0, d.lD0, shifted, NULL);
-        double want = xp_jm_eval(th, 2, lN[3], lD[3], d.lN0, d.lD0, shifted, NULL);
-        CHECK_ABS(got, want, 1e-14);
+        /* run 3 (level slot 0, hyper 2 inactive): as if hyper 2 were not there, the learning
+         * rate's optimum moved by the level's shift, plus its offset */
+        double tl[XP_NTH];
+        memcpy(tl, th, sizeof(tl));
+        tl[XP_HP_OFF(1) + XP_HP_ICPT] += th[XP_LV_OFF(n_hp, 0) + XP_LV_LRSHIFT];
+        CHECK(fq[3] == 0 && isnan(bh[3 * n_hp + 2]));
+        double want = xp_jm_eval(tl, 2, lN[3], lD[3], d.lN0, d.lD0, &bh[3 * n_hp], NULL);
         CHECK_ABS(xp_jm_row_eval(&d, th, 3, NULL), want + th[XP_LV_OFF(n_hp, 0)], 1e-14);
+        /* run 5 (slot 1, hyper 2 active): hyper 2's optimum couples to the raw learning rate */
+        memcpy(tl, th, sizeof(tl));
+        tl[XP_HP_OFF(1) + XP_HP_ICPT] += th[XP_LV_OFF(n_hp, 1) + XP_LV_LRSHIFT];
+        CHECK(fq[5] == 1);
+        want = xp_jm_eval(tl, 3, lN[5], lD[5], d.lN0, d.lD0, &bh[5 * n_hp], NULL);
+        CHECK_ABS(xp_jm_row_eval(&d, th, 5, NULL), want + th[XP_LV_OFF(n_hp, 1)], 1e-14);
     }
     st_rng_destroy(rng);
     printf("joint objective with levels and an inactive hyper: gradient worst relative error "
