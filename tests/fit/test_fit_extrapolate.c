@@ -510,7 +510,7 @@ typedef struct study {
 
 static double true_loss(const sim_law *w, const double *v)
 {
-    sim_setting s = {v[0], v[1], v[2], v[3], v[4], v[5]};
+    sim_setting s = {v[0], v[1], v[2], v[3], v[4], v[5], 0};
     if (s.batch > s.D)
         s.batch = s.D;
     if (!(s.warmup >= 0 && s.warmup < 1))
@@ -557,7 +557,7 @@ static void run_study(uint64_t seed, size_t n, size_t n_boot, double prior_wd_sd
         }
         if (v[3] > v[1])
             v[3] = v[1];
-        sim_setting s = {v[0], v[1], v[2], v[3], v[4], v[5]};
+        sim_setting s = {v[0], v[1], v[2], v[3], v[4], v[5], 0};
         double o, ds;
         int dv;
         sim_run(&w, &s, seed * 100003 + i, &o, &dv, &ds, NULL);
