@@ -378,8 +378,8 @@ void xp_level_terms(const fit_xp *xp, const double *th, const double *b, double 
     *delta = *lr_shift = 0;
     for (size_t f = 0; f < m->n_fac; f++) {
         double l = b[m->fac_param[f]];
-        if (isnan(l))
-            continue;
+        if (!(l >= 0 && l < (double)xp->par[m->fac_param[f]].n_levels))
+            continue; /* inactive (NAN), or no level: counted as the reference */
         size_t q = xp_level_slot(m, f, (size_t)l);
         if (q == NONE)
             continue;

@@ -503,7 +503,8 @@ static void warn_few_levels(fit_xp *xp)
 
 /* The levels of the recommendation into w->base: of the combinations of levels each with
  * enough successful runs, the one whose best setting (rec_search, refine_hypers) has the lowest
- * expected loss with P(diverge) within the limit; the first allowed one when none is. */
+ * expected loss with P(diverge) within the limit; the first allowed one when none is; the
+ * reference levels (the most runs) when no combination is allowed (the warning says so). */
 static void rec_levels(fit_xp *xp, double lND, rec_work *w)
 {
     const xp_model *m = &xp->m;
@@ -530,9 +531,14 @@ static void rec_levels(fit_xp *xp, double lND, rec_work *w)
         }
     }
     warn_few_levels(xp);
-    if (best_c == (size_t)-1)
-        best_c = first_ok != (size_t)-1 ? first_ok : 0;
-    combo_set(xp, best_c, w);
+    if (best_c == (size_t)-1 && first_ok != (size_t)-1)
+        best_c = first_ok;
+    if (best_c != (size_t)-1) {
+        combo_set(xp, best_c, w);
+        return;
+    }
+    for (size_t f = 0; f < m->n_fac; f++) /* no level allowed: the best-measured ones */
+        w->base[m->fac_param[f]] = (double)m->fac_ref[f];
 }
 
 st_status xp_model_recommend(fit_xp *xp, double C)
