@@ -370,8 +370,15 @@ static void print_text(const study *st, const args *a)
     double fv[64];
     if (P <= 64 && res.method == FIT_XP_METHOD_MODEL && fit_xp_front_recommend(xp, fv) == ST_OK) {
         printf("front laws alone (CARBS' method) would give:");
-        for (size_t j = 0; j < P; j++)
-            printf(" %s=%.4g", fit_xp_param_name(xp, j), fv[j]);
+        for (size_t j = 0; j < P; j++) {
+            const char *lv = isfinite(fv[j]) && fv[j] > -0.5
+                                 ? fit_xp_level_name(xp, j, (size_t)round(fv[j]))
+                                 : NULL;
+            if (lv) /* a categorical: the level nearest the law's value */
+                printf(" %s=%s", fit_xp_param_name(xp, j), lv);
+            else
+                printf(" %s=%.4g", fit_xp_param_name(xp, j), fv[j]);
+        }
         printf("\n");
     }
     const study_backtest_result *b = study_get_backtest(st);
