@@ -107,7 +107,7 @@ int main(int argc, char **argv)
                 double y, cost = 1.0;
                 int failed = 0;
                 if (w == 3) {
-                    sim_setting st = {x[0], x[1], x[2], fmin(x[3], x[1]), x[4], x[5]};
+                    sim_setting st = {x[0], x[1], x[2], fmin(x[3], x[1]), x[4], x[5], 0};
                     sim_terms t;
                     double step;
                     if (sim_eval(&law, &st, &t, NULL) != ST_OK ||

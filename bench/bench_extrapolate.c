@@ -47,6 +47,7 @@ typedef struct xp_eval {
     int refused; /* rc == 3 or safe == 0 */
     int has_rec; /* a recommendation and an interval were read */
     double compute, rec[N_PAR], pred, lo, hi, p_diverge;
+    int rec_opt;  /* --optimizer-choice: the recommended optimizer, 0 adamw, 1 lion, -1 none */
     int invalid;  /* llmsim rejected the recommended setting (e.g. warmup >= 1) */
     int diverged; /* the recommendation diverges in truth */
     double true_loss, oracle_loss, regret, observed;
@@ -76,6 +77,7 @@ typedef struct bench_cfg {
     int reuse;            /* keep a finished sweep in WORK/seed-S and only extrapolate again */
     int early_stop;       /* early_stopping: {enabled: true} */
     int paced;            /* llmsim --steps-to-report 20 --sleep-ms 150: runs that take time */
+    int opt_choice;       /* optimizer: {choices: [adamw, lion]} in each sweep (issue 22) */
 } bench_cfg;
 
 /* ---- running programs --------------------------------------------------------------------- */
@@ -146,7 +148,7 @@ static int write_sweep(const bench_cfg *cfg, seed_result *r, const char *path)
             "name: xp-%d\n"
             "command: [\"%s\", \"--world\", \"%d\", \"--N\", \"{N}\", \"--tokens\", \"{tokens}\",\n"
             "          \"--lr\", \"{lr}\", \"--batch\", \"{batch}\", \"--warmup\", \"{warmup}\",\n"
-            "          \"--weight-decay\", \"{weight_decay}\", \"--seed\", \"{_run}\"%s]\n"
+            "          \"--weight-decay\", \"{weight_decay}\", \"--seed\", \"{_run}\"%s%s]\n"
             "objective: {metric: val_loss, goal: minimize}\n"
             "cost: {metric: flops%s}\n"
             "parameters:\n"
@@ -156,14 +158,17 @@ static int write_sweep(const bench_cfg *cfg, seed_result *r, const char *path)
             "  batch:        {space: log, min: 2.0e3, max: 1.0e6, center: 3.0e4}\n"
             "  warmup:       {space: %s, min: 0.0, max: 0.5, center: %s}\n"
             "  weight_decay: {space: log, min: 1.0e-3, max: 1.0, center: 0.1}\n"
+            "%s"
             "budget: {runs: %ld, max_cost_per_run: 1.0e16}\n"
             "parallel: 2\n"
             "seed: %d\n"
             "%s%s",
             s, cfg->llmsim, s,
             cfg->paced ? ", \"--steps-to-report\", \"20\", \"--sleep-ms\", \"150\"" : "",
+            cfg->opt_choice ? ", \"--optimizer\", \"{optimizer}\"" : "",
             r->expr ? ", expr: \"6 * {N} * {tokens}\"" : "", r->linear_warmup ? "linear" : "logit",
-            r->linear_warmup ? "0.05" : "0.02", cfg->runs, s,
+            r->linear_warmup ? "0.05" : "0.02",
+            cfg->opt_choice ? "  optimizer:    {choices: [adamw, lion]}\n" : "", cfg->runs, s,
             optimizer_block(cfg, opt, sizeof(opt)),
             cfg->early_stop ? "early_stopping: {enabled: true}\n" : "");
     return fclose(f) ? -1 : 0;
@@ -223,6 +228,8 @@ static int read_xp(const char *path, xp_eval *e)
         e->rec[k] = jnum(rec, par_name[k]);
         ok = ok && isfinite(e->rec[k]);
     }
+    const char *opt = json_string_value(json_object_get(rec, "optimizer"));
+    e->rec_opt = !opt ? -1 : !strcmp(opt, "lion") ? 1 : 0;
     json_decref(root);
     if (!ok)
         snprintf(e->err, ERR_MAX, "%.40s: no complete recommendation", path);
@@ -236,6 +243,8 @@ static void rec_cmd(const bench_cfg *cfg, int seed, const xp_eval *e, const char
     size_t at = (size_t)snprintf(buf, n, "'%s' --world %d", cfg->llmsim, seed);
     for (int k = 0; k < N_PAR && at < n; k++)
         at += (size_t)snprintf(buf + at, n - at, " %s %.17g", par_flag[k], e->rec[k]);
+    if (e->rec_opt == 1 && at < n)
+        at += (size_t)snprintf(buf + at, n - at, " --optimizer lion");
     if (at < n)
         snprintf(buf + at, n - at, " %s", tail);
 }
@@ -252,10 +261,15 @@ static void judge_xp(const bench_cfg *cfg, int seed, xp_eval *e)
     e->true_loss = e->invalid || e->diverged ? INFINITY : jnum(t, "loss");
     json_decref(t);
 
-    snprintf(cmd, sizeof(cmd), "'%s' --world %d --oracle %.17g", cfg->llmsim, seed, e->compute);
-    t = run_json_line(cmd, &rc);
-    e->oracle_loss = rc == 0 ? jnum(t, "val_loss") : NAN;
-    json_decref(t);
+    /* the optimum over the optimizers the sweep offers */
+    e->oracle_loss = INFINITY;
+    for (int o = 0; o <= cfg->opt_choice; o++) {
+        snprintf(cmd, sizeof(cmd), "'%s' --world %d --oracle %.17g --optimizer %s", cfg->llmsim,
+                 seed, e->compute, o ? "lion" : "adamw");
+        t = run_json_line(cmd, &rc);
+        e->oracle_loss = fmin(e->oracle_loss, rc == 0 ? jnum(t, "val_loss") : NAN);
+        json_decref(t);
+    }
     e->regret = e->true_loss / e->oracle_loss - 1.0;
 
     char tail[64];
@@ -446,6 +460,22 @@ static double half_width(const xp_eval *e)
     return 0.5 * (e->hi - e->lo) / e->pred;
 }
 
+/* --optimizer-choice: the optimizer each extrapolation recommended (the better one is Lion in
+ * every world, bench/sim.h). */
+static void print_optimizers(const seed_result *res, long n)
+{
+    printf("\n| seed | 100x optimizer | 1000x optimizer |\n|---|---|---|\n");
+    for (long i = 0; i < n; i++) {
+        const char *o[N_FACTOR];
+        for (int k = 0; k < N_FACTOR; k++)
+            o[k] = !res[i].f[k].has_rec       ? "-"
+                   : res[i].f[k].rec_opt == 1 ? "lion"
+                   : res[i].f[k].rec_opt == 0 ? "adamw"
+                                              : "none";
+        printf("| %d | %s | %s |\n", res[i].seed, o[0], o[1]);
+    }
+}
+
 static void print_per_seed(const seed_result *res, long n)
 {
     char b1[32], b2[32];
@@ -554,6 +584,8 @@ static json_t *xp_json(const xp_eval *e)
     if (!e->has_rec)
         return json_decref(rec), o;
     json_object_set_new(o, "compute", jreal(e->compute));
+    if (e->rec_opt >= 0)
+        json_object_set_new(rec, "optimizer", json_string(e->rec_opt ? "lion" : "adamw"));
     json_object_set_new(o, "recommended", rec);
     json_object_set_new(o, "recommended_cost", jreal(6.0 * e->rec[0] * e->rec[1]));
     json_object_set_new(o, "predicted", jreal(e->pred));
@@ -642,7 +674,7 @@ static void usage(FILE *f)
           "                         [--work DIR] [--out FILE] [--pass-config]\n"
           "                         [--mode best|random|study] [--runs N] [--reuse]\n"
           "                         [--early-stop] [--paced] [--xp-flags FLAGS]\n"
-          "                         [--first-seed K]\n"
+          "                         [--first-seed K] [--optimizer-choice]\n"
           "  --seeds N       seeds (worlds) 1..N (default 20)\n"
           "  --first-seed K  seeds K..K+N-1 instead (a held-out set of worlds, e.g. 21)\n"
           "  --jobs J        seeds run at once (default 2)\n"
@@ -659,6 +691,9 @@ static void usage(FILE *f)
           "  --early-stop    early_stopping: {enabled: true} in each sweep\n"
           "  --paced         llmsim --steps-to-report 20 --sleep-ms 150: a run takes 3 s, so that\n"
           "                  it can be stopped part-way (its final loss does not change)\n"
+          "  --optimizer-choice  a categorical optimizer: {choices: [adamw, lion]} in each sweep\n"
+          "                  (llmsim's Lion: lr optimum and boundary 0.3x, loss 0.99x); the\n"
+          "                  regret is against the better optimizer's optimum\n"
           "  --xp-flags F    appended to each `scaletune extrapolate` command, e.g. with --reuse\n"
           "                  '--bootstrap 100 --no-backtest' to score an engine change quickly\n",
           f);
@@ -706,6 +741,10 @@ static int parse_args(int argc, char **argv, bench_cfg *cfg)
         }
         if (!strcmp(a, "--paced")) {
             cfg->paced = 1;
+            continue;
+        }
+        if (!strcmp(a, "--optimizer-choice")) {
+            cfg->opt_choice = 1;
             continue;
         }
         if (!v)
@@ -792,6 +831,8 @@ int main(int argc, char **argv)
     for (int k = 0; k < N_FACTOR; k++)
         s[k] = summarise(res, cfg.n_seeds, k);
     print_summary(res, cfg.n_seeds, s, refusal);
+    if (cfg.opt_choice)
+        print_optimizers(res, cfg.n_seeds);
     if (write_json(&cfg, res, s, refusal) != 0) {
         fprintf(stderr, "bench_extrapolate: cannot write %s\n", cfg.out);
         return 1;

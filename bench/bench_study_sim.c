@@ -52,7 +52,7 @@ static void run_and_add(const sim_law *law, runner_sweep *w, const double *x, ui
     u->id = ++w->n_runs;
     u->x = malloc(6 * sizeof(double));
     memcpy(u->x, x, 6 * sizeof(double));
-    sim_setting s = {x[0], x[1], x[2], x[3], x[4], x[5]};
+    sim_setting s = {x[0], x[1], x[2], x[3], x[4], x[5], 0};
     double obs = NAN, step;
     int div = 0;
     u->predicted_cost = u->final_N = u->final_D = NAN;
@@ -88,7 +88,7 @@ static void judge(const sim_law *law, const runner_sweep *w, outcome *o)
     }
     fit_xp_result r;
     fit_xp_get_result(study_engine(st), &r);
-    sim_setting s = {r.value[0], r.value[1], r.value[2], r.value[3], r.value[4], r.value[5]};
+    sim_setting s = {r.value[0], r.value[1], r.value[2], r.value[3], r.value[4], r.value[5], 0};
     sim_terms t;
     sim_setting best;
     double oracle;

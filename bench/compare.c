@@ -64,7 +64,7 @@ static void set_par(carbs_param *p, const char *name, carbs_space_kind k, double
 static void eval_sim(const problem *p, const double *x, uint64_t noise_seed, double *obs,
                      double *truth, double *cost, int *failed)
 {
-    sim_setting s = {x[0], x[1], x[2], fmin(x[3], x[1]), x[4], fmax(0.0, x[5])};
+    sim_setting s = {x[0], x[1], x[2], fmin(x[3], x[1]), x[4], fmax(0.0, x[5]), 0};
     sim_terms t;
     double step;
     int div;
@@ -358,7 +358,7 @@ static void extrapolate(const problem *p, const trace *t, figures *f)
         double v = c0 + c1 * log(C);
         rec[j] = lg ? exp(v) : v;
     }
-    sim_setting s = {rec[0], C / (6.0 * rec[0]), rec[2], rec[3], rec[4], rec[5]};
+    sim_setting s = {rec[0], C / (6.0 * rec[0]), rec[2], rec[3], rec[4], rec[5], 0};
     s.batch = fmin(s.D, fmax(1.0, s.batch));
     s.warmup = fmin(0.99, fmax(0.0, s.warmup));
     s.weight_decay = fmax(0.0, s.weight_decay);
@@ -452,8 +452,8 @@ static void extrapolate_engine(const problem *p, const trace *t, size_t n_boot, 
     }
     double C = study_target(st);
     const double *v = r.value;
-    sim_setting s = {v[0],           v[1], v[2], fmin(v[3], v[1]), fmin(0.99, fmax(0.0, v[4])),
-                     fmax(0.0, v[5])};
+    sim_setting s = {
+        v[0], v[1], v[2], fmin(v[3], v[1]), fmin(0.99, fmax(0.0, v[4])), fmax(0.0, v[5]), 0};
     sim_setting opt;
     double lstar;
     sim_terms tt;

@@ -52,6 +52,9 @@ sim_law sim_law_default(void)
     w.wd_kappa = 0.015;
     w.wd_width = 1.0;
     w.noise_sd = 0.002;
+    /* Ours (sim.h): Lion's learning rate at 0.3x AdamW's, its loss 1% below. */
+    w.lion_lr = 0.3;
+    w.lion_loss = 0.99;
     return w;
 }
 
@@ -165,6 +168,8 @@ st_status sim_eval(const sim_law *law, const sim_setting *s, sim_terms *t, char 
                        s->batch, s->D);
     if (bad(s->warmup) || s->warmup < 0 || s->warmup >= 1)
         return st_errf(errmsg, ST_EINVAL, "warmup = %g: must be a fraction in [0, 1)", s->warmup);
+    if (s->optimizer != 0 && s->optimizer != 1)
+        return st_errf(errmsg, ST_EINVAL, "optimizer %d: 0 (AdamW) or 1 (Lion)", s->optimizer);
     if (bad(s->weight_decay) || s->weight_decay < 0)
         return st_errf(errmsg, ST_EINVAL, "weight decay = %g: must be finite and >= 0",
                        s->weight_decay);
@@ -175,6 +180,10 @@ st_status sim_eval(const sim_law *law, const sim_setting *s, sim_terms *t, char 
     t->warmup_opt = sim_warmup_opt(law, s->D, s->batch);
     t->lr_max = sim_lr_max(law, s->N, s->warmup, t->warmup_opt);
     t->tau_opt = sim_tau_opt(law, s->N, s->D);
+    if (s->optimizer == 1) { /* Lion: optimum and boundary moved together */
+        t->lr_opt *= law->lion_lr;
+        t->lr_max *= law->lion_lr;
+    }
     t->flops = 6.0 * s->N * s->D;
     t->steps = s->D / s->batch;
 
@@ -200,17 +209,26 @@ st_status sim_eval(const sim_law *law, const sim_setting *s, sim_terms *t, char 
     }
 
     t->diverged = s->lr > t->lr_max;
-    t->loss =
-        t->diverged ? INFINITY : t->loss_nd * (1.0 + t->pen_lr_bs + t->pen_warmup + t->pen_wd);
+    t->loss = t->diverged ? INFINITY
+                          : t->loss_nd * (1.0 + t->pen_lr_bs + t->pen_warmup + t->pen_wd) *
+                                (s->optimizer == 1 ? law->lion_loss : 1.0);
     return ST_OK;
 }
 
 st_status sim_best_hypers(const sim_law *law, double N, double D, sim_setting *s, double *loss)
 {
-    if (bad(N) || bad(D) || N <= 0 || D <= 0)
+    return sim_best_hypers_for(law, N, D, 0, s, loss);
+}
+
+st_status sim_best_hypers_for(const sim_law *law, double N, double D, int optimizer, sim_setting *s,
+                              double *loss)
+{
+    if (bad(N) || bad(D) || N <= 0 || D <= 0 || optimizer < 0 || optimizer > 1)
         return ST_EINVAL;
-    double lr_opt = sim_lr_opt(law, N, D);
-    double lr_max = sim_lr_max(law, N, 1.0, 1.0); /* at warmup = warmup_opt */
+    double f = optimizer == 1 ? law->lion_lr : 1.0;
+    double lr_opt = f * sim_lr_opt(law, N, D);
+    double lr_max = f * sim_lr_max(law, N, 1.0, 1.0); /* at warmup = warmup_opt */
+    s->optimizer = optimizer;
 
     /* Past the boundary, lr sits on it and the batch moves along the ridge of the quadratic
      * form: argmin_v = rho sqrt(k_lr/k_bs) u, leaving k_lr (1 - rho^2) u^2. */
@@ -235,6 +253,7 @@ st_status sim_best_hypers(const sim_law *law, double N, double D, sim_setting *s
 typedef struct oracle_ctx {
     const sim_law *law;
     double C;
+    int optimizer;
 } oracle_ctx;
 
 /* The inner problem as a function of x = ln N for the Brent minimiser. */
@@ -244,7 +263,7 @@ static double oracle_f(double x, void *p)
     double N = exp(x), D = o->C / (6.0 * N);
     sim_setting s;
     double loss;
-    if (sim_best_hypers(o->law, N, D, &s, &loss) != ST_OK)
+    if (sim_best_hypers_for(o->law, N, D, o->optimizer, &s, &loss) != ST_OK)
         return INFINITY;
     return loss;
 }
@@ -298,12 +317,12 @@ static st_status oracle_min(oracle_ctx *ctx, double lo, double hi, double *x_bes
     return ST_OK;
 }
 
-st_status sim_oracle_box(const sim_law *law, double C, double N_lo, double N_hi, double D_lo,
-                         double D_hi, sim_setting *opt, double *loss)
+static st_status oracle_box(const sim_law *law, double C, double N_lo, double N_hi, double D_lo,
+                            double D_hi, int optimizer, sim_setting *opt, double *loss)
 {
     if (bad(C) || C <= 0 || !(N_lo >= 0 && N_lo <= N_hi && D_lo >= 0 && D_lo <= D_hi))
         return ST_EINVAL;
-    oracle_ctx ctx = {law, C};
+    oracle_ctx ctx = {law, C, optimizer};
 
     /* Search ln N within the box's slice {6 N D = C} and within a factor e^6 of Chinchilla's
      * closed form (exact when lr_opt is below the boundary; the boundary moves it little). */
@@ -318,12 +337,26 @@ st_status sim_oracle_box(const sim_law *law, double C, double N_lo, double N_hi,
     if (st != ST_OK)
         return st;
     double N = exp(x);
-    return sim_best_hypers(law, N, C / (6.0 * N), opt, loss);
+    return sim_best_hypers_for(law, N, C / (6.0 * N), optimizer, opt, loss);
+}
+
+st_status sim_oracle_box(const sim_law *law, double C, double N_lo, double N_hi, double D_lo,
+                         double D_hi, sim_setting *opt, double *loss)
+{
+    return oracle_box(law, C, N_lo, N_hi, D_lo, D_hi, 0, opt, loss);
 }
 
 st_status sim_oracle(const sim_law *law, double C, sim_setting *opt, double *loss)
 {
-    return sim_oracle_box(law, C, 0.0, INFINITY, 0.0, INFINITY, opt, loss);
+    return oracle_box(law, C, 0.0, INFINITY, 0.0, INFINITY, 0, opt, loss);
+}
+
+st_status sim_oracle_for(const sim_law *law, double C, int optimizer, sim_setting *opt,
+                         double *loss)
+{
+    if (optimizer < 0 || optimizer > 1)
+        return ST_EINVAL;
+    return oracle_box(law, C, 0.0, INFINITY, 0.0, INFINITY, optimizer, opt, loss);
 }
 
 /* Steps at which the linear warmup first pushes the learning rate past the boundary. */
@@ -378,7 +411,8 @@ st_status sim_emit(const sim_law *law, const sim_setting *s, uint64_t seed, int 
     double z_final = st_rng_gaussian(r); /* the first draw, as in sim_run */
     double S = fmax(1.0, floor(t.steps));
     double stop = t.diverged ? divergence_step(s, &t) : INFINITY;
-    double pen = 1.0 + t.pen_lr_bs + t.pen_warmup + t.pen_wd;
+    double pen =
+        (1.0 + t.pen_lr_bs + t.pen_warmup + t.pen_wd) * (s->optimizer == 1 ? law->lion_loss : 1.0);
 
     /* Report points k S / n_report; the noise of a partial run grows as 1/sqrt(fraction done). */
     for (int k = 1; k <= n_report; k++) {

@@ -49,6 +49,13 @@ typedef struct sim_law {
     double wd_c, wd_p, wd_tpp, wd_kappa, wd_width;
     /* observed loss = true loss (1 + noise_sd z), z ~ N(0, 1) from the run's seed. */
     double noise_sd;
+    /* A second optimizer, Lion (sim_setting.optimizer 1; issue 22): its learning rate's optimum
+     * and stability boundary at lion_lr times AdamW's, its loss lion_loss times AdamW's at the
+     * same distance from its own optimum (ours: 0.3 and 0.99; Chen et al. 2023 run Lion at a
+     * learning rate 3-10x below AdamW's, a weight decay 3-10x above, and report language-model
+     * losses close to AdamW's). Its weight decay's optimum follows from the AdamW timescale in
+     * lr, 3.3x AdamW's. The same in every world (sim_law_draw leaves them). */
+    double lion_lr, lion_loss;
 } sim_law;
 
 /* Fills the default world (values in sim.c and docs/benchmarks.md). */
@@ -88,6 +95,7 @@ typedef struct sim_setting {
     double batch;        /* tokens per optimizer step, >= 1 */
     double warmup;       /* warmup fraction of the steps, in [0, 1) */
     double weight_decay; /* AdamW lambda, >= 0 */
+    int optimizer;       /* 0 AdamW (the default), 1 Lion (sim_law.lion_*) */
 } sim_setting;
 
 /* Every term of the loss for one setting (sim_eval). */
@@ -125,9 +133,12 @@ st_status sim_eval(const sim_law *law, const sim_setting *s, sim_terms *t, char 
 /*
  * The best hyperparameters for a given (N, D), in closed form: lr = min(lr_opt, lr_max) (with
  * the batch then moved along the ridge), batch = batch_opt, warmup = warmup_opt, weight decay
- * giving tau = tau_opt. Writes the setting and its true loss. ST_OK or ST_EINVAL.
+ * giving tau = tau_opt. Writes the setting and its true loss. ST_OK or ST_EINVAL. AdamW;
+ * sim_best_hypers_for: the optimizer given (0 AdamW, 1 Lion).
  */
 st_status sim_best_hypers(const sim_law *law, double N, double D, sim_setting *s, double *loss);
+st_status sim_best_hypers_for(const sim_law *law, double N, double D, int optimizer, sim_setting *s,
+                              double *loss);
 
 /*
  * The oracle: the true optimum at compute C FLOPs (C = 6 N D): minimises the loss over log N
@@ -135,6 +146,9 @@ st_status sim_best_hypers(const sim_law *law, double N, double D, sim_setting *s
  * Returns ST_OK, ST_EINVAL (C not finite or <= 0), ST_ENUMERIC (the minimiser failed).
  */
 st_status sim_oracle(const sim_law *law, double C, sim_setting *opt, double *loss);
+/* The same for the optimizer given (0 AdamW, 1 Lion). */
+st_status sim_oracle_for(const sim_law *law, double C, int optimizer, sim_setting *opt,
+                         double *loss);
 
 /*
  * The same within a box of model sizes and token counts: the best run of cost C with

@@ -43,6 +43,8 @@ static void usage(FILE *f)
                "                        0.25; 0 turns it off)\n"
                "  --prior-draw K        bootstrap replicates draw the priors' centres with K x\n"
                "                        their sds (default 0.5; 0: all under the same priors)\n"
+               "  --min-level-runs K    a categorical's level with fewer successful runs is\n"
+               "                        not recommended (default 3; 1: any level that ran)\n"
                "  --allow-unsafe        recommend the safest setting even when P(diverge) is\n"
                "                        above the limit everywhere (exit 0 instead of 3)\n"
                "  --no-backtest         skip the leave-largest-group-out backtest (halves the\n"
@@ -195,6 +197,12 @@ static int parse_args(int argc, char **argv, args *a)
                 return 2;
             }
             a->o.level = d;
+        } else if (!strcmp(s, "--min-level-runs")) {
+            if (!parse_double(v, &d) || d != floor(d) || d < 0 || d > 1e9) {
+                cli_error(NULL, "--min-level-runs: '%s' is not a count", v);
+                return 2;
+            }
+            a->o.min_level_ok = (size_t)d;
         } else if (!strcmp(s, "--max-p-diverge")) {
             if (!parse_double(v, &d) || !(d > 0 && d <= 1)) {
                 cli_error(NULL, "--max-p-diverge: '%s' is not in (0, 1]", v);
@@ -286,6 +294,53 @@ static void print_runs(const study *st, const fit_xp *xp, const fit_xp_result *r
                c->n_beyond, c->n_bad_final);
 }
 
+/* Engine parameter j of the recommendation: a categorical as its choice, a conditional one
+ * its level leaves out as inactive, the others with their interval and role. */
+static void print_setting(const study *st, const fit_xp *xp, const fit_xp_result *res, size_t j)
+{
+    const runner_param_spec *ps = &study_sweep(st)->cfg->params[study_engine_param(st, j)];
+    const char *choice = ps->choices ? runner_param_choice(ps, res->value[j]) : NULL;
+    if (choice)
+        printf("  %-16s %-12s (categorical)\n", fit_xp_param_name(xp, j), choice);
+    else if (isnan(res->value[j]) && ps->p.active_if)
+        printf("  %-16s %-12s (inactive with the recommended %s)\n", fit_xp_param_name(xp, j), "-",
+               ps->p.active_if);
+    else
+        printf("  %-16s %-12.5g [%.5g, %.5g]  (%s)\n", fit_xp_param_name(xp, j), res->value[j],
+               res->lo[j], res->hi[j], fit_xp_role_name(fit_xp_param_role(xp, j)));
+}
+
+/* 1 when the sweep's learning rate (the engine's role lr) is searched on a log scale. */
+static int lr_is_log(const study *st, const fit_xp *xp)
+{
+    for (size_t j = 0; j < fit_xp_n_params(xp); j++)
+        if (fit_xp_param_role(xp, j) == FIT_XP_LR)
+            return study_sweep(st)->cfg->params[study_engine_param(st, j)].p.space ==
+                   CARBS_SPACE_LOG;
+    return 0;
+}
+
+/* Each categorical's levels against its reference (MODEL): the fitted offset in loss and lr
+ * shift (a factor on a log scale, else added) with their intervals, the runs behind them. */
+static void print_levels(const study *st, const fit_xp *xp, double level)
+{
+    int lg = lr_is_log(st, xp);
+    for (size_t j = 0; j < fit_xp_n_params(xp); j++) {
+        double off[3], sh[3];
+        size_t ref = 0, n_ok;
+        if (fit_xp_level_effect(xp, j, 0, NULL, NULL, &ref, NULL) != ST_OK)
+            continue;
+        printf("%s: each level against %s (%.0f%% intervals):\n", fit_xp_param_name(xp, j),
+               fit_xp_level_name(xp, j, ref), 100 * level);
+        for (size_t l = 0; fit_xp_level_effect(xp, j, l, off, sh, NULL, &n_ok) == ST_OK; l++)
+            printf("  %-14s loss x%.4f [%.4f, %.4f], lr optimum %s%.3g [%.3g, %.3g], %zu "
+                   "succeeded\n",
+                   fit_xp_level_name(xp, j, l), exp(off[0]), exp(off[1]), exp(off[2]),
+                   lg ? "x" : "+", lg ? exp(sh[0]) : sh[0], lg ? exp(sh[1]) : sh[1],
+                   lg ? exp(sh[2]) : sh[2], n_ok);
+    }
+}
+
 static void print_text(const study *st, const args *a)
 {
     const fit_xp *xp = study_engine(st);
@@ -301,8 +356,7 @@ static void print_text(const study *st, const args *a)
     printf("\n%s settings (%.0f%% intervals):\n",
            study_safe(st) ? "recommended" : "UNSAFE (the safest found)", 100 * a->o.level);
     for (size_t j = 0; j < P; j++)
-        printf("  %-16s %-12.5g [%.5g, %.5g]  (%s)\n", fit_xp_param_name(xp, j), res.value[j],
-               res.lo[j], res.hi[j], fit_xp_role_name(fit_xp_param_role(xp, j)));
+        print_setting(st, xp, &res, j);
     if (isfinite(res.N))
         printf("  %-16s %-12.5g [%.5g, %.5g]\n", "model size N", res.N, res.N_lo, res.N_hi);
     if (isfinite(res.D))
@@ -317,11 +371,19 @@ static void print_text(const study *st, const args *a)
         printf("L(N, D) = %.4g + %.4g N^-%.3f + %.4g D^-%.3f; compute-optimal at C: N %.4g, "
                "D %.4g (%.1f tokens/param)\n",
                ch[2], ch[0], ch[3], ch[1], ch[4], al.N_opt, al.D_opt, al.tokens_per_param);
+    print_levels(st, xp, a->o.level);
     double fv[64];
     if (P <= 64 && res.method == FIT_XP_METHOD_MODEL && fit_xp_front_recommend(xp, fv) == ST_OK) {
         printf("front laws alone (CARBS' method) would give:");
-        for (size_t j = 0; j < P; j++)
-            printf(" %s=%.4g", fit_xp_param_name(xp, j), fv[j]);
+        for (size_t j = 0; j < P; j++) {
+            const char *lv = isfinite(fv[j]) && fv[j] > -0.5
+                                 ? fit_xp_level_name(xp, j, (size_t)round(fv[j]))
+                                 : NULL;
+            if (lv) /* a categorical: the level nearest the law's value */
+                printf(" %s=%s", fit_xp_param_name(xp, j), lv);
+            else
+                printf(" %s=%.4g", fit_xp_param_name(xp, j), fv[j]);
+        }
         printf("\n");
     }
     const study_backtest_result *b = study_get_backtest(st);

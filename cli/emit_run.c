@@ -35,6 +35,37 @@ static double value_of(const study *st, const fit_xp_result *res, size_t i)
     return v;
 }
 
+/* 1 when sweep parameter i is conditional and the recommendation leaves it inactive (the
+ * engine gives NAN there) and no --set names it. */
+static int inactive(const study *st, const fit_xp_result *res, const cli_emit_options *o, size_t i);
+
+/* 1 when the template t names a parameter the recommendation leaves inactive: the runner
+ * leaves such an argument (and an env entry) out, and the `-` flag just before it. */
+static int names_inactive(const study *st, const fit_xp_result *res, const cli_emit_options *o,
+                          const char *t)
+{
+    const runner_config *c = study_sweep(st)->cfg;
+    for (size_t i = 0; i < c->n_params; i++) {
+        char ph[128];
+        snprintf(ph, sizeof(ph), "{%s}", c->params[i].p.name);
+        if (strstr(t, ph) && inactive(st, res, o, i))
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether argument k of the command is left out: it names an inactive parameter, or it is the
+ * flag (starts with '-', no placeholder) before one that does. */
+static int arg_left_out(const study *st, const fit_xp_result *res, const cli_emit_options *o,
+                        size_t k)
+{
+    const runner_config *c = study_sweep(st)->cfg;
+    if (names_inactive(st, res, o, c->argv[k]))
+        return 1;
+    return k + 1 < c->argc && c->argv[k][0] == '-' && !strchr(c->argv[k], '{') &&
+           names_inactive(st, res, o, c->argv[k + 1]);
+}
+
 /* The VALUE of a NAME=VALUE override of parameter `name`, or NULL. */
 static const char *override_of(const cli_emit_options *o, const char *name)
 {
@@ -54,6 +85,13 @@ static int is_number(const char *s)
     return end != s && *end == '\0';
 }
 
+static int inactive(const study *st, const fit_xp_result *res, const cli_emit_options *o, size_t i)
+{
+    const runner_param_spec *ps = &study_sweep(st)->cfg->params[i];
+    return ps->p.active_if && !ps->is_fixed && !override_of(o, ps->p.name) &&
+           isnan(value_of(st, res, i));
+}
+
 static void format_value(const study *st, const fit_xp_result *res, const cli_emit_options *o,
                          size_t i, char *buf, size_t cap)
 {
@@ -63,6 +101,10 @@ static void format_value(const study *st, const fit_xp_result *res, const cli_em
         snprintf(buf, cap, "%s", ov);
     else if (ps->is_fixed)
         snprintf(buf, cap, "%s", ps->fixed_text);
+    else if (ps->choices && runner_param_choice(ps, value_of(st, res, i)))
+        snprintf(buf, cap, "%s", runner_param_choice(ps, value_of(st, res, i)));
+    else if (inactive(st, res, o, i))
+        buf[0] = '\0';
     else if (ps->p.is_integer)
         snprintf(buf, cap, "%.0f", value_of(st, res, i));
     else
@@ -100,14 +142,18 @@ static void emit_yaml(FILE *f, const study *st, const fit_xp_result *res, const 
     fprintf(f, "name: ");
     yq(f, name);
     fprintf(f, "\ncommand: [");
-    for (size_t i = 0; i < c->argc; i++) {
-        fputs(i ? ", " : "", f);
+    for (size_t i = 0, n = 0; i < c->argc; i++) {
+        if (arg_left_out(st, res, o, i))
+            continue;
+        fputs(n++ ? ", " : "", f);
         yq(f, c->argv[i]);
     }
     fprintf(f, "]\n");
     if (c->n_env) {
         fprintf(f, "env:\n");
         for (size_t i = 0; i < c->n_env; i++) {
+            if (names_inactive(st, res, o, c->env[i]))
+                continue;
             const char *eq = strchr(c->env[i], '=');
             fprintf(f, "  %.*s: ", eq ? (int)(eq - c->env[i]) : 0, c->env[i]);
             yq(f, eq ? eq + 1 : "");
@@ -126,9 +172,14 @@ static void emit_yaml(FILE *f, const study *st, const fit_xp_result *res, const 
     fprintf(f, "}\nparameters:\n");
     for (size_t i = 0; i < c->n_params; i++) {
         char v[128];
+        if (inactive(st, res, o, i)) { /* its arguments are left out of the command above */
+            fprintf(f, "  # %s: inactive with the recommended %s\n", c->params[i].p.name,
+                    c->params[i].p.active_if);
+            continue;
+        }
         format_value(st, res, o, i, v, sizeof(v));
         fprintf(f, "  %s: {value: ", c->params[i].p.name);
-        if (override_of(o, c->params[i].p.name) && !is_number(v))
+        if ((override_of(o, c->params[i].p.name) || c->params[i].choices) && !is_number(v))
             yq(f, v);
         else
             fputs(v, f);
@@ -214,13 +265,17 @@ static void emit_command(FILE *f, const study *st, const fit_xp_result *res,
     if (c->n_env)
         fputs("env ", f);
     for (size_t i = 0; i < c->n_env; i++) {
+        if (names_inactive(st, res, o, c->env[i]))
+            continue;
         expand(st, res, o, c->env[i], buf, sizeof(buf));
         shell_word(f, buf);
         fputc(' ', f);
     }
-    for (size_t i = 0; i < c->argc; i++) {
+    for (size_t i = 0, n = 0; i < c->argc; i++) {
+        if (arg_left_out(st, res, o, i))
+            continue;
         expand(st, res, o, c->argv[i], buf, sizeof(buf));
-        fputs(i ? " " : "", f);
+        fputs(n++ ? " " : "", f);
         shell_word(f, buf);
     }
     fputc('\n', f);

@@ -189,6 +189,7 @@ fit_xp_options fit_xp_options_default(void)
     o.prior_wd_sd = 0.25;
     o.prior_law_sd = 1.0;
     o.prior_draw = 0.5;
+    o.min_level_ok = 3;
     return o;
 }
 
@@ -230,8 +231,20 @@ static void xp_free_results(fit_xp *xp)
     xp->done = 0;
 }
 
+static void free_level_names(fit_xp *xp)
+{
+    for (size_t j = 0; xp->lv_names && j < xp->P; j++) {
+        for (size_t l = 0; xp->lv_names[j] && l < xp->par[j].n_levels; l++)
+            free(xp->lv_names[j][l]);
+        free(xp->lv_names[j]);
+    }
+    free(xp->lv_names);
+    xp->lv_names = NULL;
+}
+
 static void xp_free_runs(fit_xp *xp)
 {
+    free_level_names(xp);
     for (size_t i = 0; xp->par && i < xp->P; i++)
         free((char *)xp->par[i].name);
     free(xp->par);
@@ -292,6 +305,107 @@ st_status fit_xp_set_options(fit_xp *xp, const fit_xp_options *o)
     return ST_OK;
 }
 
+/* A categorical's level count and a conditional's parent (an earlier categorical). */
+static st_status check_levels(fit_xp *xp, const fit_xp_param *params, size_t j)
+{
+    const fit_xp_param *p = &params[j];
+    if (p->n_levels == 1 || p->n_levels > FIT_XP_MAX_LEVELS)
+        return xp_fail(xp, ST_EINVAL, "parameter '%s': %zu levels (2 to %d)", p->name, p->n_levels,
+                       FIT_XP_MAX_LEVELS);
+    if (p->n_levels && p->space != FIT_XP_LINEAR)
+        return xp_fail(xp, ST_EINVAL, "parameter '%s': a categorical's space must be linear",
+                       p->name);
+    if (p->active_mask && (p->parent >= j || !params[p->parent].n_levels))
+        return xp_fail(xp, ST_EINVAL,
+                       "parameter '%s': its parent must be an earlier categorical parameter",
+                       p->name);
+    return ST_OK;
+}
+
+int xp_param_active(const fit_xp *xp, size_t j, const double *x)
+{
+    while (xp->par[j].active_mask) {
+        size_t pa = xp->par[j].parent;
+        double l = x[pa];
+        if (!(l >= 0 && l < 64) || !((xp->par[j].active_mask >> (unsigned)l) & 1u))
+            return 0;
+        j = pa;
+    }
+    return 1;
+}
+
+void xp_settle_active(const fit_xp *xp, double *x)
+{
+    for (size_t j = 0; j < xp->P; j++)
+        if (!xp_param_active(xp, j, x))
+            x[j] = NAN;
+}
+
+/* The level names of the categoricals (copies; "level k" when none were given). */
+static st_status copy_level_names(fit_xp *xp, const fit_xp_param *params)
+{
+    xp->lv_names = calloc(xp->P, sizeof(char **));
+    if (!xp->lv_names)
+        return ST_ENOMEM;
+    for (size_t j = 0; j < xp->P; j++) {
+        size_t nl = params[j].n_levels;
+        if (!nl)
+            continue;
+        xp->lv_names[j] = calloc(nl, sizeof(char *));
+        if (!xp->lv_names[j])
+            return ST_ENOMEM;
+        for (size_t l = 0; l < nl; l++) {
+            char buf[32];
+            const char *nm = params[j].level_names ? params[j].level_names[l] : NULL;
+            if (!nm) {
+                snprintf(buf, sizeof(buf), "level %zu", l);
+                nm = buf;
+            }
+            xp->lv_names[j][l] = malloc(strlen(nm) + 1);
+            if (!xp->lv_names[j][l])
+                return ST_ENOMEM;
+            strcpy(xp->lv_names[j][l], nm);
+        }
+    }
+    return ST_OK;
+}
+
+/* Run i's value of parameter j into x and b: a categorical an integer level, a conditional NAN
+ * where inactive (b imputed later). ST_EINVAL otherwise outside its space. */
+static st_status store_value(fit_xp *xp, size_t i, size_t j, const double *xi)
+{
+    const fit_xp_param *p = &xp->par[j];
+    size_t P = xp->P;
+    double v = xi[j], bv = xp_to_basic(p->space, v);
+    int active = xp_param_active(xp, j, xi);
+    if (!active)
+        v = bv = NAN;
+    else if (!isfinite(bv) ||
+             (p->n_levels && !(v >= 0 && v < (double)p->n_levels && v == floor(v))))
+        return xp_fail(xp, ST_EINVAL, "run %zu, parameter '%s': value %g outside its space", i,
+                       p->name, v);
+    xp->x[i * P + j] = v;
+    xp->b[i * P + j] = bv;
+    return ST_OK;
+}
+
+/* An inactive conditional value's basic coordinate: the mean of the active ones (the front's
+ * regressions see it at its centre, as carbs/ imputes it); the model reads x's NAN instead. */
+static void impute_inactive(fit_xp *xp)
+{
+    size_t P = xp->P;
+    for (size_t j = 0; j < P; j++) {
+        double acc = 0;
+        size_t na = 0;
+        for (size_t i = 0; i < xp->n; i++)
+            if (!isnan(xp->x[i * P + j]))
+                acc += xp->b[i * P + j], na++;
+        for (size_t i = 0; i < xp->n; i++)
+            if (isnan(xp->x[i * P + j]))
+                xp->b[i * P + j] = na ? acc / (double)na : 0;
+    }
+}
+
 st_status fit_xp_set_runs(fit_xp *xp, size_t n_params, const fit_xp_param *params, size_t n,
                           const double *x, const double *cost, const double *objective,
                           const int *failed, const double *N, const double *D)
@@ -314,6 +428,9 @@ st_status fit_xp_set_runs(fit_xp *xp, size_t n_params, const fit_xp_param *param
             return xp_fail(xp, ST_EINVAL, "parameter '%s': rounding must be > 0", params[j].name);
         if (isnan(params[j].min) || isnan(params[j].max) || params[j].min > params[j].max)
             return xp_fail(xp, ST_EINVAL, "parameter '%s': bad bounds", params[j].name);
+        st_status sc = check_levels(xp, params, j);
+        if (sc != ST_OK)
+            return sc;
     }
     size_t P = n_params;
     xp->par = calloc(P, sizeof(*xp->par));
@@ -342,7 +459,19 @@ st_status fit_xp_set_runs(fit_xp *xp, size_t n_params, const fit_xp_param *param
         }
         memcpy(s, params[j].name, len + 1);
         xp->par[j].name = s;
+        xp->par[j].level_names = NULL;
         xp->role[j] = params[j].role == FIT_XP_AUTO ? fit_xp_role_guess(s) : params[j].role;
+        if (params[j].n_levels) { /* a level index: rounded, within the levels */
+            xp->role[j] = FIT_XP_OTHER;
+            xp->par[j].is_integer = 1;
+            xp->par[j].rounding = 1;
+            xp->par[j].min = 0;
+            xp->par[j].max = (double)params[j].n_levels - 1;
+        }
+    }
+    if (copy_level_names(xp, params) != ST_OK) {
+        xp_free_runs(xp);
+        return xp_fail(xp, ST_ENOMEM, "out of memory");
     }
     xp->n = n;
     size_t n_ok = 0;
@@ -355,19 +484,11 @@ st_status fit_xp_set_runs(fit_xp *xp, size_t n_params, const fit_xp_param *param
             return xp_fail(xp, ST_EINVAL, "run %zu: cost %g is not positive and finite", i,
                            cost[i]);
         }
-        for (size_t j = 0; j < P; j++) {
-            double v = x[i * P + j];
-            double bv = xp_to_basic(params[j].space, v);
-            if (!isfinite(bv)) {
-                char nm[64];
-                snprintf(nm, sizeof(nm), "%s", params[j].name);
-                xp_free_runs(xp);
-                return xp_fail(xp, ST_EINVAL, "run %zu, parameter '%s': value %g outside its space",
-                               i, nm, v);
+        for (size_t j = 0; j < P; j++)
+            if (store_value(xp, i, j, &x[i * P]) != ST_OK) {
+                xp_free_runs(xp); /* xp->err already names the run and parameter */
+                return ST_EINVAL;
             }
-            xp->x[i * P + j] = v;
-            xp->b[i * P + j] = bv;
-        }
         xp->failed[i] = fl;
         xp->cost[i] = cost[i];
         xp->obj[i] = fl ? NAN : objective[i];
@@ -384,6 +505,7 @@ st_status fit_xp_set_runs(fit_xp *xp, size_t n_params, const fit_xp_param *param
             n_ok++;
     }
     xp->n_ok = n_ok;
+    impute_inactive(xp);
     if (n_ok < 3) {
         size_t keep = n_ok;
         xp_free_runs(xp);
@@ -449,6 +571,19 @@ static void model_safety(fit_xp *xp)
              "(%.3g) to find where runs of that size still train",
              xp->res.p_diverge, xp->o.max_p_diverge, xp->par[lr].name, xp->rec[lr],
              xp->par[lr].name, xp->rec[lr], N_max);
+}
+
+/* FRONT: a categorical takes the best front group's level (a law along the front means
+ * nothing for it); a conditional parameter that level leaves inactive is NAN. */
+static void front_levels(fit_xp *xp)
+{
+    size_t P = xp->P, best = xp->front_run[xp->n_front - 1];
+    for (size_t j = 0; j < P; j++)
+        if (xp->par[j].n_levels)
+            xp->rec[j] = xp->rec_lo[j] = xp->rec_hi[j] = xp->x[best * P + j];
+    for (size_t j = 0; j < P; j++)
+        if (!xp_param_active(xp, j, xp->rec))
+            xp->rec[j] = xp->rec_lo[j] = xp->rec_hi[j] = NAN;
 }
 
 st_status fit_xp_run(fit_xp *xp, double C)
@@ -528,6 +663,8 @@ st_status fit_xp_run(fit_xp *xp, double C)
         s = xp_front_boundary_fit(xp);
         if (s == ST_OK)
             s = xp_front_recommend_fill(xp, C);
+        if (s == ST_OK)
+            front_levels(xp);
         if (s != ST_OK)
             return s;
         if (xp->res.warnings & FIT_XP_WARN_BOUND)

@@ -60,9 +60,25 @@ typedef struct fit_xp_param {
     double min, max;  /* bounds of the recommendation, parameter units (±INFINITY: none) */
     int is_integer;   /* round the recommendation to a multiple of `rounding` (> 0) */
     double rounding;
+    /* A categorical parameter (n_levels >= 2, at most FIT_XP_MAX_LEVELS): its values are level
+     * indices 0 .. n_levels - 1, space linear, role ignored. The MODEL treats it as a discrete
+     * factor: each level but a reference one gets an offset in ln loss and a shift of the
+     * learning rate's optimum (docs/algorithms/extrapolation.md, "Categorical parameters").
+     * level_names: n_levels names for messages, or NULL ("level 0", ...); copied. */
+    size_t n_levels;
+    const char *const *level_names;
+    /* A conditional parameter (active_mask != 0): active only in runs where parameter `parent`
+     * (an earlier categorical, itself active) holds a level k with bit k of active_mask set; its
+     * value is NAN elsewhere. Its penalty in the MODEL applies only to the runs where it is
+     * active; the recommendation gives NAN when its level makes it inactive. */
+    size_t parent;
+    uint64_t active_mask;
 } fit_xp_param;
 
-/* Defaults: linear space, role AUTO, no bounds, not integer, rounding 1. */
+#define FIT_XP_MAX_LEVELS 64
+
+/* Defaults: linear space, role AUTO, no bounds, not integer, rounding 1, ordered (n_levels 0),
+ * always active (active_mask 0). */
 void fit_xp_param_init(fit_xp_param *p, const char *name, fit_xp_space space);
 
 typedef enum fit_xp_method {
@@ -100,6 +116,9 @@ typedef struct fit_xp_options {
                              boundary to its own learning-rate law (docs/algorithms/
                              extrapolation.md, "Replicates draw their priors"); default 0.5;
                              0: every replicate under the point fit's priors */
+    size_t min_level_ok;  /* a level of a categorical parameter with fewer successful runs is
+                             not recommended (a warning names it; MODEL), default 3; 0 or 1:
+                             any level with a successful run */
 } fit_xp_options;
 
 fit_xp_options fit_xp_options_default(void);
@@ -115,6 +134,9 @@ fit_xp_options fit_xp_options_default(void);
 #define FIT_XP_WARN_FEW_FAILED 128u /* no diverged run: the stability boundary is unknown */
 #define FIT_XP_WARN_NARROW_ND  256u /* N or D spans less than a factor 4: Chinchilla weak */
 #define FIT_XP_WARN_RATIO      512u /* the law's optimal D/N lies outside the runs' D/N range */
+#define FIT_XP_WARN_FEW_LEVEL                                                                      \
+    1024u /* a categorical's level had too few successful runs to be                               \
+             recommended (fit_xp_options.min_level_ok) */
 
 typedef struct fit_xp fit_xp;
 
@@ -171,7 +193,9 @@ typedef struct fit_xp_result {
     double compute;                    /* C */
     double largest_cost;               /* the largest successful run's cost */
     fit_xp_method method;              /* the method that gave the recommendation */
-    const double *value;               /* n_params recommended values (parameter units) */
+    const double *value;               /* n_params recommended values (parameter units; a
+                                          categorical's level index; NAN for a conditional
+                                          parameter the recommended level leaves inactive) */
     const double *lo, *hi;             /* n_params interval ends at `level` */
     double objective;                  /* predicted objective of the recommended run */
     double objective_lo, objective_hi; /* its interval (model and run noise) */
@@ -237,6 +261,20 @@ st_status fit_xp_hp_coupling(const fit_xp *xp, size_t i, size_t j, double *t);
  * w the basic coordinate of the warmup-like parameter (0 when none). ST_ENOTFOUND without
  * a learning rate. */
 st_status fit_xp_divergence(const fit_xp *xp, double g[4]);
+/*
+ * The factor of categorical parameter i (MODEL): for its level `level`, the fitted offset in ln
+ * loss and the shift of the learning rate's optimum (ln lr when the learning rate is on a log
+ * scale) relative to the reference level: {point fit, interval lo, hi} at the options' level
+ * over the bootstrap replicates (either may be NULL). *ref_level: the reference level (the one
+ * with the most successful runs), whose offset and shift are 0 by definition; *n_ok: the
+ * level's successful runs. ST_ENOTFOUND without a model or when i is not categorical; ST_EINVAL
+ * for a level out of range.
+ */
+st_status fit_xp_level_effect(const fit_xp *xp, size_t i, size_t level, double offset[3],
+                              double lr_shift[3], size_t *ref_level, size_t *n_ok);
+/* The name of level `level` of parameter i ("level 3" when none was given; NULL when i is not
+ * categorical or level out of range). Owned by xp. */
+const char *fit_xp_level_name(const fit_xp *xp, size_t i, size_t level);
 /* Cost model: cost = exp(k) N D (k fitted on the successful runs). */
 st_status fit_xp_cost_model(const fit_xp *xp, double *k);
 

@@ -42,11 +42,18 @@ enum {
     XP_HP_LN_SAT,   /* ln kap_k: the penalty's saturation far from it */
     XP_HP_COUPLING  /* + j: t_kj, the coupling to hyper j < k */
 };
-#define XP_HP_LEN(k)  (XP_HP_COUPLING + (k)) /* slots of hyper k's block */
-#define XP_HP_OFF(k)  (XP_TH_CHIN + XP_HP_COUPLING * (k) + (k) * ((k)-1) / 2)
-#define XP_NTH        XP_HP_OFF(XP_MAX_HP) /* the largest parameter vector */
+#define XP_HP_LEN(k) (XP_HP_COUPLING + (k)) /* slots of hyper k's block */
+#define XP_HP_OFF(k) (XP_TH_CHIN + XP_HP_COUPLING * (k) + (k) * ((k)-1) / 2)
+/* Categorical factors (docs/algorithms/extrapolation.md, "Categorical parameters"): after the
+ * hyper blocks, XP_LV_LEN slots per non-reference level q of every factor at XP_LV_OFF(n_hp, q):
+ * its offset in ln loss and the shift of the learning rate's optimum (centred basic coordinate). */
+#define XP_MAX_FAC   4  /* categorical parameters in the model */
+#define XP_MAX_LV    16 /* non-reference levels over all of them */
+enum { XP_LV_DELTA = 0, XP_LV_LRSHIFT, XP_LV_LEN };
+#define XP_LV_OFF(n_hp, q) (XP_HP_OFF(n_hp) + XP_LV_LEN * (q))
+#define XP_NTH             XP_LV_OFF(XP_MAX_HP, XP_MAX_LV) /* the largest parameter vector */
 /* kap's ridge centre and start (a penalty that saturates at a 10% loss increase) */
-#define XP_SAT_CENTRE 0.1
+#define XP_SAT_CENTRE      0.1
 
 /* The logistic stability boundary P(fail) = sigma(g . (1, z)) on the centred covariates z of a
  * run: z[XP_Z_LR] = b_lr - m_lr, z[XP_Z_LN] = ln N - lN0, z[XP_Z_W] = w - m_w (b_lr, w: the basic
@@ -75,6 +82,12 @@ typedef struct xp_model {
     double size_c[1 + XP_MAX_HP];
     double fail_loss;
     size_t n_rep;
+    /* categorical factors: parameter indices, reference levels, their levels' first slot index
+     * q (level l != ref has q = fac_q0 + l - (l > ref)), successful runs per level */
+    size_t n_fac, n_lv;
+    size_t fac_param[XP_MAX_FAC], fac_ref[XP_MAX_FAC], fac_q0[XP_MAX_FAC];
+    size_t fac_n_ok[XP_MAX_FAC][FIT_XP_MAX_LEVELS];
+    size_t k_lr; /* the learning rate's hyper index, (size_t)-1 when not modelled */
 } xp_model;
 
 struct fit_xp {
@@ -84,6 +97,7 @@ struct fit_xp {
     size_t P, n;
     fit_xp_param *par; /* names owned */
     fit_xp_role *role; /* resolved */
+    char ***lv_names;  /* P: a categorical's level names (owned), NULL for the others */
     double *x;         /* n × P */
     double *b;         /* n × P basic coordinates */
     double *cost, *obj, *N, *D;
@@ -176,13 +190,26 @@ void xp_front_boundary_clear(fit_xp *xp);
 st_status xp_model_fit(fit_xp *xp);
 st_status xp_model_recommend(fit_xp *xp, double C);
 void xp_model_clear(xp_model *m);
+/* Is parameter j active in the row of values x (its parent chain holds levels in the masks)? */
+int xp_param_active(const fit_xp *xp, size_t j, const double *x);
+/* Sets to NAN the entries of the row x (P; a categorical's entry its level) of the parameters
+ * inactive in it, parents first. */
+void xp_settle_active(const fit_xp *xp, double *x);
+/* The level slot q of factor f's level l (a non-reference level), (size_t)-1 for the reference. */
+size_t xp_level_slot(const xp_model *m, size_t f, size_t l);
+/* For a full basic row b (P; a categorical's basic coordinate is its level index): the sum of its
+ * levels' offsets in ln loss under th and of their shifts of the learning rate's optimum. */
+void xp_level_terms(const fit_xp *xp, const double *th, const double *b, double *delta,
+                    double *lr_shift);
 /* ln N of a parameter row x (via the N parameter or the SIZE regression), NAN if unknown. */
 double xp_model_lnN(const fit_xp *xp, const double *x);
 
 /* ---- the model's objectives and minimisers (extrapolate_model.c) ---------------------------- */
 
 /* Hyper k's optimum b_k* (centred basic coordinate) under its block h = &th[XP_HP_OFF(k)] at
- * lNc = ln N - lN0, lDc = ln D - lD0 and the centred coordinates bh of the hypers before it. */
+ * lNc = ln N - lN0, lDc = ln D - lD0 and the centred coordinates bh of the hypers before it (an
+ * inactive one, NAN, counts as at its centre). A hyper whose bh is NAN (a conditional parameter
+ * inactive in the run) adds no penalty in xp_jm_eval. */
 double xp_hp_optimum(const double *h, size_t k, double lNc, double lDc, const double *bh);
 
 /* ln L of model th (XP_HP_OFF(n_hp) parameters) at one run and, if g != NULL, d ln L / d th.
@@ -204,10 +231,18 @@ typedef struct xp_jm_data {
     size_t free_idx[XP_NTH];   /* the free parameters' slots, increasing */
     double full[XP_NTH];       /* every parameter; the held ones keep these values */
     double w_ab, mu_ab, sd_ab; /* the prior on alpha - beta: weight, centre, sd */
-    /* Gaussian priors on hyper slots j >= XP_TH_CHIN: weight pw[j] (0: none) towards pmu[j], whose
-     * sd is psd[j] (the bootstrap draws each replicate's centres from them) */
+    /* categorical factors: per run n_fac level slots q (fq, runs × n_fac; (size_t)-1: the
+     * reference level); ln L gains th[XP_LV_OFF(n_hp, q) + XP_LV_DELTA] and the learning rate's
+     * optimum (hyper k_lr's intercept) moves by th[.. + XP_LV_LRSHIFT]; the later hypers'
+     * couplings see the learning rate itself */
+    size_t n_fac, k_lr;
+    const size_t *fq;
+    /* Gaussian priors on hyper and level slots j >= XP_TH_CHIN: weight pw[j] (0: none) towards
+     * pmu[j], whose sd is psd[j] (the bootstrap draws each replicate's centres from them) */
     double pw[XP_NTH], pmu[XP_NTH], psd[XP_NTH];
 } xp_jm_data;
+/* ln L of row i of d under th with its levels' terms; g (may be NULL): d ln L / d th (n_th). */
+double xp_jm_row_eval(const xp_jm_data *d, const double *th, size_t i, double *g);
 /* NLopt objective: xf the n_free free parameters, gf (may be NULL) its gradient. */
 double xp_jm_objective(unsigned nf, const double *xf, double *gf, void *data);
 /* Minimises from th (n_th, updated) within the search box; the objective (INFINITY on failure). */

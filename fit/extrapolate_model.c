@@ -26,15 +26,17 @@
 #define WALL        10.0
 
 /* The joint fit's search box (NLopt bounds), per slot. */
-#define EXP_MIN     0.02 /* alpha, beta: published fits lie near 0.3 (Hoffmann, Besiroglu) */
-#define EXP_MAX     2.0
-#define LN_E_MIN    (-10.0) /* e = ln of the irreducible loss: any loss scale in e^-10 .. e^20 */
-#define LN_E_MAX    20.0
-#define SLOPE_BOUND 3.0   /* |sN|, |sD|, |t| (the wall already acts beyond SLOPE_MAX) */
-#define CURV_MIN    1e-6  /* c: from flat ... */
-#define CURV_MAX    100.0 /* ... to a penalty of 100 per unit^2 of basic coordinate */
-#define SAT_MIN     1e-3  /* kap: saturation from a 0.1% loss increase to a factor 21 */
-#define SAT_MAX     20.0
+#define EXP_MIN        0.02 /* alpha, beta: published fits lie near 0.3 (Hoffmann, Besiroglu) */
+#define EXP_MAX        2.0
+#define LN_E_MIN       (-10.0) /* e = ln of the irreducible loss: any loss scale in e^-10 .. e^20 */
+#define LN_E_MAX       20.0
+#define SLOPE_BOUND    3.0   /* |sN|, |sD|, |t| (the wall already acts beyond SLOPE_MAX) */
+#define CURV_MIN       1e-6  /* c: from flat ... */
+#define CURV_MAX       100.0 /* ... to a penalty of 100 per unit^2 of basic coordinate */
+#define SAT_MIN        1e-3  /* kap: saturation from a 0.1% loss increase to a factor 21 */
+#define SAT_MAX        20.0
+#define LV_DELTA_BOUND 2.0 /* a level's offset in ln loss: a factor e^2 either way */
+#define LV_SHIFT_BOUND 5.0 /* its learning rate optimum's shift: a factor e^5 either way */
 
 /* L-BFGS stopping tolerances of both fits. */
 #define JM_FTOL_REL 1e-12
@@ -48,7 +50,8 @@ double xp_hp_optimum(const double *h, size_t k, double lNc, double lDc, const do
 {
     double opt = h[XP_HP_ICPT] + h[XP_HP_SLOPE_N] * lNc + h[XP_HP_SLOPE_D] * lDc;
     for (size_t j = 0; j < k; j++)
-        opt += h[XP_HP_COUPLING + j] * bh[j];
+        if (!isnan(bh[j])) /* an inactive conditional hyper sits at its centre */
+            opt += h[XP_HP_COUPLING + j] * bh[j];
     return opt;
 }
 
@@ -68,7 +71,7 @@ static void jm_grad_hypers(const double *th, size_t n_hp, double lNc, double lDc
         gk[XP_HP_LN_CURV] = q * c * E * u * u;
         gk[XP_HP_LN_SAT] = q * (kap * (1 - E) - E * c * u * u);
         for (size_t j = 0; j < k; j++)
-            gk[XP_HP_COUPLING + j] = -q * dPdu[k] * bh[j];
+            gk[XP_HP_COUPLING + j] = isnan(bh[j]) ? 0 : -q * dPdu[k] * bh[j];
     }
 }
 
@@ -84,6 +87,11 @@ double xp_jm_eval(const double *th, size_t n_hp, double lN, double lD, double lN
     double dPdu[XP_MAX_HP], Ek[XP_MAX_HP], uk[XP_MAX_HP];
     for (size_t k = 0; k < n_hp; k++) {
         const double *h = &th[XP_HP_OFF(k)];
+        if (isnan(bh[k])) { /* inactive in this run: no penalty, no gradient */
+            dPdu[k] = uk[k] = 0;
+            Ek[k] = 1;
+            continue;
+        }
         double c = exp(h[XP_HP_LN_CURV]), kap = exp(h[XP_HP_LN_SAT]);
         double u = bh[k] - xp_hp_optimum(h, k, lN - lN0, lD - lD0, bh);
         double E = exp(-c * u * u / kap);
@@ -103,6 +111,40 @@ double xp_jm_eval(const double *th, size_t n_hp, double lN, double lD, double lN
     return lse + log1p(P);
 }
 
+/* ln L of row i with its levels' terms (d->fq): the offsets added, the learning rate measured
+ * from its level's optimum; with g, d ln L / d th including the level slots. */
+double xp_jm_row_eval(const xp_jm_data *d, const double *th, size_t i, double *g)
+{
+    const double *bh = &d->bh[i * d->n_hp];
+    if (!d->n_fac)
+        return xp_jm_eval(th, d->n_hp, d->lN[i], d->lD[i], d->lN0, d->lD0, bh, g);
+    double delta = 0, shift = 0, tl[XP_NTH];
+    const size_t *fq = &d->fq[i * d->n_fac];
+    for (size_t f = 0; f < d->n_fac; f++)
+        if (fq[f] != (size_t)-1) {
+            delta += th[XP_LV_OFF(d->n_hp, fq[f]) + XP_LV_DELTA];
+            shift += th[XP_LV_OFF(d->n_hp, fq[f]) + XP_LV_LRSHIFT];
+        }
+    /* the level moves the learning rate's optimum; the later hypers' couplings see the learning
+     * rate itself (a weight decay's AdamW timescale is in lr, whatever the optimizer) */
+    size_t nh = XP_HP_OFF(d->n_hp), ic = XP_HP_OFF(d->k_lr) + XP_HP_ICPT;
+    memcpy(tl, th, nh * sizeof(double));
+    if (d->k_lr < d->n_hp)
+        tl[ic] += shift;
+    double v = xp_jm_eval(tl, d->n_hp, d->lN[i], d->lD[i], d->lN0, d->lD0, bh, g) + delta;
+    if (!g)
+        return v;
+    double ds = d->k_lr < d->n_hp ? g[ic] : 0; /* d ln L / d shift = d ln L / d a_lr */
+    for (size_t q = nh; q < d->n_th; q++)
+        g[q] = 0;
+    for (size_t f = 0; f < d->n_fac; f++)
+        if (fq[f] != (size_t)-1) {
+            g[XP_LV_OFF(d->n_hp, fq[f]) + XP_LV_DELTA] += 1;
+            g[XP_LV_OFF(d->n_hp, fq[f]) + XP_LV_LRSHIFT] += ds;
+        }
+    return v;
+}
+
 /* 0.5 sum_rows w r^2, r = ln L - ln y (w: d->wt, 1 without); adds w r d ln L / d th to G (n_th)
  * when want_g. */
 static double jm_data_term(const xp_jm_data *d, const double *th, int want_g, double *G)
@@ -110,9 +152,7 @@ static double jm_data_term(const xp_jm_data *d, const double *th, int want_g, do
     double g[XP_NTH] = {0}, f = 0;
     for (size_t t = 0; t < d->n; t++) {
         size_t i = d->rows[t];
-        double r = xp_jm_eval(th, d->n_hp, d->lN[i], d->lD[i], d->lN0, d->lD0, &d->bh[i * d->n_hp],
-                              want_g ? g : NULL) -
-                   d->ly[i];
+        double r = xp_jm_row_eval(d, th, i, want_g ? g : NULL) - d->ly[i];
         double wi = d->wt ? d->wt[i] : 1;
         f += 0.5 * wi * r * r;
         if (want_g)
@@ -186,9 +226,15 @@ double xp_jm_objective(unsigned nf, const double *xf, double *gf, void *data)
     return f;
 }
 
-/* The search box of every parameter of a model of n_hp hypers. */
-static void jm_box(size_t n_hp, double *lb, double *ub)
+/* The search box of every parameter of a model of n_hp hypers and n_th parameters (the level
+ * slots past the hypers' bounded by LV_DELTA_BOUND and LV_SHIFT_BOUND). */
+static void jm_box(size_t n_hp, size_t n_th, double *lb, double *ub)
 {
+    for (size_t j = XP_HP_OFF(n_hp); j < n_th; j++) {
+        int dl = (j - XP_HP_OFF(n_hp)) % XP_LV_LEN == XP_LV_DELTA;
+        ub[j] = dl ? LV_DELTA_BOUND : LV_SHIFT_BOUND;
+        lb[j] = -ub[j];
+    }
     for (size_t j = 0; j < XP_HP_OFF(n_hp); j++) {
         lb[j] = -HUGE_VAL;
         ub[j] = HUGE_VAL;
@@ -215,7 +261,7 @@ double xp_jm_minimise(xp_jm_data *d, double *th, size_t max_eval)
 {
     size_t nf = d->n_free;
     double box_lo[XP_NTH], box_hi[XP_NTH], lb[XP_NTH], ub[XP_NTH], xf[XP_NTH];
-    jm_box(d->n_hp, box_lo, box_hi);
+    jm_box(d->n_hp, d->n_th, box_lo, box_hi);
     memcpy(d->full, th, d->n_th * sizeof(double));
     for (size_t i = 0; i < nf; i++) {
         size_t j = d->free_idx[i];

@@ -214,6 +214,22 @@ static void law_priors_set(const fit_xp *xp, xp_jm_data *d, size_t k_wd, double 
     }
 }
 
+/* The weak priors of the categorical levels (always on: a level with few runs, or none, stays
+ * near its reference): each offset in ln loss towards 0 with sd LV_DELTA_PRIOR_SD, each shift
+ * of the learning rate's optimum towards 0 with sd LV_SHIFT_PRIOR_SD (in its basic coordinate;
+ * ln lr on a log scale), weighted sigma^2 / (2 sd^2) as the others. */
+#define LV_DELTA_PRIOR_SD 0.1
+#define LV_SHIFT_PRIOR_SD 1.0
+static void level_priors_set(const fit_xp *xp, xp_jm_data *d, double sigma)
+{
+    for (size_t q = 0; q < xp->m.n_lv; q++) {
+        size_t o = XP_LV_OFF(xp->m.n_hp, q);
+        d->pw[o + XP_LV_DELTA] = sigma * sigma / (2 * LV_DELTA_PRIOR_SD * LV_DELTA_PRIOR_SD);
+        d->pw[o + XP_LV_LRSHIFT] = sigma * sigma / (2 * LV_SHIFT_PRIOR_SD * LV_SHIFT_PRIOR_SD);
+        d->pmu[o + XP_LV_DELTA] = d->pmu[o + XP_LV_LRSHIFT] = 0;
+    }
+}
+
 /* ---- choosing what to model ----------------------------------------------------------------- */
 
 /* Is this the name of a weight decay? */
@@ -282,6 +298,8 @@ static void choose_hypers(fit_xp *xp)
     size_t n = xp->n, P = xp->P;
     m->lr_param = m->wu_param = NONE;
     for (size_t j = 0; j < P; j++) {
+        if (xp->par[j].active_mask || xp->par[j].n_levels)
+            continue; /* the boundary's covariates are there in every run */
         if (xp->role[j] == FIT_XP_LR && m->lr_param == NONE)
             m->lr_param = j;
         if (m->wu_param == NONE && fit_xp_is_warmup(xp->par[j].name))
@@ -291,7 +309,7 @@ static void choose_hypers(fit_xp *xp)
     const fit_xp_role order[3] = {FIT_XP_BATCH, FIT_XP_LR, FIT_XP_OTHER};
     for (size_t pass = 0; pass < 3; pass++)
         for (size_t j = 0; j < P; j++) {
-            if (xp->role[j] != order[pass])
+            if (xp->role[j] != order[pass] || xp->par[j].n_levels)
                 continue;
             double lo = INFINITY, hi = -INFINITY;
             for (size_t i = 0; i < n; i++)
@@ -302,13 +320,75 @@ static void choose_hypers(fit_xp *xp)
             if (hi - lo > HP_MIN_SPREAD && m->n_hp < XP_MAX_HP)
                 m->hp_param[m->n_hp++] = j;
         }
-    m->n_th = XP_HP_OFF(m->n_hp);
+    m->k_lr = NONE;
     for (size_t k = 0; k < m->n_hp; k++) {
         double acc = 0;
+        size_t na = 0;
         for (size_t i = 0; i < n; i++)
-            if (!xp->failed[i])
-                acc += xp->b[i * P + m->hp_param[k]];
-        m->hp_mean[k] = acc / (double)xp->n_ok;
+            if (!xp->failed[i] && !isnan(xp->x[i * P + m->hp_param[k]]))
+                acc += xp->b[i * P + m->hp_param[k]], na++;
+        m->hp_mean[k] = na ? acc / (double)na : 0;
+        if (m->hp_param[k] == m->lr_param)
+            m->k_lr = k;
+    }
+}
+
+/* The categorical factors: each level's successful runs, the reference level (the one with the
+ * most; the first of those on a tie), the slots of the others. ST_EINVAL beyond XP_MAX_FAC
+ * factors or XP_MAX_LV levels. Sets m->n_th. */
+static st_status choose_factors(fit_xp *xp)
+{
+    xp_model *m = &xp->m;
+    size_t P = xp->P;
+    m->n_fac = m->n_lv = 0;
+    for (size_t j = 0; j < P; j++) {
+        size_t nl = xp->par[j].n_levels;
+        if (!nl)
+            continue;
+        if (m->n_fac == XP_MAX_FAC || m->n_lv + nl - 1 > XP_MAX_LV)
+            return xp_fail(xp, ST_EINVAL,
+                           "the model takes at most %d categorical parameters with %d levels "
+                           "beyond their reference levels",
+                           XP_MAX_FAC, XP_MAX_LV);
+        size_t f = m->n_fac++, *cnt = m->fac_n_ok[f];
+        memset(cnt, 0, sizeof(m->fac_n_ok[f]));
+        for (size_t i = 0; i < xp->n; i++)
+            if (!xp->failed[i] && !isnan(xp->x[i * P + j]))
+                cnt[(size_t)xp->x[i * P + j]]++;
+        size_t ref = 0;
+        for (size_t l = 1; l < nl; l++)
+            if (cnt[l] > cnt[ref])
+                ref = l;
+        m->fac_param[f] = j;
+        m->fac_ref[f] = ref;
+        m->fac_q0[f] = m->n_lv;
+        m->n_lv += nl - 1;
+    }
+    m->n_th = XP_LV_OFF(m->n_hp, m->n_lv);
+    return ST_OK;
+}
+
+size_t xp_level_slot(const xp_model *m, size_t f, size_t l)
+{
+    if (l == m->fac_ref[f])
+        return NONE;
+    return m->fac_q0[f] + l - (l > m->fac_ref[f]);
+}
+
+void xp_level_terms(const fit_xp *xp, const double *th, const double *b, double *delta,
+                    double *lr_shift)
+{
+    const xp_model *m = &xp->m;
+    *delta = *lr_shift = 0;
+    for (size_t f = 0; f < m->n_fac; f++) {
+        double l = b[m->fac_param[f]];
+        if (!(l >= 0 && l < (double)xp->par[m->fac_param[f]].n_levels))
+            continue; /* inactive (NAN), or no level: counted as the reference */
+        size_t q = xp_level_slot(m, f, (size_t)l);
+        if (q == NONE)
+            continue;
+        *delta += th[XP_LV_OFF(m->n_hp, q) + XP_LV_DELTA];
+        *lr_shift += th[XP_LV_OFF(m->n_hp, q) + XP_LV_LRSHIFT];
     }
 }
 
@@ -402,6 +482,7 @@ typedef struct fit_work {
     size_t n_okr;              /* usable runs (succeeded, ln N and ln D known, loss > 0) */
     /* curve points (extrapolate_curves.c): rows n .. n + n_cp - 1 of lN, lD, ly, bh */
     double *wt;       /* n + n_cp: weight of each row's squared residual */
+    size_t *fq;       /* (n + n_cp) × n_fac: each row's level slots (xp_jm_data.fq) */
     int *usable;      /* n: run i is one of ok_rows */
     size_t *fit_rows; /* the point fit's rows: ok_rows, then the curve points of usable runs */
     size_t n_fit;
@@ -410,10 +491,12 @@ typedef struct fit_work {
 } fit_work;
 
 /* n runs, n_cp curve points, at most cp_max of them per run */
-static st_status work_alloc(fit_work *w, size_t n, size_t n_cp, size_t cp_max, size_t nh)
+static st_status work_alloc(fit_work *w, size_t n, size_t n_cp, size_t cp_max, size_t nh,
+                            size_t n_fac)
 {
     size_t na = n + n_cp;
     w->nh = nh;
+    w->fq = malloc((na * n_fac + 1) * sizeof(size_t));
     w->lN = malloc(na * sizeof(double));
     w->lD = malloc(na * sizeof(double));
     w->ly = malloc(na * sizeof(double));
@@ -431,7 +514,7 @@ static st_status work_alloc(fit_work *w, size_t n, size_t n_cp, size_t cp_max, s
     w->lg_boot = malloc((n + PRIOR_BINS) * sizeof(size_t));
     if (!w->lN || !w->lD || !w->ly || !w->bh || !w->z || !w->y || !w->key || !w->sorted ||
         !w->ok_rows || !w->rows || !w->lg_rows || !w->lg_boot || !w->wt || !w->usable ||
-        !w->fit_rows)
+        !w->fit_rows || !w->fq)
         return ST_ENOMEM;
     return ST_OK;
 }
@@ -453,6 +536,7 @@ static void work_free(fit_work *w)
     free(w->wt);
     free(w->usable);
     free(w->fit_rows);
+    free(w->fq);
 }
 
 /* Per run ln N, ln D, ln loss and the hypers' centred coordinates; the usable runs, the
@@ -470,8 +554,14 @@ static st_status assemble_runs(fit_xp *xp, fit_work *w)
         w->lN[i] = lN;
         w->lD[i] = lD;
         w->ly[i] = xp->failed[i] ? NAN : log(xp->obj[i]);
-        for (size_t k = 0; k < m->n_hp; k++)
-            w->bh[i * nh + k] = xp->b[i * P + m->hp_param[k]] - m->hp_mean[k];
+        for (size_t k = 0; k < m->n_hp; k++) /* NAN where a conditional hyper is inactive */
+            w->bh[i * nh + k] = isnan(xp->x[i * P + m->hp_param[k]])
+                                    ? NAN
+                                    : xp->b[i * P + m->hp_param[k]] - m->hp_mean[k];
+        for (size_t f = 0; f < m->n_fac; f++) {
+            double l = xp->x[i * P + m->fac_param[f]];
+            w->fq[i * m->n_fac + f] = isnan(l) ? NONE : xp_level_slot(m, f, (size_t)l);
+        }
         w->y[i] = xp->failed[i];
         if (!xp->failed[i] && isfinite(lN) && isfinite(lD) && xp->obj[i] > 0) {
             w->ok_rows[w->n_okr++] = i;
@@ -493,6 +583,9 @@ static st_status assemble_runs(fit_xp *xp, fit_work *w)
     memcpy(w->fit_rows, w->ok_rows, w->n_okr * sizeof(size_t));
     w->n_fit = w->n_okr + xp_curves_rows(xp, w->usable, nh, w->lN, w->lD, w->ly, w->bh, w->wt,
                                          &w->fit_rows[w->n_okr]);
+    for (size_t i = 0; xp->cp_off && i < n; i++) /* a curve point has its run's levels */
+        for (size_t c = xp->cp_off[i]; c < xp->cp_off[i + 1]; c++)
+            memcpy(&w->fq[(n + c) * m->n_fac], &w->fq[i * m->n_fac], m->n_fac * sizeof(size_t));
     m->lN0 = sN / (double)w->n_okr;
     m->lD0 = sD / (double)w->n_okr;
     m->cost_k = sk / (double)w->n_okr;
@@ -543,6 +636,14 @@ static void jm_setup(const fit_xp *xp, const fit_work *w, size_t k_wd, xp_jm_dat
         for (size_t q = 0; q < XP_HP_LEN(k); q++)
             if (!hp_slot_held(xp, w, k, q, k_wd))
                 d->free_idx[d->n_free++] = XP_HP_OFF(k) + q;
+    for (size_t q = 0; q < m->n_lv; q++) { /* a shift only with a learning rate modelled */
+        d->free_idx[d->n_free++] = XP_LV_OFF(m->n_hp, q) + XP_LV_DELTA;
+        if (m->k_lr != NONE)
+            d->free_idx[d->n_free++] = XP_LV_OFF(m->n_hp, q) + XP_LV_LRSHIFT;
+    }
+    d->n_fac = m->n_fac;
+    d->fq = w->fq;
+    d->k_lr = m->k_lr;
     d->n = w->n_fit;
     d->rows = w->fit_rows;
     d->wt = w->wt;
@@ -563,7 +664,7 @@ static void hyper_starts(const fit_xp *xp, fit_work *w, double *th0)
         double acc = 0;
         size_t na = 0;
         for (size_t t = 0; t < w->n_okr; t++)
-            if (xp->obj[w->ok_rows[t]] <= cut) {
+            if (xp->obj[w->ok_rows[t]] <= cut && !isnan(w->bh[w->ok_rows[t] * w->nh + k])) {
                 acc += w->bh[w->ok_rows[t] * w->nh + k];
                 na++;
             }
@@ -591,18 +692,22 @@ static void flat_hyper_restarts(const fit_xp *xp, fit_work *w, xp_jm_data *d, do
         if (exp(th[XP_HP_OFF(k) + XP_HP_LN_CURV]) >= FLAT_CURV || w->n_okr < 2)
             continue;
         const double *h = &th[XP_HP_OFF(k)];
+        size_t na = 0;
         for (size_t t = 0; t < w->n_okr; t++) {
             size_t i = w->ok_rows[t];
             const double *bh = &w->bh[i * w->nh];
-            w->sorted[t] = bh[k] - xp_hp_optimum(h, k, w->lN[i] - m->lN0, w->lD[i] - m->lD0, bh) +
-                           h[XP_HP_ICPT];
+            if (!isnan(bh[k])) /* the runs where it is active */
+                w->sorted[na++] = bh[k] -
+                                  xp_hp_optimum(h, k, w->lN[i] - m->lN0, w->lD[i] - m->lD0, bh) +
+                                  h[XP_HP_ICPT];
         }
-        fit_sort_doubles(w->sorted, w->n_okr);
+        if (na < 2)
+            continue;
+        fit_sort_doubles(w->sorted, na);
         for (size_t r = 0; r < N_FLAT_RESTART; r++) {
             double t[XP_NTH];
             memcpy(t, th, sizeof(t));
-            t[XP_HP_OFF(k) + XP_HP_ICPT] =
-                fit_quantile_sorted(w->sorted, w->n_okr, FLAT_RESTART_Q[r]);
+            t[XP_HP_OFF(k) + XP_HP_ICPT] = fit_quantile_sorted(w->sorted, na, FLAT_RESTART_Q[r]);
             t[XP_HP_OFF(k) + XP_HP_LN_CURV] = log(START_CURV);
             double ft = xp_jm_minimise(d, t, MAXEVAL_POLISH);
             if (ft < f) {
@@ -627,6 +732,7 @@ static st_status first_fit(fit_xp *xp, fit_work *w, xp_jm_data *d, size_t k_wd, 
     double th0[XP_NTH] = {0};
     hyper_starts(xp, w, th0);
     law_priors_set(xp, d, k_wd, PRIOR_SIGMA_MIN);
+    level_priors_set(xp, d, PRIOR_SIGMA_MIN);
     if (k_wd != NONE) {
         wd_prior_set(xp, d, k_wd, PRIOR_SIGMA_MIN);
         for (size_t q = XP_HP_SLOPE_N; q < XP_HP_LEN(k_wd); q++) {
@@ -664,14 +770,12 @@ static st_status first_fit(fit_xp *xp, fit_work *w, xp_jm_data *d, size_t k_wd, 
 }
 
 /* Residual sd of ln loss of model th over the usable runs, dof degrees of freedom. */
-static double residual_sd(const xp_model *m, const fit_work *w, const double *th, double dof)
+static double residual_sd(const xp_jm_data *d, const fit_work *w, const double *th, double dof)
 {
     double ss = 0;
     for (size_t t = 0; t < w->n_okr; t++) {
         size_t i = w->ok_rows[t];
-        double r =
-            xp_jm_eval(th, m->n_hp, w->lN[i], w->lD[i], m->lN0, m->lD0, &w->bh[i * w->nh], NULL) -
-            w->ly[i];
+        double r = xp_jm_row_eval(d, th, i, NULL) - w->ly[i];
         ss += r * r;
     }
     return sqrt(ss / (dof > 1 ? dof : 1));
@@ -683,19 +787,20 @@ static void refit_with_priors(fit_xp *xp, const fit_work *w, xp_jm_data *d, size
 {
     xp_model *m = &xp->m;
     double dof = (double)w->n_okr - (double)d->n_free;
-    m->sigma = residual_sd(m, w, th, dof);
+    m->sigma = residual_sd(d, w, th, dof);
     double sg = fmax(m->sigma, PRIOR_SIGMA_MIN), sd = xp->o.prior_ab_sd;
     if (k_wd != NONE)
         wd_prior_set(xp, d, k_wd, sg);
     law_priors_set(xp, d, k_wd, sg);
+    level_priors_set(xp, d, sg);
     if (sd > 0) {
         d->w_ab = sg * sg / (2 * sd * sd);
         d->sd_ab = sd;
     }
-    if (!(sd > 0) && k_wd == NONE && !(xp->o.prior_law_sd > 0))
+    if (!(sd > 0) && k_wd == NONE && !(xp->o.prior_law_sd > 0) && !xp->m.n_lv)
         return;
     xp_jm_minimise(d, th, MAXEVAL_POLISH);
-    m->sigma = residual_sd(m, w, th, dof);
+    m->sigma = residual_sd(d, w, th, dof);
 }
 
 /* ---- the stability boundary ------------------------------------------------------------- */
@@ -746,7 +851,9 @@ static void boundary_covariates(fit_xp *xp, fit_work *w, double slr, double sw)
     for (size_t t = 0; t < n_real; t++) {
         size_t i = w->lg_rows[t];
         double *z = &w->z[XP_NZ * i];
-        z[XP_Z_LR] = xp->b[i * P + m->lr_param] - m->m_lr;
+        double dl, sh; /* the learning rate from its level's optimum (the point fit's shift) */
+        xp_level_terms(xp, m->th, &xp->x[i * P], &dl, &sh);
+        z[XP_Z_LR] = xp->b[i * P + m->lr_param] - sh - m->m_lr;
         z[XP_Z_LN] = w->lN[i] - m->lN0;
         z[XP_Z_W] = m->wu_param != NONE ? xp->b[i * P + m->wu_param] - m->m_w : 0;
     }
@@ -969,9 +1076,11 @@ static st_status model_fit(fit_xp *xp, fit_work *w)
 {
     xp_model *m = &xp->m;
     choose_hypers(xp);
-    st_status s = fit_size_regression(xp);
+    st_status s = choose_factors(xp);
     if (s == ST_OK)
-        s = work_alloc(w, xp->n, xp->n_cp, xp->cp_max, m->n_hp ? m->n_hp : 1);
+        s = fit_size_regression(xp);
+    if (s == ST_OK)
+        s = work_alloc(w, xp->n, xp->n_cp, xp->cp_max, m->n_hp ? m->n_hp : 1, m->n_fac);
     if (s == ST_OK)
         s = assemble_runs(xp, w);
     if (s != ST_OK)

@@ -55,14 +55,29 @@ static double lnD_of(const fit_xp *xp, const double *x)
     return NAN;
 }
 
+/* The centred coordinates bh of the hypers in the full basic row b (NAN where inactive); the
+ * model th with the learning rate's optimum moved by b's levels into tl (XP_HP_OFF(n_hp)
+ * slots), their offset of ln L into *delta. */
+static void model_at_levels(const fit_xp *xp, const double *th, const double *b, double *bh,
+                            double *tl, double *delta)
+{
+    const xp_model *m = &xp->m;
+    double shift;
+    xp_level_terms(xp, th, b, delta, &shift);
+    for (size_t k = 0; k < m->n_hp; k++)
+        bh[k] = b[m->hp_param[k]] - m->hp_mean[k];
+    memcpy(tl, th, XP_HP_OFF(m->n_hp) * sizeof(double));
+    if (m->k_lr != NONE)
+        tl[XP_HP_OFF(m->k_lr) + XP_HP_ICPT] += shift;
+}
+
 /* ln L of model th at lN, lD and the basic coordinates of a full parameter row b (P). */
 static double model_lnL(const fit_xp *xp, const double *th, double lN, double lD, const double *b)
 {
     const xp_model *m = &xp->m;
-    double bh[XP_MAX_HP];
-    for (size_t k = 0; k < m->n_hp; k++)
-        bh[k] = b[m->hp_param[k]] - m->hp_mean[k];
-    return xp_jm_eval(th, m->n_hp, lN, lD, m->lN0, m->lD0, bh, NULL);
+    double bh[XP_MAX_HP], tl[XP_NTH], delta;
+    model_at_levels(xp, th, b, bh, tl, &delta);
+    return xp_jm_eval(tl, m->n_hp, lN, lD, m->lN0, m->lD0, bh, NULL) + delta;
 }
 
 /* P(diverge) under the boundary's coefficients g at lN and the basic row b. */
@@ -71,22 +86,24 @@ static double model_pdiv(const fit_xp *xp, const double *g, double lN, const dou
     const xp_model *m = &xp->m;
     if (!m->has_div)
         return 0;
+    double delta, shift; /* the learning rate from its level's optimum (the point fit's) */
+    xp_level_terms(xp, m->th, b, &delta, &shift);
     double eta =
-        g[XP_G_ICPT] + g[XP_G_LR] * (b[m->lr_param] - m->m_lr) + g[XP_G_LN] * (lN - m->lN0);
+        g[XP_G_ICPT] + g[XP_G_LR] * (b[m->lr_param] - shift - m->m_lr) + g[XP_G_LN] * (lN - m->lN0);
     if (m->wu_param != NONE)
         eta += g[XP_G_W] * (b[m->wu_param] - m->m_w);
     return 1 / (1 + exp(-eta));
 }
 
-/* Basic coordinate of hyper k's optimum under th at (lN, lD), given the earlier hypers in the
- * full basic row b. */
-static double hp_opt(const xp_model *m, const double *th, size_t k, double lN, double lD,
+/* Basic coordinate of hyper k's optimum under th at (lN, lD), given the earlier hypers and the
+ * levels in the full basic row b (the learning rate's moved by its level's shift). */
+static double hp_opt(const fit_xp *xp, const double *th, size_t k, double lN, double lD,
                      const double *b)
 {
-    double bh[XP_MAX_HP];
-    for (size_t j = 0; j < k; j++)
-        bh[j] = b[m->hp_param[j]] - m->hp_mean[j];
-    return xp_hp_optimum(&th[XP_HP_OFF(k)], k, lN - m->lN0, lD - m->lD0, bh) + m->hp_mean[k];
+    const xp_model *m = &xp->m;
+    double bh[XP_MAX_HP], tl[XP_NTH], delta;
+    model_at_levels(xp, th, b, bh, tl, &delta);
+    return xp_hp_optimum(&tl[XP_HP_OFF(k)], k, lN - m->lN0, lD - m->lD0, bh) + m->hp_mean[k];
 }
 
 /* Fills a full basic row b (P) for (lN, lD) under th with lr shifted by s; starts from base. */
@@ -101,9 +118,11 @@ static void setting_basic(const fit_xp *xp, const double *th, double lN, double 
         if (xp->role[j] == FIT_XP_D)
             b[j] = xp_to_basic(xp->par[j].space, exp(lD));
     }
+    xp_settle_active(xp, b);
     for (size_t k = 0; k < m->n_hp; k++) {
         size_t j = m->hp_param[k];
-        b[j] = hp_opt(m, th, k, lN, lD, b) + (j == m->lr_param ? s : 0);
+        if (!isnan(b[j])) /* an inactive conditional hyper stays NAN */
+            b[j] = hp_opt(xp, th, k, lN, lD, b) + (j == m->lr_param ? s : 0);
     }
 }
 
@@ -195,7 +214,7 @@ static void refine_range(const fit_xp *xp, size_t k, double law, double *lo, dou
     }
     double l = INFINITY, h = -INFINITY;
     for (size_t i = 0; i < xp->n; i++)
-        if (!xp->failed[i]) {
+        if (!xp->failed[i] && !isnan(xp->x[i * P + j])) {
             l = fmin(l, xp->b[i * P + j]);
             h = fmax(h, xp->b[i * P + j]);
         }
@@ -224,6 +243,8 @@ static void refine_hypers(fit_xp *xp, double lN, double lD, double *b)
         for (size_t k = 0; k < m->n_hp; k++) {
             size_t j = m->hp_param[k];
             double lo, hi;
+            if (isnan(b[j]))
+                continue; /* inactive at the recommended levels */
             refine_range(xp, k, law[k], &lo, &hi);
             double best = b[j];
             for (int t = 0; t <= REFINE_STEPS; t++) {
@@ -319,13 +340,15 @@ static void ratio_range(const fit_xp *xp, double lND, double *lo, double *hi)
 
 /* (ln N, lr shift) minimising the expected loss over the replicates with P(fail) <=
  * max_p_diverge, around the point fit's compute-optimal ln N (kept within the sweep's tokens
- * per parameter, ratio_range); the safest candidate (with a warning) if none qualifies. */
-static void rec_search(fit_xp *xp, double lND, rec_work *w, double *lN_out, double *s_out)
+ * per parameter, ratio_range); the safest candidate (with a warning when warn) if none
+ * qualifies. Returns the expected loss of the choice, INFINITY when none qualified. */
+static double rec_search(fit_xp *xp, double lND, rec_work *w, int warn, double *lN_out,
+                         double *s_out)
 {
     const xp_model *m = &xp->m;
     double lN_lo, lN_hi, lN_pt = best_lN(m->th, lND);
     ratio_range(xp, lND, &lN_lo, &lN_hi);
-    if (lN_pt < lN_lo || lN_pt > lN_hi) {
+    if ((lN_pt < lN_lo || lN_pt > lN_hi) && warn) {
         char msg[200];
         snprintf(msg, sizeof(msg),
                  "the fitted law's compute-optimal split (%.3g tokens per parameter) lies outside "
@@ -333,8 +356,8 @@ static void rec_search(fit_xp *xp, double lND, rec_work *w, double *lN_out, doub
                  exp(lND - 2 * lN_pt), exp(lND - 2 * lN_hi) * RATIO_WIDEN,
                  exp(lND - 2 * lN_lo) / RATIO_WIDEN);
         xp_add_warning(xp, FIT_XP_WARN_RATIO, msg);
-        lN_pt = fmin(fmax(lN_pt, lN_lo), lN_hi);
     }
+    lN_pt = fmin(fmax(lN_pt, lN_lo), lN_hi);
     double best_E = INFINITY, best_lN_v = lN_pt, best_s = 0, minp = INFINITY;
     double minp_lN = lN_pt, minp_s = 0;
     for (int it = -SEARCH_N_STEPS; it <= SEARCH_N_STEPS; it++) {
@@ -360,11 +383,14 @@ static void rec_search(fit_xp *xp, double lND, rec_work *w, double *lN_out, doub
     if (!isfinite(best_E)) {
         best_lN_v = minp_lN;
         best_s = minp_s;
-        xp_add_warning(xp, FIT_XP_WARN_P_DIVERGE,
-                       "every candidate has P(diverge) above the limit: the safest one is given");
+        if (warn)
+            xp_add_warning(xp, FIT_XP_WARN_P_DIVERGE,
+                           "every candidate has P(diverge) above the limit: the safest one is "
+                           "given");
     }
     *lN_out = best_lN_v;
     *s_out = best_s;
+    return best_E;
 }
 
 /* The setting w->b (at lN, lD = lND - lN) as it will run: clamped and rounded into xp->rec; its
@@ -415,6 +441,10 @@ static void rec_intervals(fit_xp *xp, double lND, double s, rec_work *w)
     }
     double a = (1 - xp->o.level) / 2;
     for (size_t j = 0; j < P; j++) {
+        if (isnan(xp->rec[j])) { /* inactive at the recommended levels */
+            xp->rec_lo[j] = xp->rec_hi[j] = NAN;
+            continue;
+        }
         for (size_t r = 0; r < R; r++)
             w->vals[r] = w->repv[r * P + j];
         fit_sort_doubles(w->vals, R);
@@ -431,6 +461,86 @@ static void rec_intervals(fit_xp *xp, double lND, double s, rec_work *w)
     xp->res.D_hi = fmax(fit_quantile_sorted(w->repD, R, 1 - a), xp->res.D);
 }
 
+/* 1 when every level of the combination c (mixed radix over the factors) had at least
+ * min_level_ok successful runs; the levels into w->base. */
+static int combo_set(fit_xp *xp, size_t c, rec_work *w)
+{
+    const xp_model *m = &xp->m;
+    int ok = 1;
+    for (size_t f = 0; f < m->n_fac; f++) {
+        size_t j = m->fac_param[f], nl = xp->par[j].n_levels, l = c % nl;
+        c /= nl;
+        w->base[j] = (double)l;
+        if (m->fac_n_ok[f][l] < xp->o.min_level_ok || !m->fac_n_ok[f][l])
+            ok = 0;
+    }
+    return ok;
+}
+
+/* The warning for the levels too few runs kept out of the recommendation. */
+static void warn_few_levels(fit_xp *xp)
+{
+    const xp_model *m = &xp->m;
+    char msg[400] = "";
+    size_t len = 0;
+    for (size_t f = 0; f < m->n_fac; f++) {
+        size_t j = m->fac_param[f];
+        for (size_t l = 0; l < xp->par[j].n_levels; l++)
+            if ((m->fac_n_ok[f][l] < xp->o.min_level_ok || !m->fac_n_ok[f][l]) &&
+                len + 80 < sizeof(msg))
+                len += (size_t)snprintf(msg + len, sizeof(msg) - len, "%s%s = %s (%zu)",
+                                        len ? ", " : "", xp->par[j].name, xp->lv_names[j][l],
+                                        m->fac_n_ok[f][l]);
+    }
+    if (!len)
+        return;
+    char text[512];
+    snprintf(text, sizeof(text),
+             "levels with fewer than %zu successful runs are not recommended: %s",
+             xp->o.min_level_ok > 1 ? xp->o.min_level_ok : 1, msg);
+    xp_add_warning(xp, FIT_XP_WARN_FEW_LEVEL, text);
+}
+
+/* The levels of the recommendation into w->base: of the combinations of levels each with
+ * enough successful runs, the one whose best setting (rec_search, refine_hypers) has the lowest
+ * expected loss with P(diverge) within the limit; the first allowed one when none is; the
+ * reference levels (the most runs) when no combination is allowed (the warning says so). */
+static void rec_levels(fit_xp *xp, double lND, rec_work *w)
+{
+    const xp_model *m = &xp->m;
+    size_t n_combo = 1, best_c = (size_t)-1, first_ok = (size_t)-1;
+    for (size_t f = 0; f < m->n_fac; f++)
+        n_combo *= xp->par[m->fac_param[f]].n_levels;
+    double best_E = INFINITY;
+    for (size_t c = 0; c < n_combo; c++) {
+        if (!combo_set(xp, c, w))
+            continue;
+        if (first_ok == (size_t)-1)
+            first_ok = c;
+        double lN, s, pm;
+        double E = rec_search(xp, lND, w, 0, &lN, &s);
+        if (!isfinite(E))
+            continue;
+        setting_basic(xp, m->th, lN, lND - lN, s, w->base, w->b);
+        if (xp->o.robust)
+            refine_hypers(xp, lN, lND - lN, w->b);
+        E = expected_loss(xp, lN, lND - lN, w->b, &pm);
+        if (E < best_E) {
+            best_E = E;
+            best_c = c;
+        }
+    }
+    warn_few_levels(xp);
+    if (best_c == (size_t)-1 && first_ok != (size_t)-1)
+        best_c = first_ok;
+    if (best_c != (size_t)-1) {
+        combo_set(xp, best_c, w);
+        return;
+    }
+    for (size_t f = 0; f < m->n_fac; f++) /* no level allowed: the best-measured ones */
+        w->base[m->fac_param[f]] = (double)m->fac_ref[f];
+}
+
 st_status xp_model_recommend(fit_xp *xp, double C)
 {
     xp_model *m = &xp->m;
@@ -445,8 +555,10 @@ st_status xp_model_recommend(fit_xp *xp, double C)
         setting_basic(xp, m->th, lNh, lDh, 0, w.base, w.b);
         m->fail_loss = exp(model_lnL(xp, m->th, lNh, lDh, w.b));
     }
+    if (m->n_fac)
+        rec_levels(xp, lND, &w);
     double lN, s;
-    rec_search(xp, lND, &w, &lN, &s);
+    rec_search(xp, lND, &w, 1, &lN, &s);
     setting_basic(xp, m->th, lN, lND - lN, s, w.base, w.b);
     if (xp->o.robust)
         refine_hypers(xp, lN, lND - lN, w.b);
@@ -562,6 +674,7 @@ st_status fit_xp_predict(const fit_xp *xp, const double *x, double N, double D, 
     double *v = b + P;
     for (size_t j = 0; j < P; j++)
         b[j] = xp_to_basic(xp->par[j].space, x[j]);
+    xp_settle_active(xp, b);
     double o, l, h, p;
     predict_reps(xp, lN, lD, b, v, &o, &l, &h, &p);
     if (objective)
@@ -598,6 +711,7 @@ st_status fit_xp_predict_replicates(const fit_xp *xp, const double *x, double N,
         return ST_ENOMEM;
     for (size_t j = 0; j < xp->P; j++)
         b[j] = xp_to_basic(xp->par[j].space, x[j]);
+    xp_settle_active(xp, b);
     for (size_t r = 0; r < m->n_rep; r++) {
         /* the same per-replicate terms as predict_reps */
         if (ln_loss)
@@ -609,4 +723,48 @@ st_status fit_xp_predict_replicates(const fit_xp *xp, const double *x, double N,
         *sigma = m->sigma;
     free(b);
     return ST_OK;
+}
+
+st_status fit_xp_level_effect(const fit_xp *xp, size_t i, size_t level, double offset[3],
+                              double lr_shift[3], size_t *ref_level, size_t *n_ok)
+{
+    if (!xp || !xp->has_model)
+        return ST_ENOTFOUND;
+    const xp_model *m = &xp->m;
+    size_t f = 0;
+    while (f < m->n_fac && m->fac_param[f] != i)
+        f++;
+    if (f == m->n_fac)
+        return ST_ENOTFOUND;
+    if (level >= xp->par[i].n_levels)
+        return ST_EINVAL;
+    if (ref_level)
+        *ref_level = m->fac_ref[f];
+    if (n_ok)
+        *n_ok = m->fac_n_ok[f][level];
+    size_t q = xp_level_slot(m, f, level), R = m->n_rep;
+    double *v = malloc((R ? R : 1) * sizeof(double)), a = (1 - xp->o.level) / 2;
+    if (!v)
+        return ST_ENOMEM;
+    for (int e = 0; e < XP_LV_LEN; e++) {
+        double *out = e == XP_LV_DELTA ? offset : lr_shift;
+        if (!out)
+            continue;
+        size_t o = q == NONE ? 0 : XP_LV_OFF(m->n_hp, q) + (size_t)e;
+        for (size_t r = 0; r < R; r++)
+            v[r] = q == NONE ? 0 : m->th_rep[r * XP_NTH + o];
+        fit_sort_doubles(v, R);
+        out[0] = q == NONE ? 0 : m->th[o];
+        out[1] = fit_quantile_sorted(v, R, a);
+        out[2] = fit_quantile_sorted(v, R, 1 - a);
+    }
+    free(v);
+    return ST_OK;
+}
+
+const char *fit_xp_level_name(const fit_xp *xp, size_t i, size_t level)
+{
+    if (!xp || i >= xp->P || !xp->lv_names || !xp->lv_names[i] || level >= xp->par[i].n_levels)
+        return NULL;
+    return xp->lv_names[i][level];
 }

@@ -127,6 +127,18 @@ void rp_fmt_percent(char *buf, size_t cap, double p)
         snprintf(buf, cap, "%.1f%%", 100 * p);
 }
 
+void rp_fmt_rec(const report *r, const rp_hp *h, double v, char *buf, size_t cap)
+{
+    const char *lv =
+        r->xp && isfinite(v) && v >= 0 ? fit_xp_level_name(r->xp, h->xi, (size_t)v) : NULL;
+    if (lv)
+        snprintf(buf, cap, "%s", lv);
+    else if (r->xp && isnan(v) && isnan(r->res.value[h->xi]))
+        snprintf(buf, cap, "inactive");
+    else
+        rp_fmt_human(buf, cap, v);
+}
+
 void rp_what_to_run(const report *r, char *buf, size_t cap)
 {
     buf[0] = '\0';
@@ -143,7 +155,7 @@ void rp_what_to_run(const report *r, char *buf, size_t cap)
     } while (0)
     ADD("What to run: ");
     for (size_t i = 0; i < r->n_hp; i++) {
-        rp_fmt_human(v, sizeof(v), r->hp[i].rec);
+        rp_fmt_rec(r, &r->hp[i], r->hp[i].rec, v, sizeof(v));
         ADD("%s%s %s", i ? ", " : "", r->pnames[r->hp[i].param], v);
     }
     rp_fmt_human(v, sizeof(v), r->target);
@@ -633,9 +645,9 @@ st_status report_md_dup(report *r, char **out)
     rp_buf_add(&b, "| parameter | value | lo | hi |\n| --- | --- | --- | --- |\n");
     for (size_t i = 0; i < r->n_hp; i++) {
         const rp_hp *h = &r->hp[i];
-        rp_fmt_human(v1, sizeof(v1), h->rec);
-        rp_fmt_human(v2, sizeof(v2), h->rec_lo);
-        rp_fmt_human(v3, sizeof(v3), h->rec_hi);
+        rp_fmt_rec(r, h, h->rec, v1, sizeof(v1));
+        rp_fmt_rec(r, h, h->rec_lo, v2, sizeof(v2));
+        rp_fmt_rec(r, h, h->rec_hi, v3, sizeof(v3));
         rp_buf_add(&b, "| ");
         md_cell(&b, r->pnames[h->param]);
         rp_buf_addf(&b, " | %s | %s | %s |\n", v1, v2, v3);

@@ -709,6 +709,34 @@ static void validation_alerts(const report *r, rp_buf *b)
     rp_buf_add(b, "</table>\n");
 }
 
+/* Each categorical's levels against its reference level (the model's factor): offset of the
+ * loss and of the learning rate's optimum with their intervals, the runs behind each. */
+static void levels_table(report *r, rp_buf *b)
+{
+    for (size_t i = 0; r->xp && i < r->n_hp; i++) {
+        size_t xi = r->hp[i].xi, ref = 0, n_ok;
+        double off[3], sh[3];
+        if (fit_xp_level_effect(r->xp, xi, 0, NULL, NULL, &ref, NULL) != ST_OK)
+            continue;
+        rp_buf_add(b, "<table>\n<tr><th class=\"l\">");
+        rp_buf_html(b, r->pnames[r->hp[i].param]);
+        rp_buf_addf(b,
+                    "</th><th>loss factor</th><th>%.0f%% interval</th><th>lr shift (basic)"
+                    "</th><th>%.0f%% interval</th><th>succeeded</th></tr>\n",
+                    100 * r->o.band_level, 100 * r->o.band_level);
+        for (size_t l = 0; fit_xp_level_effect(r->xp, xi, l, off, sh, NULL, &n_ok) == ST_OK; l++) {
+            rp_buf_add(b, "<tr><td class=\"l\">");
+            rp_buf_html(b, fit_xp_level_name(r->xp, xi, l));
+            rp_buf_addf(b,
+                        "%s</td><td>%.4f</td><td>%.4f&ndash;%.4f</td><td>%+.3f</td>"
+                        "<td>%+.3f&ndash;%+.3f</td><td>%zu</td></tr>\n",
+                        l == ref ? " (reference)" : "", exp(off[0]), exp(off[1]), exp(off[2]),
+                        sh[0], sh[1], sh[2], n_ok);
+        }
+        rp_buf_add(b, "</table>\n");
+    }
+}
+
 static void recommendation(report *r, rp_buf *b)
 {
     char v[64];
@@ -727,8 +755,21 @@ static void recommendation(report *r, rp_buf *b)
                 100 * r->o.band_level);
     for (size_t i = 0; i < r->n_hp; i++) {
         const rp_hp *h = &r->hp[i];
-        row4(b, r->pnames[h->param], h->rec, h->rec_lo, h->rec_hi);
+        char t4[3][64];
+        rp_fmt_rec(r, h, h->rec, t4[0], sizeof(t4[0]));
+        rp_fmt_rec(r, h, h->rec_lo, t4[1], sizeof(t4[1]));
+        rp_fmt_rec(r, h, h->rec_hi, t4[2], sizeof(t4[2]));
+        rp_buf_add(b, "<tr><td class=\"l\">");
+        rp_buf_html(b, r->pnames[h->param]);
+        rp_buf_add(b, "</td>");
+        for (int c = 0; c < 3; c++) {
+            rp_buf_add(b, "<td>");
+            rp_buf_html(b, t4[c]);
+            rp_buf_add(b, "</td>");
+        }
+        rp_buf_add(b, "</tr>\n");
     }
+    levels_table(r, b);
     /* the model size and tokens, unless a parameter already is one of them */
     int has_N = 0, has_D = 0;
     for (size_t i = 0; r->xp && i < r->n_hp; i++) {

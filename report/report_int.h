@@ -200,6 +200,9 @@ void rp_fmt(char *buf, size_t cap, double v, int dash);
 /* A number as a person reads it: 1.85M, 300G, 12k (3 significant digits, SI suffixes from 1e4
  * to 1e18), else 4 significant digits; "–" when not finite. */
 void rp_fmt_human(char *buf, size_t cap, double v);
+/* A recommended value v of parameter h: a categorical's level name, "inactive" for a
+ * conditional parameter the recommended level leaves out (NAN), else rp_fmt_human. */
+void rp_fmt_rec(const report *r, const rp_hp *h, double v, char *buf, size_t cap);
 /* A probability as a person reads it: "5.0%", "< 0.1%", "unknown" for NAN. */
 void rp_fmt_percent(char *buf, size_t cap, double p);
 /* 1 when the engine's recommendation is its model of every run (the one prediction at the

@@ -108,7 +108,25 @@ static void set_bounds(study *s, size_t j, const runner_param_spec *ps)
         p->min = -INFINITY, p->max = INFINITY;
 }
 
-/* The engine's parameters: every searched parameter of the sweep file, in file order. */
+/* A conditional parameter's parent: the engine's index of its `when` parameter (searched,
+ * earlier in the file) and the mask of the parent's choices it is active for. */
+static st_status set_parent(study *s, size_t j, const runner_param_spec *ps)
+{
+    if (!ps->p.active_if)
+        return ST_OK;
+    for (size_t k = 0; k < j; k++)
+        if (!strcmp(s->par[k].name, ps->p.active_if)) {
+            s->par[j].parent = k;
+            s->par[j].active_mask = ps->p.active_mask;
+            return ST_OK;
+        }
+    return st_errf(s->errmsg, ST_EINVAL,
+                   "parameter '%s': its parent '%s' is not a searched parameter before it",
+                   ps->p.name, ps->p.active_if);
+}
+
+/* The engine's parameters: every searched parameter of the sweep file, in file order;
+ * categorical ones as levels, conditional ones with their parent. */
 static st_status describe(study *s)
 {
     const runner_config *cfg = s->w->cfg;
@@ -121,24 +139,24 @@ static st_status describe(study *s)
     for (size_t i = 0; i < cfg->n_params; i++) {
         if (cfg->params[i].is_fixed)
             continue;
-        if (cfg->params[i].choices || cfg->params[i].p.active_if) {
-            /* study_run refuses (the engine fits ordered parameters only); the report still
-             * shows the runs */
-            if (!s->unordered[0])
-                snprintf(s->unordered, sizeof(s->unordered), "parameter '%s' is %s",
-                         cfg->params[i].p.name,
-                         cfg->params[i].choices ? "categorical" : "conditional");
-            continue;
-        }
         const runner_param_spec *ps = spec_of(s, i);
         size_t j = s->P++;
         fit_xp_param *p = &s->par[j];
         s->pidx[j] = i;
-        fit_xp_param_init(p, cfg->params[i].p.name, xp_space(ps->p.space));
-        p->role = role_of(s, p->name);
-        p->is_integer = ps->p.is_integer;
-        p->rounding = ps->p.rounding > 0 ? ps->p.rounding : 1;
-        set_bounds(s, j, ps);
+        if (cfg->params[i].choices) { /* a discrete factor of the engine's model */
+            fit_xp_param_init(p, cfg->params[i].p.name, FIT_XP_LINEAR);
+            p->n_levels = cfg->params[i].p.n_choices;
+            p->level_names = (const char *const *)cfg->params[i].choices;
+        } else {
+            fit_xp_param_init(p, cfg->params[i].p.name, xp_space(ps->p.space));
+            p->role = role_of(s, p->name);
+            p->is_integer = ps->p.is_integer;
+            p->rounding = ps->p.rounding > 0 ? ps->p.rounding : 1;
+            set_bounds(s, j, ps);
+        }
+        st_status rc = set_parent(s, j, &cfg->params[i]);
+        if (rc)
+            return rc;
     }
     for (size_t k = 0; k < s->o.n_roles; k++) {
         size_t j = 0;
@@ -193,12 +211,19 @@ static run_use classify(study *s, const runner_sweep_run *u)
     }
 }
 
-/* 1 when every searched value of u is finite and inside its space's domain. */
+/* 1 when every searched value of u is finite and inside its space's domain (NAN exactly where a
+ * conditional parameter is inactive). */
 static int values_usable(const study *s, const runner_sweep_run *u)
 {
     for (size_t j = 0; j < s->P; j++) {
         double v = u->x[s->pidx[j]];
         fit_xp_space sp = s->par[j].space;
+        int active = runner_param_active(s->w->cfg, u->x, s->pidx[j]);
+        if (!active && isnan(v))
+            continue;
+        if (!active ||
+            (s->par[j].n_levels && !runner_param_choice(&s->w->cfg->params[s->pidx[j]], v)))
+            return 0;
         if (!isfinite(v) || (sp == FIT_XP_LOG && !(v > 0)) ||
             (sp == FIT_XP_LOGIT && !(v > 0 && v < 1)))
             return 0;
@@ -258,6 +283,8 @@ static void settle_spaces(study *s)
                 lo = fmin(lo, v), hi = fmax(hi, v);
         }
         fit_xp_param *p = &s->par[j];
+        if (p->n_levels)
+            continue; /* levels, not a scale */
         if ((p->space == FIT_XP_LOG && !(lo > 0)) ||
             (p->space == FIT_XP_LOGIT && !(lo > 0 && hi < 1)))
             p->space = FIT_XP_LINEAR;
@@ -431,12 +458,6 @@ st_status study_run(study *s)
     s->warn[0] = s->unsafe_reason[0] = s->errmsg[0] = '\0';
     s->safe = 0;
     memset(&s->backtest, 0, sizeof(s->backtest));
-    if (s->unordered[0])
-        return st_errf(s->errmsg, ST_EINVAL,
-                       "%s: the extrapolation engine fits ordered parameters only (fix it "
-                       "with a `value:` in a copy of the sweep file and record the runs of "
-                       "that choice there, or leave it out of the sweep)",
-                       s->unordered);
     double largest = largest_used_cost(s);
     s->target = isfinite(s->o.compute) ? s->o.compute : s->o.factor * largest;
     if (!(s->target > 0) || !isfinite(s->target)) {

@@ -97,6 +97,11 @@ st_status study_space_init(study_space *sp, const runner_config *cfg, const stud
         sp->names[i] = ps->p.name;
         if (ps->is_fixed)
             continue;
+        if (ps->choices || ps->p.active_if) /* the design spreads ordered coordinates only */
+            return st_errf(errmsg, ST_EINVAL,
+                           "study mode: parameter '%s' is %s (the design and acquisition take "
+                           "ordered parameters only; `scaletune extrapolate` fits such a sweep)",
+                           ps->p.name, ps->choices ? "categorical" : "conditional");
         size_t j = sp->P++;
         sp->pidx[j] = i;
         sp->role[j] = fit_xp_role_guess(ps->p.name);

@@ -19,7 +19,6 @@
 #pragma GCC visibility push(hidden)
 
 struct study {
-    char unordered[160]; /* a categorical or conditional parameter (study_run refuses) */
     char errmsg[ST_ERRMSG_MAX];
     study_options o;
     const runner_sweep *w;

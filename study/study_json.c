@@ -36,6 +36,13 @@ static void add_split(json_t *arr, const char *w)
     }
 }
 
+/* Engine parameter j's value v: a categorical's choice string, null where inactive (NAN). */
+static json_t *jvalue(const study *s, size_t j, double v)
+{
+    const char *c = runner_param_choice(&s->w->cfg->params[s->pidx[j]], v);
+    return s->par[j].n_levels && c ? json_string(c) : jnum(v);
+}
+
 /* recommended, intervals, roles; fixed numeric parameters copied so the setting is complete */
 static void add_recommendation(const study *s, json_t *o)
 {
@@ -43,7 +50,7 @@ static void add_recommendation(const study *s, json_t *o)
     int banded = s->o.engine.n_boot > 0; /* no replicates: no intervals */
     json_t *rec = json_object(), *iv = json_object(), *roles = json_object();
     for (size_t j = 0; j < s->P; j++) {
-        json_object_set_new(rec, s->par[j].name, jnum(r->value[j]));
+        json_object_set_new(rec, s->par[j].name, jvalue(s, j, r->value[j]));
         json_object_set_new(iv, s->par[j].name,
                             banded ? jpair(r->lo[j], r->hi[j]) : jpair(NAN, NAN));
         json_object_set_new(roles, s->par[j].name,
@@ -192,6 +199,33 @@ static json_t *hp_laws_json(const study *s)
     return hp;
 }
 
+/* A categorical's factor (MODEL): per level its offset in ln loss and lr shift with their
+ * intervals against the reference level, its successful runs, whether it may be recommended. */
+static json_t *factor_json(const study *s, size_t j)
+{
+    json_t *f = json_object(), *lv = json_object();
+    size_t ref = 0;
+    for (size_t l = 0; l < s->par[j].n_levels; l++) {
+        double off[3], sh[3];
+        size_t n_ok = 0;
+        if (fit_xp_level_effect(s->xp, j, l, off, sh, &ref, &n_ok) != ST_OK)
+            continue;
+        json_t *e = json_object();
+        json_object_set_new(e, "ln_loss_offset", jnum(off[0]));
+        json_object_set_new(e, "ln_loss_offset_interval", jpair(off[1], off[2]));
+        json_object_set_new(e, "lr_shift", jnum(sh[0]));
+        json_object_set_new(e, "lr_shift_interval", jpair(sh[1], sh[2]));
+        json_object_set_new(e, "succeeded", json_integer((json_int_t)n_ok));
+        json_object_set_new(e, "recommendable",
+                            json_boolean(n_ok && n_ok >= s->o.engine.min_level_ok));
+        json_object_set_new(lv, fit_xp_level_name(s->xp, j, l), e);
+    }
+    json_object_set_new(f, "reference", json_string(fit_xp_level_name(s->xp, j, ref)));
+    json_object_set_new(f, "recommended", jvalue(s, j, s->res.value[j]));
+    json_object_set_new(f, "levels", lv);
+    return f;
+}
+
 /* The model of every run, or NULL when it was not fitted. */
 static json_t *model_json(const study *s)
 {
@@ -212,6 +246,11 @@ static json_t *model_json(const study *s)
     if (fit_xp_cost_model(s->xp, &k) == ST_OK)
         json_object_set_new(m, "cost_ln_k", jnum(k));
     json_object_set_new(m, "hyperparameter_laws", hp_laws_json(s));
+    json_t *fac = json_object();
+    for (size_t j = 0; j < s->P; j++)
+        if (s->par[j].n_levels)
+            json_object_set_new(fac, s->par[j].name, factor_json(s, j));
+    json_object_set_new(m, "categorical", fac);
     if (fit_xp_divergence(s->xp, g) == ST_OK) {
         json_t *d = json_array();
         for (size_t i = 0; i < 4; i++)

@@ -20,8 +20,8 @@ static void usage(FILE *f)
 {
     fputs("usage: llmsim (--N P | --d-model W --n-layer L) --tokens D --lr LR --batch B\n"
           "              [--warmup F] [--weight-decay WD] [--seed S] [--steps-to-report K]\n"
-          "              [--true] [--world K] [--sleep-ms MS]\n"
-          "       llmsim --oracle C [--world K]\n"
+          "              [--optimizer adamw|lion] [--true] [--world K] [--sleep-ms MS]\n"
+          "       llmsim --oracle C [--world K] [--optimizer adamw|lion]\n"
           "  --N P              non-embedding parameters (or 12 * n_layer * d_model^2)\n"
           "  --tokens D         training tokens\n"
           "  --lr LR            peak learning rate (AdamW)\n"
@@ -29,6 +29,8 @@ static void usage(FILE *f)
           "  --warmup F         warmup as a fraction of the steps, in [0, 1) (default 0.02)\n"
           "  --weight-decay WD  AdamW lambda (default 0.1)\n"
           "  --seed S           noise seed (default 0)\n"
+          "  --optimizer O      adamw (default) or lion: lr optimum and boundary 0.3x,\n"
+          "                     loss 0.99x (bench/sim.h, lion_lr, lion_loss)\n"
           "  --steps-to-report K  number of step/eval reports (default 10)\n"
           "  --true             print the noise-free loss and its terms as one JSON line\n"
           "  --oracle C         print the true optimum at C FLOPs (C = 6 N D)\n"
@@ -86,7 +88,7 @@ int main(int argc, char **argv)
 {
     double N = NAN, dm = NAN, nl = NAN, D = NAN, lr = NAN, batch = NAN;
     double warmup = 0.02, wd = 0.1, seed = 0, nrep = 10, oracle = NAN, world = 0, sleep_ms = 0;
-    int show_true = 0;
+    int show_true = 0, optimizer = 0;
     struct {
         const char *name;
         double *dst;
@@ -110,6 +112,15 @@ int main(int argc, char **argv)
         }
         if (!strcmp(argv[i], "--true")) {
             show_true = 1;
+            continue;
+        }
+        if (!strcmp(argv[i], "--optimizer") && i + 1 < argc) {
+            optimizer = !strcmp(argv[i + 1], "lion") ? 1 : !strcmp(argv[i + 1], "adamw") ? 0 : -1;
+            if (optimizer < 0) {
+                fprintf(stderr, "llmsim: --optimizer: '%s' is not adamw or lion\n", argv[i + 1]);
+                return 2;
+            }
+            i++;
             continue;
         }
         size_t k, nf = sizeof(flags) / sizeof(flags[0]);
@@ -138,15 +149,16 @@ int main(int argc, char **argv)
     if (!isnan(oracle)) {
         sim_setting o;
         double loss;
-        st_status st = sim_oracle(&law, oracle, &o, &loss);
+        st_status st = sim_oracle_for(&law, oracle, optimizer, &o, &loss);
         if (st != ST_OK) {
             fprintf(stderr, "llmsim: oracle at C = %g: %s\n", oracle, st_strerror(st));
             return 2;
         }
         printf("{\"event\":\"oracle\",\"compute\":%.17g,\"params\":%.17g,\"tokens\":%.17g,"
                "\"lr\":%.17g,\"batch\":%.17g,\"warmup\":%.17g,\"weight_decay\":%.17g,"
-               "\"val_loss\":%.17g}\n",
-               oracle, o.N, o.D, o.lr, o.batch, o.warmup, o.weight_decay, loss);
+               "\"optimizer\":\"%s\",\"val_loss\":%.17g}\n",
+               oracle, o.N, o.D, o.lr, o.batch, o.warmup, o.weight_decay,
+               optimizer ? "lion" : "adamw", loss);
         return 0;
     }
     if (isnan(N) && !isnan(dm) && !isnan(nl))
@@ -161,7 +173,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "llmsim: --seed must be a non-negative integer\n");
         return 2;
     }
-    sim_setting s = {N, D, lr, batch, warmup, wd};
+    sim_setting s = {N, D, lr, batch, warmup, wd, optimizer};
     char err[ST_ERRMSG_MAX];
     if (show_true) {
         sim_terms t;

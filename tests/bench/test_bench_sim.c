@@ -28,7 +28,7 @@ static void test_formulas(const sim_law *law)
 
     /* all four penalties at once: lr 2x, batch / 2, warmup 0.05, weight decay 0.05 */
     double lr_opt = 0.00646054624666413, bs_opt = 31865.1612916846;
-    sim_setting s = {1e7, 2e8, 2 * lr_opt, bs_opt / 2, 0.05, 0.05};
+    sim_setting s = {1e7, 2e8, 2 * lr_opt, bs_opt / 2, 0.05, 0.05, 0};
     sim_terms t;
     CHECK_ST(sim_eval(law, &s, &t, NULL), ST_OK);
     CHECK(!t.diverged);
@@ -49,7 +49,7 @@ static void test_invalid(const sim_law *law)
 {
     sim_terms t;
     char err[ST_ERRMSG_MAX];
-    sim_setting ok = {1e7, 2e8, 1e-3, 1e4, 0.02, 0.1};
+    sim_setting ok = {1e7, 2e8, 1e-3, 1e4, 0.02, 0.1, 0};
     sim_setting s = ok;
     s.N = -1;
     CHECK_ST(sim_eval(law, &s, &t, err), ST_EINVAL);
@@ -188,7 +188,7 @@ static void test_oracle_box(const sim_law *law)
 
 static void test_divergence(const sim_law *law)
 {
-    sim_setting s = {1e7, 2e8, 0, 31865.0, 0.05, 0.1};
+    sim_setting s = {1e7, 2e8, 0, 31865.0, 0.05, 0.1, 0};
     double lr_max = sim_lr_max(law, 1e7, 1.0, 1.0); /* warmup 0.05 > warmup_opt */
     sim_terms t;
     s.lr = lr_max * 0.999;
@@ -215,7 +215,7 @@ static void test_divergence(const sim_law *law)
 
 static void test_noise(const sim_law *law)
 {
-    sim_setting s = {1e7, 2e8, 0.006, 32000, 0.02, 0.1};
+    sim_setting s = {1e7, 2e8, 0.006, 32000, 0.02, 0.1, 0};
     sim_terms t;
     CHECK_ST(sim_eval(law, &s, &t, NULL), ST_OK);
     double a, b, step;
@@ -245,7 +245,7 @@ static void test_noise(const sim_law *law)
 /* Reads back what sim_emit wrote and checks the protocol: the last eval equals the final. */
 static void test_emit(const sim_law *law)
 {
-    sim_setting s = {1e7, 2e8, 0.006, 32000, 0.02, 0.1};
+    sim_setting s = {1e7, 2e8, 0.006, 32000, 0.02, 0.1, 0};
     FILE *f = tmpfile();
     CHECK(f != NULL);
     if (!f)
@@ -306,6 +306,7 @@ static void random_setting(st_rng *r, double C, double N_opt, sim_setting *s)
     s->batch = fmin(s->D, 1e3 * pow(1e4, st_rng_uniform(r)));
     s->warmup = 0.5 * st_rng_uniform(r);
     s->weight_decay = 1e-4 * pow(1e5, st_rng_uniform(r));
+    s->optimizer = 0;
 }
 
 /* The drawn constants lie in issue 15's ranges (literal numbers here, not sim.c's), the
@@ -392,6 +393,35 @@ static void test_family(const sim_law *def)
     st_rng_destroy(r);
 }
 
+/* Lion (optimizer 1): the same setting at 0.3x the learning rate has 0.99x AdamW's loss and
+ * the same penalties (the AdamW timescale in lr: its weight decay 1/0.3x); the oracle keeps N and
+ * D, moves lr and the boundary by 0.3 and the weight decay by 1/0.3; an unknown optimizer is
+ * refused. */
+static void test_lion(const sim_law *law)
+{
+    sim_setting a = {1e7, 2e8, 0.004, 3e4, 0.03, 0.1, 0}, l = a;
+    l.optimizer = 1;
+    l.lr = 0.3 * a.lr;
+    l.weight_decay = a.weight_decay / 0.3;
+    sim_terms ta, tl;
+    CHECK_ST(sim_eval(law, &a, &ta, NULL), ST_OK);
+    CHECK_ST(sim_eval(law, &l, &tl, NULL), ST_OK);
+    CHECK_REL(tl.loss, 0.99 * ta.loss, 1e-12);
+    CHECK_REL(tl.lr_max, 0.3 * ta.lr_max, 1e-12);
+    sim_setting oa, ol;
+    double La, Ll;
+    CHECK_ST(sim_oracle_for(law, 1e19, 0, &oa, &La), ST_OK);
+    CHECK_ST(sim_oracle_for(law, 1e19, 1, &ol, &Ll), ST_OK);
+    CHECK(ol.optimizer == 1 && oa.optimizer == 0);
+    CHECK_REL(Ll, 0.99 * La, 1e-9);
+    CHECK_REL(ol.N, oa.N, 1e-6);
+    CHECK_REL(ol.lr, 0.3 * oa.lr, 1e-9);
+    CHECK_REL(ol.weight_decay, oa.weight_decay / 0.3, 1e-9);
+    l.optimizer = 2;
+    CHECK_ST(sim_eval(law, &l, &tl, NULL), ST_EINVAL);
+    CHECK_ST(sim_oracle_for(law, 1e19, 2, &ol, &Ll), ST_EINVAL);
+}
+
 int main(void)
 {
     st_global_init();
@@ -404,6 +434,7 @@ int main(void)
     test_noise(&law);
     test_emit(&law);
     test_family(&law);
+    test_lion(&law);
     st_global_cleanup();
     return check_summary("bench.sim");
 }

@@ -510,7 +510,7 @@ typedef struct study {
 
 static double true_loss(const sim_law *w, const double *v)
 {
-    sim_setting s = {v[0], v[1], v[2], v[3], v[4], v[5]};
+    sim_setting s = {v[0], v[1], v[2], v[3], v[4], v[5], 0};
     if (s.batch > s.D)
         s.batch = s.D;
     if (!(s.warmup >= 0 && s.warmup < 1))
@@ -558,7 +558,7 @@ static void run_study(uint64_t seed, size_t n, size_t n_boot, double prior_wd_sd
         }
         if (v[3] > v[1])
             v[3] = v[1];
-        sim_setting s = {v[0], v[1], v[2], v[3], v[4], v[5]};
+        sim_setting s = {v[0], v[1], v[2], v[3], v[4], v[5], 0};
         double o, ds;
         int dv;
         sim_run(&w, &s, seed * 100003 + i, &o, &dv, &ds, NULL);
@@ -914,7 +914,13 @@ static void world39_outcome(fit_xp_options o, double *lr_over_max, double *regre
     CHECK_ST(sim_law_draw(39, &w), ST_OK);
     if (xp && fit_xp_get_result(xp, &r) == ST_OK) {
         const double *v = r.value;
-        sim_setting s = {v[0], v[1], v[2], v[3], v[4], v[5]}, opt;
+        sim_setting s = {.N = v[0],
+                         .D = v[1],
+                         .lr = v[2],
+                         .batch = v[3],
+                         .warmup = v[4],
+                         .weight_decay = v[5]},
+                    opt;
         sim_terms tm;
         double best;
         CHECK_ST(sim_eval(&w, &s, &tm, NULL), ST_OK);

@@ -129,11 +129,13 @@ class TestSweep(unittest.TestCase):
             self.assertEqual(s.trials[-1]["params"], {"optimizer": "lion", "beta2": None,
                                                       "x": -1.0})
             self.assertTrue(math.isfinite(s.trials[-1]["objective"]))
-            # the engine fits ordered parameters only: extrapolate refuses by name; the report
-            # still shows the runs
-            with self.assertRaises(ScaletuneError) as e:
-                s.recommend(factor=10)
-            self.assertIn("'optimizer' is categorical", str(e.exception))
+            # the engine takes a categorical (the front here: no N, D or learning rate): the
+            # best run's choice, a string, with beta2 null where that choice leaves it inactive
+            rec = s.recommend(factor=10, bootstrap=10)["recommended"]
+            best = min((t for t in s.trials if t["objective"] is not None),
+                       key=lambda t: t["objective"])["params"]
+            self.assertEqual(rec["optimizer"], best["optimizer"])
+            self.assertEqual(rec["beta2"] is None, rec["optimizer"] != "adamw")
             out = os.path.join(self.tmp.name, "r.json")
             s.report(out)
             self.assertTrue(os.path.getsize(out) > 0)
