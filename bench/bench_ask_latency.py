@@ -5,7 +5,8 @@ thread's CPU time (time.thread_time: on a loaded machine the wall times of a few
 mostly measure the scheduler). Needs Debian's python3-optuna
 (`scripts/install-deps --bench`, for /usr/bin/python3). Run from the repository root after make:
   PYTHONPATH=bindings/python OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/bench_ask_latency.py [N]
-(N, default 1000, is the second history length; the first is 30).
+(N, default 1000, is the second history length; the first is 30). --gp-max-points=M passes
+option gp_max_points to scaletune (0: a full GP over every run).
 """
 import random
 import statistics
@@ -21,12 +22,14 @@ except ImportError:
              "against): scripts/install-deps --bench, then run it with /usr/bin/python3"
              % sys.executable)
 optuna.logging.set_verbosity(optuna.logging.ERROR)
+SC_OPTS = {a[2:].split("=")[0].replace("-", "_"): int(a.split("=")[1]) for a in sys.argv[1:] if a.startswith("--gp-max-points=")}
+ARGS = [a for a in sys.argv[1:] if not a.startswith("--")]
 
 def f(x):  # 4-d, cheap
     return sum((v - 0.3) ** 2 for v in x)
 
 def sc_lat(n, reps=5, d=4):
-    o = Optimizer(Space([Param("x%d" % i, "linear", center=0.5, min=0, max=1) for i in range(d)]), seed=1)
+    o = Optimizer(Space([Param("x%d" % i, "linear", center=0.5, min=0, max=1) for i in range(d)]), seed=1, **SC_OPTS)
     r = random.Random(1)
     for i in range(n):
         p, sid = o.suggest()
@@ -49,7 +52,7 @@ def op_lat(n, sampler, reps=5, d=4):
         st.tell(t, f(x))
     return statistics.median(ts), statistics.median(cs)
 
-for n in (30, int(sys.argv[1]) if len(sys.argv) > 1 else 1000):
+for n in (30, int(ARGS[0]) if ARGS else 1000):
     t0 = time.perf_counter(); s, s_cpu = sc_lat(n); w0 = time.perf_counter() - t0
     tpe, tpe_cpu = op_lat(n, optuna.samplers.TPESampler(seed=1))
     cma, cma_cpu = op_lat(n, optuna.samplers.CmaEsSampler(seed=1))
