@@ -353,7 +353,9 @@ st_status gp_priv_predict(gp *g, size_t m, const double *Xs, double *mean, doubl
     size_t n = g->n, d = g->d, mb = GP_PRED_BLOCK;
     int mat = g->kernel == GP_KERNEL_LIN_MATERN32;
     if (n > g->n_ks || !g->pw) {
-        size_t nn = n > g->n_ks ? n : g->n_ks;
+        /* room for 1/8 more points: a kept GP (gpcache.c) grows by a point or two per
+         * suggestion, and a fresh 4 MB block each time costs its page faults */
+        size_t nn = n > g->n_ks ? n + n / 8 : g->n_ks;
         double *w = malloc((2 * nn * mb + 2 * nn * d + nn + 2 * d * mb + mb) * sizeof(double));
         if (!w)
             return ST_ENOMEM;
