@@ -24,7 +24,9 @@
 
 #include "carbs/carbs_int.h"
 
+#ifndef GPC_GROWTH /* (-DGPC_GROWTH=1000000: a refit at every suggestion, for ablations) */
 #define GPC_GROWTH 16 /* refit when the rows grew by 1/16 since the last refit point */
+#endif
 #define GPC_SALT   0x67706361636865ULL
 
 typedef struct gpc_slot {
@@ -44,9 +46,11 @@ size_t carbs_priv_refit_point(size_t n)
 {
     if (n <= CARBS_GPC_MIN)
         return n;
-    size_t r = CARBS_GPC_MIN;
-    while (r + r / GPC_GROWTH <= n)
-        r += r / GPC_GROWTH;
+    size_t r = CARBS_GPC_MIN, step = r / GPC_GROWTH ? r / GPC_GROWTH : 1;
+    while (r + step <= n) {
+        r += step;
+        step = r / GPC_GROWTH ? r / GPC_GROWTH : 1;
+    }
     return r;
 }
 
