@@ -280,7 +280,7 @@ st_status carbs_priv_cost_data(carbs *c, size_t *n, double **X, double **cost);
 
 /* ---- gpcache.c --------------------------------------------------------------------------- */
 
-#define CARBS_GPC_MIN 64 /* GPs over at most this many rows are refitted at every suggestion */
+#define CARBS_GPC_MIN 256 /* GPs over at most this many rows are refitted at every suggestion */
 
 /* The GPs kept between suggestions (gpcache.c), the slot of each. */
 typedef enum gpc_kind { GPC_OUT = 0, GPC_COST = 1, GPC_SUCC = 2, GPC_N = 3 } gpc_kind;

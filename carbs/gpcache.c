@@ -3,8 +3,11 @@
  * when they condition on every run (recommended mode, no subset: subset.c). Refitting the
  * hyperparameters and refactorising K at every suggestion cost O(n^3) (docs/benchmarks.md
  * section 10); here a GP over n rows is
- *   - refitted only at the refit points r(n): n itself up to GPC_MIN rows, then GPC_MIN and
- *     every growth by 1/GPC_GROWTH (64, 68, 72, ..., 1000, 1062, ...): the hyperparameters are
+ *   - refitted only at the refit points r(n): n itself up to CARBS_GPC_MIN (256) rows, then
+ *     at 256 and every growth by 1/GPC_GROWTH (256, 272, 289, ..., 897, 953, 1012, ...): at
+ *     most 256 rows, the suggestions are bit for bit those of a refit at every suggestion
+ *     (the default's output and cost GPs never have more, gp_max_points; its success GP has
+ *     more only with over 256 observations, failures included); above, the hyperparameters are
  *     fitted on the first r rows alone, with targets transformed from those rows alone and a
  *     generator seeded by (seed, r, which GP), and the factor of those r rows is computed afresh;
  *   - then extended by the rows r .. n-1, appended to the factor one at a time in order
