@@ -236,8 +236,8 @@ struct carbs {
     size_t qrng_drawn;
     struct carbs_gpcache *gpc; /* the GPs kept between suggestions (gpcache.c): a cache, not
                                   state; NULL until the first use */
-    st_rng *rng; /* reseeded from (seed, next_id) at each suggestion: a suggestion
-                    is a function of the state, whoever rebuilt it */
+    st_rng *rng;               /* reseeded from (seed, next_id) at each suggestion: a suggestion
+                                  is a function of the state, whoever rebuilt it */
     carbs_suggestion_info info;
     char errmsg[ST_ERRMSG_MAX];
 };

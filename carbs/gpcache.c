@@ -27,20 +27,20 @@
 
 #include "carbs/carbs_int.h"
 
-#ifndef GPC_GROWTH /* (-DGPC_GROWTH=1000000: a refit at every suggestion, for ablations) */
+#ifndef GPC_GROWTH    /* (-DGPC_GROWTH=1000000: a refit at every suggestion, for ablations) */
 #define GPC_GROWTH 16 /* refit when the rows grew by 1/16 since the last refit point */
 #endif
-#define GPC_SALT   0x67706361636865ULL
+#define GPC_SALT 0x67706361636865ULL
 
 typedef struct gpc_slot {
-    gp *g;                 /* NULL: empty */
-    size_t r, n_fixed;     /* refit point (varying rows) and fixed rows fitted on */
-    size_t n;              /* rows in the factor (fantasies beyond are dropped) */
+    gp *g;             /* NULL: empty */
+    size_t r, n_fixed; /* refit point (varying rows) and fixed rows fitted on */
+    size_t n;          /* rows in the factor (fantasies beyond are dropped) */
 } gpc_slot;
 
 struct carbs_gpcache {
     gpc_slot slot[GPC_N];
-    double *center; /* D: the linear-kernel centre the slots were fitted at */
+    double *center;  /* D: the linear-kernel centre the slots were fitted at */
     carbs_options o; /* the options they were fitted with (same_setup) */
     st_rng *rng;     /* the refits' generator */
 };
@@ -174,8 +174,7 @@ st_status carbs_priv_gp_get(carbs *c, gpc_kind kind, size_t n, size_t n_fixed, c
     size_t r = carbs_priv_refit_point(n - n_fixed);
     if (s->g)
         gp_truncate(s->g, s->n);
-    if (!s->g || s->r != r || s->n_fixed != n_fixed || s->n > n ||
-        !gp_same_points(s->g, s->n, X)) {
+    if (!s->g || s->r != r || s->n_fixed != n_fixed || s->n > n || !gp_same_points(s->g, s->n, X)) {
         s->r = r;
         s->n_fixed = n_fixed;
         st = refit(c, k, s, kind, n_fixed + r, X, raw);

@@ -269,11 +269,11 @@ static st_status cost_rows(const carbs *c, const models *m, size_t n_all, size_t
     return ST_OK;
 }
 
+static st_status fit_cost_cached(carbs *c, models *m);
+
 /* The cost model: a GP on scaled log cost over the successes and the cost-only observations
  * (runs refused or killed over the cap), or over their subset; the scaled log cost is fitted
  * on all of them, and m->ls holds the successes' scaled log costs. */
-static st_status fit_cost_cached(carbs *c, models *m);
-
 static st_status fit_cost(carbs *c, models *m)
 {
     if (cached(c, m->ns + c->n_cobs, c->n_cobs))
