@@ -9,8 +9,9 @@ docs/benchmarks.md section 10) is used for all three and its GPSampler runs too 
 `scripts/install-deps --torch --bench`). Without a usable GPSampler the GP column says why it was
 skipped. Run from the repository root after make:
   [SCALETUNE_OPTUNA_PATH=DIR] PYTHONPATH=bindings/python OPENBLAS_NUM_THREADS=1 \
-    /usr/bin/python3 bench/bench_ask_latency.py [N]
-(N, default 1000, is the second history length; the first is 30). TPE, CMA-ES and scaletune
+    /usr/bin/python3 bench/bench_ask_latency.py [--gp-max-points=M] [N]
+(N, default 1000, is the second history length; the first is 30. --gp-max-points=M passes
+option gp_max_points to scaletune, 0: a full GP over every run). TPE, CMA-ES and scaletune
 fill their histories with their own suggestions; GP is told TPE's n trials instead (filling
 1000 trials with GP asks would take about half an hour of CPU time here), so its timed asks
 see n trials of the same problem.
@@ -29,6 +30,8 @@ if optuna is None:
     sys.exit("bench_ask_latency: Optuna is not importable by %s (the peer this bench measures "
              "against): scripts/install-deps --bench, then run it with /usr/bin/python3"
              % sys.executable)
+SC_OPTS = {a[2:].split("=")[0].replace("-", "_"): int(a.split("=")[1]) for a in sys.argv[1:] if a.startswith("--gp-max-points=")}
+ARGS = [a for a in sys.argv[1:] if not a.startswith("--")]
 gp_skip, cma_skip = optuna_peer.gp_check(optuna), optuna_peer.cmaes_check(optuna)
 print("peer: %s; GPSampler: %s; CmaEsSampler: %s"
       % (optuna_peer.describe(optuna), gp_skip or "runs", cma_skip or "runs"))
@@ -39,7 +42,7 @@ def f(x):  # 4-d, cheap
 
 
 def sc_lat(n, reps=5, d=4):
-    o = Optimizer(Space([Param("x%d" % i, "linear", center=0.5, min=0, max=1) for i in range(d)]), seed=1)
+    o = Optimizer(Space([Param("x%d" % i, "linear", center=0.5, min=0, max=1) for i in range(d)]), seed=1, **SC_OPTS)
     r = random.Random(1)
     for i in range(n):
         p, sid = o.suggest()
@@ -70,7 +73,7 @@ def op_lat(n, sampler, reps=5, d=4, history=None):
     return statistics.median(ts), statistics.median(cs), told
 
 
-for n in (30, int(sys.argv[1]) if len(sys.argv) > 1 else 1000):
+for n in (30, int(ARGS[0]) if ARGS else 1000):
     t0 = time.perf_counter(); s, s_cpu = sc_lat(n); w0 = time.perf_counter() - t0
     tpe, tpe_cpu, told = op_lat(n, optuna.samplers.TPESampler(seed=1))
     if cma_skip is None:

@@ -96,6 +96,7 @@ void carbs_destroy(carbs *c)
     }
     free(c->params);
     carbs_priv_qrng_free(c);
+    carbs_priv_gpcache_free(c);
     free(c->parent);
     free(c->center_b);
     free(c->lo_b);

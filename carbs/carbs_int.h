@@ -32,6 +32,7 @@ typedef enum gp_kernel {
 } gp_kernel;
 
 typedef struct gp gp;
+typedef struct carbs_gpcache carbs_gpcache;
 
 /* How gp_fit chooses hyperparameters. */
 typedef struct gp_fit_opts {
@@ -91,6 +92,21 @@ st_status gp_predict(gp *g, size_t m, const double *Xs, double *mean, double *va
 /* Appends one point (x, y) to the training set and updates the factorisation without refitting
  * the hyperparameters (fantasies). Returns ST_OK, ST_ENUMERIC, ST_ENOMEM. */
 st_status gp_append(gp *g, const double *x, double y);
+/* Appends m points X (m*d) to the factorisation at the current theta, one row at a time in
+ * order (O(n^2) each, the same arithmetic as gp_append), without their targets: call
+ * gp_set_targets before predicting. A row that does not factorise refactorises every point so
+ * far (gp_factor, with its jitter) and the rows after it are appended to that. The factor of
+ * (X, theta) built this way is a function of the points, theta and where the appends started,
+ * not of when they were made. Requires a factorisation. ST_OK, ST_ESTATE, ST_EINVAL,
+ * ST_ENUMERIC, ST_ENOMEM. */
+st_status gp_extend(gp *g, size_t m, const double *X);
+/* Replaces the n targets and solves for the posterior (O(n^2)). ST_OK, ST_ESTATE, ST_EINVAL,
+ * ST_ENUMERIC. */
+st_status gp_set_targets(gp *g, const double *y);
+/* Keeps the first n points and their factor (drops fantasies); gp_set_targets then. */
+void gp_truncate(gp *g, size_t n);
+/* Whether the GP's first n points are X (n*d, as given to gp_set_data), bit for bit. */
+int gp_same_points(const gp *g, size_t n, const double *X);
 size_t gp_n(const gp *g);
 /* Mean over the training points of the squared standardized leave-one-out residual,
  * ((y_i - mu_-i) / sd_-i)^2, at the current theta (closed form from the factorisation; about 1
@@ -218,8 +234,10 @@ struct carbs {
     void *qrng;
     int qrng_kind;
     size_t qrng_drawn;
-    st_rng *rng; /* reseeded from (seed, next_id) at each suggestion: a suggestion
-                    is a function of the state, whoever rebuilt it */
+    struct carbs_gpcache *gpc; /* the GPs kept between suggestions (gpcache.c): a cache, not
+                                  state; NULL until the first use */
+    st_rng *rng;               /* reseeded from (seed, next_id) at each suggestion: a suggestion
+                                  is a function of the state, whoever rebuilt it */
     carbs_suggestion_info info;
     char errmsg[ST_ERRMSG_MAX];
 };
@@ -259,6 +277,28 @@ st_status carbs_priv_subset(size_t ns, size_t d, const double *Xs, const double 
  * gp_max_points to the same subset of the successes (suggest.c) and to the gp_max_points / 4
  * most recent cost-only observations. ST_OK or ST_ENOMEM. */
 st_status carbs_priv_cost_data(carbs *c, size_t *n, double **X, double **cost);
+
+/* ---- gpcache.c --------------------------------------------------------------------------- */
+
+#define CARBS_GPC_MIN 256 /* GPs over at most this many rows are refitted at every suggestion */
+
+/* The GPs kept between suggestions (gpcache.c), the slot of each. */
+typedef enum gpc_kind { GPC_OUT = 0, GPC_COST = 1, GPC_SUCC = 2, GPC_N = 3 } gpc_kind;
+/* The refit point of a GP over n rows: n up to CARBS_GPC_MIN, then the largest point of
+ * CARBS_GPC_MIN, and each growth by 1/16 after it, not above n. */
+size_t carbs_priv_refit_point(size_t n);
+/* The GP `kind` (a Linear+Matern GP with the handle's options) over n rows X (n*D basic; the
+ * first n_fixed rows do not count toward the refit point) with targets y (n), its
+ * hyperparameters those fitted at the refit point (on the first n_fixed + r rows, targets
+ * transformed from `raw` of those rows alone), its factor built from there by appends. The GP
+ * is the cache's: borrowed until the next call for the same kind (fantasies may be appended;
+ * do not destroy it). A function of the arguments and the options alone. ST_OK, ST_ENUMERIC,
+ * ST_ENOMEM. */
+st_status carbs_priv_gp_get(carbs *c, gpc_kind kind, size_t n, size_t n_fixed, const double *X,
+                            const double *y, const double *raw, gp **out);
+void carbs_priv_gpcache_free(carbs *c);
+/* suggest.c: the output transform in force fitted to n outputs (raw, not signed). */
+st_status carbs_priv_output_qt(const carbs *c, size_t n, const double *yraw, qt *t);
 
 /* ---- costcap.c --------------------------------------------------------------------------- */
 

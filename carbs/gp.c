@@ -235,7 +235,9 @@ static st_status grow(gp *g, size_t want)
 {
     if (want <= g->cap)
         return ST_OK;
-    size_t cap = g->cap * 2 > want + 8 ? g->cap * 2 : want + 8;
+    /* 1/8 more than asked: a kept GP (gpcache.c) appends a point or two per suggestion, and a
+     * doubled n x n factor would hold 4x the memory it uses */
+    size_t cap = want + want / 8 + 8;
     double *X = realloc(g->X, cap * g->d * sizeof(double));
     if (!X)
         return ST_ENOMEM;
@@ -353,7 +355,9 @@ st_status gp_priv_predict(gp *g, size_t m, const double *Xs, double *mean, doubl
     size_t n = g->n, d = g->d, mb = GP_PRED_BLOCK;
     int mat = g->kernel == GP_KERNEL_LIN_MATERN32;
     if (n > g->n_ks || !g->pw) {
-        size_t nn = n > g->n_ks ? n : g->n_ks;
+        /* room for 1/8 more points: a kept GP (gpcache.c) grows by a point or two per
+         * suggestion, and a fresh 4 MB block each time costs its page faults */
+        size_t nn = n > g->n_ks ? n + n / 8 : g->n_ks;
         double *w = malloc((2 * nn * mb + 2 * nn * d + nn + 2 * d * mb + mb) * sizeof(double));
         if (!w)
             return ST_ENOMEM;
@@ -418,53 +422,117 @@ st_status gp_priv_predict(gp *g, size_t m, const double *Xs, double *mean, doubl
     return ST_OK;
 }
 
-st_status gp_priv_append(gp *g, const double *x, double y)
+/* Appends model input x as row n of the factor at theta (h), its target 0: the new row of L
+ * is l = L^-1 k(X, x), l_nn = sqrt(k(x,x) + noise + 1e-4 + jit - |l|^2), O(n^2). Room for it
+ * is there (grow). ST_ENUMERIC (and nothing changed) when x does not factorise. */
+static st_status append_row(gp *g, const hyp *h, const double *x)
 {
-    size_t d = g->d;
-    for (size_t i = 0; i < d; i++)
-        if (!isfinite(x[i]))
-            return ST_EINVAL;
-    if (!isfinite(y))
-        return ST_EINVAL;
-    st_status s = grow(g, g->n + 1);
-    if (s != ST_OK)
-        return s;
-    /* room for the new row of X, y and L (leading dimension cap) */
-    assert(g->n < g->cap);
-    size_t n = g->n, ld = g->cap;
-    if (!g->factored) {
-        memcpy(g->X + n * d, x, d * sizeof(double));
-        g->y[n] = y;
-        g->n = n + 1;
-        return gp_factor(g);
-    }
-    hyp h;
-    hyp_from_theta(g, g->theta, g->il, &h);
-    /* New row of L: l = L^-1 k(X, x), l_nn = sqrt(k(x,x) + noise + 1e-4 + jit - |l|^2). */
+    size_t d = g->d, n = g->n, ld = g->cap;
     double *l = g->v;
     for (size_t i = 0; i < n; i++)
-        l[i] = kern(g, &h, g->X + i * d, x);
+        l[i] = kern(g, h, g->X + i * d, x);
     if (n)
         cblas_dtrsv(CblasColMajor, CblasLower, CblasNoTrans, CblasNonUnit, (int)n, g->L, (int)ld, l,
                     1);
     double q = n ? cblas_ddot((int)n, l, 1, l, 1) : 0;
-    double dd = kern(g, &h, x, x) + h.noise + GP_JITTER + g->jit - q;
+    double dd = kern(g, h, x, x) + h->noise + GP_JITTER + g->jit - q;
     if (!(dd > 0) || !isfinite(dd))
         return ST_ENUMERIC;
     for (size_t j = 0; j < n; j++)
         g->L[n + j * ld] = l[j];
     g->L[n + n * ld] = sqrt(dd);
     memcpy(g->X + n * d, x, d * sizeof(double));
-    g->y[n] = y;
+    g->y[n] = 0;
     g->n = n + 1;
-    memcpy(g->alpha, g->y, (n + 1) * sizeof(double));
-    lapack_int info = LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'L', (lapack_int)(n + 1), 1, g->L,
-                                          (lapack_int)ld, g->alpha, (lapack_int)(n + 1));
+    return ST_OK;
+}
+
+/* alpha = K^-1 y from the factor. */
+static st_status solve_alpha(gp *g)
+{
+    size_t n = g->n;
+    memcpy(g->alpha, g->y, n * sizeof(double));
+    lapack_int info = n ? LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'L', (lapack_int)n, 1, g->L,
+                                              (lapack_int)g->cap, g->alpha, (lapack_int)n)
+                        : 0;
     if (info != 0) {
         g->factored = 0;
         return ST_ENUMERIC;
     }
     return ST_OK;
+}
+
+static int finite_row(size_t d, const double *x)
+{
+    for (size_t i = 0; i < d; i++)
+        if (!isfinite(x[i]))
+            return 0;
+    return 1;
+}
+
+st_status gp_priv_append(gp *g, const double *x, double y)
+{
+    if (!finite_row(g->d, x) || !isfinite(y))
+        return ST_EINVAL;
+    st_status s = grow(g, g->n + 1);
+    if (s != ST_OK)
+        return s;
+    size_t n = g->n;
+    if (!g->factored) {
+        memcpy(g->X + n * g->d, x, g->d * sizeof(double));
+        g->y[n] = y;
+        g->n = n + 1;
+        return gp_factor(g);
+    }
+    hyp h;
+    hyp_from_theta(g, g->theta, g->il, &h);
+    s = append_row(g, &h, x);
+    if (s != ST_OK)
+        return s;
+    g->y[n] = y;
+    return solve_alpha(g);
+}
+
+st_status gp_priv_extend(gp *g, size_t m, const double *X)
+{
+    if (!g->factored)
+        return ST_ESTATE;
+    for (size_t j = 0; j < m; j++)
+        if (!finite_row(g->d, X + j * g->d))
+            return ST_EINVAL;
+    st_status s = grow(g, g->n + m);
+    if (s != ST_OK)
+        return s;
+    hyp h;
+    hyp_from_theta(g, g->theta, g->il, &h);
+    for (size_t j = 0; j < m && s == ST_OK; j++) {
+        const double *x = X + j * g->d;
+        s = append_row(g, &h, x);
+        if (s == ST_ENUMERIC) { /* the rows so far afresh, at theta, with gp_factor's jitter */
+            memcpy(g->X + g->n * g->d, x, g->d * sizeof(double));
+            g->y[g->n++] = 0;
+            s = gp_factor(g);
+        }
+    }
+    g->factored = s == ST_OK; /* alpha waits for gp_set_targets */
+    return s;
+}
+
+st_status gp_set_targets(gp *g, const double *y)
+{
+    if (!g->factored)
+        return ST_ESTATE;
+    for (size_t i = 0; i < g->n; i++)
+        if (!isfinite(y[i]))
+            return ST_EINVAL;
+    memcpy(g->y, y, g->n * sizeof(double));
+    return solve_alpha(g);
+}
+
+void gp_truncate(gp *g, size_t n)
+{
+    if (n < g->n)
+        g->n = n;
 }
 
 /* ---- objective ---------------------------------------------------------------------------- */

@@ -54,6 +54,7 @@ struct gp {
 st_status gp_priv_set_data(gp *g, size_t n, const double *X, const double *y);
 st_status gp_priv_predict(gp *g, size_t m, const double *Xs, double *mean, double *var);
 st_status gp_priv_append(gp *g, const double *x, double y);
+st_status gp_priv_extend(gp *g, size_t m, const double *X);
 
 #pragma GCC visibility pop
 

@@ -134,3 +134,30 @@ st_status gp_append(gp *g, const double *x, double y)
     free(buf);
     return s;
 }
+
+st_status gp_extend(gp *g, size_t m, const double *X)
+{
+    double *buf;
+    const double *E = encode(g, m, X, &buf);
+    if (!E && g->levels)
+        return ST_ENOMEM;
+    st_status s = gp_priv_extend(g, m, E);
+    free(buf);
+    return s;
+}
+
+int gp_same_points(const gp *g, size_t n, const double *X)
+{
+    if (n > g->n)
+        return 0;
+    if (!g->levels)
+        return !n || !memcmp(g->X, X, n * g->d * sizeof(double));
+    double *row = malloc(g->d * sizeof(double));
+    int same = row != NULL;
+    for (size_t j = 0; same && j < n; j++) {
+        encode_row(g, X + j * g->d_in, row);
+        same = !memcmp(row, g->X + j * g->d, g->d * sizeof(double));
+    }
+    free(row);
+    return same;
+}

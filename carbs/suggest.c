@@ -60,7 +60,12 @@ typedef struct models {
                         NULL: all of them */
     size_t *sub_pri; /* the same, in subset.c's priority order */
     size_t n_sub;
+    unsigned borrowed; /* BORROW_*: out, cost, succ are the cache's (gpcache.c) */
 } models;
+
+#define BORROW_OUT  1u
+#define BORROW_COST 2u
+#define BORROW_SUCC 4u
 
 static void models_clear(models *m)
 {
@@ -70,9 +75,12 @@ static void models_clear(models *m)
     free(m->cs);
     free(m->obs_idx);
     qt_clear(&m->qt);
-    gp_destroy(m->out);
-    gp_destroy(m->cost);
-    gp_destroy(m->succ);
+    if (!(m->borrowed & BORROW_OUT))
+        gp_destroy(m->out);
+    if (!(m->borrowed & BORROW_COST))
+        gp_destroy(m->cost);
+    if (!(m->borrowed & BORROW_SUCC))
+        gp_destroy(m->succ);
     gp_destroy(m->par);
     pareto_free(m->groups, m->n_groups, m->sel);
     free(m->origins);
@@ -106,6 +114,13 @@ static st_status load_successes(const carbs *c, models *m)
 static int subsetting(const carbs *c)
 {
     return !faithful(c) && c->o.gp_max_points > 0 && c->n_succ > c->o.gp_max_points;
+}
+
+/* Whether a GP over n rows (n_fixed of them not counted) comes from the cache (gpcache.c):
+ * recommended mode over every run, above CARBS_GPC_MIN counted rows. */
+static int cached(const carbs *c, size_t n, size_t n_fixed)
+{
+    return !faithful(c) && !subsetting(c) && n - n_fixed > CARBS_GPC_MIN;
 }
 
 static gp_fit_opts fit_opts(const carbs *c)
@@ -254,11 +269,15 @@ static st_status cost_rows(const carbs *c, const models *m, size_t n_all, size_t
     return ST_OK;
 }
 
+static st_status fit_cost_cached(carbs *c, models *m);
+
 /* The cost model: a GP on scaled log cost over the successes and the cost-only observations
  * (runs refused or killed over the cap), or over their subset; the scaled log cost is fitted
  * on all of them, and m->ls holds the successes' scaled log costs. */
 static st_status fit_cost(carbs *c, models *m)
 {
+    if (cached(c, m->ns + c->n_cobs, c->n_cobs))
+        return fit_cost_cached(c, m);
     size_t n, *rows = NULL, n_rows;
     double *X, *cost;
     if (cap_cost_data(c, &n, &X, &cost) != ST_OK)
@@ -284,6 +303,34 @@ static st_status fit_cost(carbs *c, models *m)
     free(rows);
     free(X);
     free(cost);
+    return s;
+}
+
+/* fit_cost from the cache: the rows are the cost-only observations, then the successes (so
+ * that successes append); the map is fitted on all of them, as fit_cost's. */
+static st_status fit_cost_cached(carbs *c, models *m)
+{
+    size_t d = c->d, nc = c->n_cobs, ns = m->ns, n = nc + ns;
+    double *X = malloc(n * d * sizeof(double)), *raw = malloc(n * sizeof(double)),
+           *y = malloc(n * sizeof(double));
+    st_status s = X && raw && y ? ST_OK : ST_ENOMEM;
+    if (s == ST_OK) {
+        if (nc) { /* the arrays are NULL before the first one */
+            memcpy(X, c->cobs_b, nc * d * sizeof(double));
+            memcpy(raw, c->cobs_c, nc * sizeof(double));
+        }
+        memcpy(X + nc * d, m->Xs, ns * d * sizeof(double));
+        memcpy(raw + nc, m->cs, ns * sizeof(double));
+        logcost_fit(&m->lc, n, raw);
+        for (size_t i = 0; i < n; i++)
+            y[i] = logcost_forward(&m->lc, raw[i]);
+        memcpy(m->ls, y + nc, ns * sizeof(double));
+        s = carbs_priv_gp_get(c, GPC_COST, n, nc, X, y, raw, &m->cost);
+        m->borrowed |= BORROW_COST;
+    }
+    free(X);
+    free(raw);
+    free(y);
     return s;
 }
 
@@ -339,6 +386,14 @@ static st_status succ_rows(const carbs *c, const models *m, size_t **rows, size_
     return ST_OK;
 }
 
+st_status carbs_priv_output_qt(const carbs *c, size_t n, const double *yraw, qt *t)
+{
+    carbs_transform tr = c->o.output_transform;
+    if (tr == CARBS_TRANSFORM_AUTO)
+        tr = faithful(c) ? CARBS_TRANSFORM_QUANTILE : CARBS_TRANSFORM_RANK;
+    return tr == CARBS_TRANSFORM_QUANTILE ? qt_fit(t, n, yraw) : qt_fit_rank(t, n, yraw);
+}
+
 /* The successes in surrogate space and the output, cost and success models (and, with
  * `pareto`, the Pareto groups and the 1-D Pareto model). */
 static st_status models_fit(carbs *c, models *m, int pareto)
@@ -356,15 +411,10 @@ static st_status models_fit(carbs *c, models *m, int pareto)
     }
     for (size_t k = 0; k < ns; k++)
         yraw[k] = c->obs_y[m->obs_idx[k]];
-    carbs_transform tr = c->o.output_transform;
-    if (tr == CARBS_TRANSFORM_AUTO)
-        tr = faithful(c) ? CARBS_TRANSFORM_QUANTILE : CARBS_TRANSFORM_RANK;
-    st_status s =
-        tr == CARBS_TRANSFORM_QUANTILE ? qt_fit(&m->qt, ns, yraw) : qt_fit_rank(&m->qt, ns, yraw);
+    st_status s = carbs_priv_output_qt(c, ns, yraw, &m->qt);
     if (s == ST_OK)
         for (size_t i = 0; i < ns; i++)
             m->ys[i] = sign_of(c) * qt_forward(&m->qt, yraw[i]);
-    free(yraw);
 
     /* above gp_max_points the GPs condition on a subset chosen near the Pareto groups, which
      * are fitted first for it (they draw nothing from the RNG) */
@@ -380,9 +430,13 @@ static st_status models_fit(carbs *c, models *m, int pareto)
             s = carbs_priv_fit_gp(c, m->n_sub, Xr, yr, c->rng, &m->out);
         free(Xr);
         free(yr);
+    } else if (s == ST_OK && cached(c, ns, 0)) {
+        s = carbs_priv_gp_get(c, GPC_OUT, ns, 0, m->Xs, m->ys, yraw, &m->out);
+        m->borrowed |= BORROW_OUT;
     } else if (s == ST_OK) {
         s = carbs_priv_fit_gp(c, ns, m->Xs, m->ys, c->rng, &m->out);
     }
+    free(yraw);
     if (s == ST_OK)
         s = fit_cost(c, m);
 
@@ -398,9 +452,13 @@ static st_status models_fit(carbs *c, models *m, int pareto)
         s = succ_rows(c, m, &rows, &n_rows);
         if (s == ST_OK && rows)
             s = gather(c->d, n_rows, rows, c->obs_b, lab, &Xr, &lr);
-        if (s == ST_OK)
+        if (s == ST_OK && !rows && cached(c, n_rows, 0)) {
+            s = carbs_priv_gp_get(c, GPC_SUCC, n_rows, 0, c->obs_b, lab, lab, &m->succ);
+            m->borrowed |= BORROW_SUCC;
+        } else if (s == ST_OK) {
             s = carbs_priv_fit_gp(c, n_rows, rows ? Xr : c->obs_b, rows ? lr : lab, c->rng,
                                   &m->succ);
+        }
         free(rows);
         free(Xr);
         free(lr);
