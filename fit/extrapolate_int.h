@@ -264,6 +264,25 @@ double xp_lg_objective(unsigned nv, const double *g, double *grad, void *data);
 /* Minimises from g (XP_NG, updated; g[XP_G_W] = 0 without use_w); 1 on success. */
 int xp_lg_minimise(xp_lg_data *d, double *g);
 
+/* ---- the priors (extrapolate_priors.c) ---- */
+/* The literature priors of the hyperparameter laws, each sd scaled by o.prior_law_sd, weighted
+ * sigma^2 / (2 sd^2); hyper k_wd (NONE: none) is left to its timescale prior. */
+void xp_law_priors_set(const fit_xp *xp, xp_jm_data *d, size_t k_wd, double sigma);
+/* The categorical levels' priors (offset and lr shift towards 0). */
+void xp_level_priors_set(const fit_xp *xp, xp_jm_data *d, double sigma);
+/* The hyper index of a weight decay under the AdamW timescale prior, (size_t)-1 if none. */
+size_t xp_wd_prior_hyper(const fit_xp *xp);
+/* The timescale prior on hyper k_wd's slopes and couplings. */
+void xp_wd_prior_set(const fit_xp *xp, xp_jm_data *d, size_t k_wd, double sigma);
+/* The priors' centres of the point fit, kept while the bootstrap draws each replicate's. */
+typedef struct xp_prior_centres {
+    double pmu[XP_NTH], mu_ab, tie_slope, tie_w;
+} xp_prior_centres;
+void xp_prior_centres_save(const xp_jm_data *d, const xp_lg_data *L, xp_prior_centres *c);
+void xp_prior_centres_restore(xp_jm_data *d, xp_lg_data *L, const xp_prior_centres *c);
+/* A replicate's prior centres, each drawn from a Gaussian of kap x its sd around c's. */
+void xp_prior_centres_draw(xp_jm_data *d, const xp_prior_centres *c, st_rng *rng, double kap);
+
 #pragma GCC visibility pop
 
 #endif /* FIT_EXTRAPOLATE_INT_H */

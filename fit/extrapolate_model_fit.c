@@ -55,13 +55,6 @@ static const double START_EXP[] = {0.2, 0.35, 0.6};
  * bound. The objective is 0.5 sum r^2 (ln loss), so the prior's weight is sigma^2 / (2 sd^2) with
  * sigma the residual sd of a fit without it, at least PRIOR_SIGMA_MIN. */
 #define PRIOR_SIGMA_MIN 0.01 /* residual sd floor for the prior's weight (runs are never exact) */
-/* The weight decay's timescale prior: the centres of its law in ln lambda = ln B - ln lr - ln D +
- * const (no N slope; other hypers 0). */
-#define WD_SLOPE_N      0.0
-#define WD_SLOPE_D      (-1.0)
-#define WD_ON_BATCH     1.0
-#define WD_ON_LR        (-1.0)
-#define WD_ON_OTHER     0.0
 
 /* The boundary: fitted on at least BOUNDARY_MIN_RUNS runs, from an intercept at the log of the
  * failed fraction and a slope LG_START_LR on ln lr. Without a failed run, prior pseudo-runs: up
@@ -78,216 +71,7 @@ static const double START_EXP[] = {0.2, 0.35, 0.6};
  */
 #define BOUNDARY_TIE_SD   0.1
 
-/* Literature priors on the N and D slopes of the learning rate's and the batch's optima (both on
- * log scales), each sd scaled by o.prior_law_sd (0 disables them), weighted sigma^2 / (2 sd^2) as
- * the alpha - beta prior. A sweep of tens of runs crowded under a cost cap spans N and D by a
- * factor of a few and cannot place these slopes; unconstrained they ran into the slope wall
- * (lr_opt rising as N^0.6 D^0.9 on bench-extrapolate's sweeps). Published exponents:
- *  lr:    StepLaw (Li et al. 2025) N^-0.71 D^0.31; DeepSeek LLM (2024) C^-0.125, i.e. N^-0.125
- *         D^-0.125; Porian et al. (2024) and muP-style width scaling near N^-0.5 at fixed data.
- *  batch: StepLaw D^0.57 (no N); DeepSeek LLM C^0.33 (N^0.33 D^0.33); Bergsma et al. (2025,
- *         "Power Lines") D^0.4-0.5 near fixed tokens per parameter.
- * The means sit inside these, the sds cover them at about 1.5 sd. The lr's N slope is centred
- * on muP's width scaling, -0.5 (it was -0.4, a compromise towards DeepSeek's shallow law: on
- * crowded CARBS sweeps, whose N spans a factor 2-5, the prior's centre still pulls the fit, and
- * -0.4 left the fitted slope shallower than the truth in 15 of 20 simulated worlds, the lr at
- * 1000x up to 3.8x its optimum; docs/benchmarks.md section 5, 2026-11-27 later). */
-#define LR_PRIOR_SLOPE_N     (-0.5)
-#define LR_PRIOR_SLOPE_N_SD  0.3
-#define LR_PRIOR_SLOPE_D     0.05
-#define LR_PRIOR_SLOPE_D_SD  0.25
-/* The learning rate's coupling to a log-scaled batch (d ln lr_opt / d ln B at fixed N and D): for
- * Adam the square-root rule (Malladi et al. 2022, "On the SDEs and scaling rules for adaptive
- * gradient algorithms"), up to linear below the critical batch (Goyal et al. 2017 for SGD) and
- * falling past the "surge" peak (Li et al. 2024, "Surge phenomenon in optimal learning rate and
- * batch size scaling"): mean 0.5, sd 0.5. Unconstrained, the coupling took the N and D slopes'
- * place on sweeps crowded under a cost cap: -1.59 on bench-extrapolate's world 13, which made the
- * learning rate's path slope -1.24 (the world's: -0.52), pulled the stability boundary down with
- * it through the slope tie, and held the recommended lr at 0.13x its optimum (6.4% regret). */
-#define LR_PRIOR_ON_BATCH    0.5
-#define LR_PRIOR_ON_BATCH_SD 0.5
-#define BS_PRIOR_SLOPE_N     0.1
-#define BS_PRIOR_SLOPE_N_SD  0.25
-#define BS_PRIOR_SLOPE_D     0.4
-#define BS_PRIOR_SLOPE_D_SD  0.2
-
-/* Other hyperparameters (a weight decay under its timescale prior and a warmup aside): their
- * optima move with N or D only as far as the data says, a prior of mean 0 and this sd on both
- * slopes. A warmup gets none: published practice disagrees on whether it is a fixed fraction of
- * the run (slopes 0) or a fixed number of steps (slope -1 in D at fixed batch), and a prior at
- * either would decide it for the data. */
-#define OTHER_PRIOR_SLOPE_SD   0.5
-/* A warmup (a parameter named like one, on a log scale, with a log-scaled batch modelled before
- * it): a prior that its optimum is a fixed number of optimizer steps, i.e. a fraction of the run
- * proportional to B / D: slope -1 on ln D, coupling +1 to ln B, no N slope, each with this sd.
- * Most published large-model recipes warm up for a fixed number of steps or tokens whatever the
- * run's length (GPT-3: 375M tokens; LLaMA, DeepSeek LLM: 2000 steps); others use a fraction of the
- * run (Pythia: 1%). The sd leaves the data room to say which; bench/'s simulator assumes fixed
- * steps, so on its sweeps this prior agrees with the truth by construction. */
-#define WU_PRIOR_SLOPE_N       0.0
-#define WU_PRIOR_SLOPE_D       (-1.0)
-#define WU_PRIOR_ON_BATCH      1.0
-#define WU_PRIOR_SD            0.5
-/* Every hyperparameter: its optimum at the sweep's centre lies in the range the successful runs
- * tried, a prior on the law's intercept centred mid-range with sd = this x the half-range. A
- * user centres a sweep on plausible values; a hyperparameter whose effect the runs barely show
- * (the batch on a sweep crowded under a cost cap) otherwise drifts to an optimum far outside
- * every run (batch 3000x its optimum on bench-extrapolate's world 1). */
-#define ICPT_PRIOR_HALF_RANGES 1.0
-
-static void prior_set(xp_jm_data *d, size_t k, size_t slot, double mean, double sd, double sigma)
-{
-    d->pw[XP_HP_OFF(k) + slot] = sigma * sigma / (2 * sd * sd);
-    d->pmu[XP_HP_OFF(k) + slot] = mean;
-    d->psd[XP_HP_OFF(k) + slot] = sd;
-}
-
-/* The intercept prior of hyper k (ICPT_PRIOR_HALF_RANGES), in the centred coordinates of the fit.
- */
-static void icpt_prior_set(const fit_xp *xp, xp_jm_data *d, size_t k, double scale, double sigma)
-{
-    size_t P = xp->P, j = xp->m.hp_param[k];
-    double lo = INFINITY, hi = -INFINITY;
-    for (size_t i = 0; i < xp->n; i++)
-        if (!xp->failed[i] && isfinite(xp->b[i * P + j])) {
-            lo = fmin(lo, xp->b[i * P + j]);
-            hi = fmax(hi, xp->b[i * P + j]);
-        }
-    if (!(hi > lo))
-        return;
-    prior_set(d, k, XP_HP_ICPT, 0.5 * (lo + hi) - xp->m.hp_mean[k],
-              scale * ICPT_PRIOR_HALF_RANGES * 0.5 * (hi - lo), sigma);
-}
-
-/* The hyper before hyper k that is a log-scaled batch, NONE if none. */
-static size_t log_batch_before(const fit_xp *xp, size_t k)
-{
-    const xp_model *m = &xp->m;
-    size_t kb = NONE;
-    for (size_t q = 0; q < k; q++)
-        if (xp->role[m->hp_param[q]] == FIT_XP_BATCH && xp->par[m->hp_param[q]].space == FIT_XP_LOG)
-            kb = q;
-    return kb;
-}
-
-/* The warmup prior (WU_PRIOR_*) on hyper k, when a log-scaled batch is modelled before it. */
-static void wu_prior_set(const fit_xp *xp, xp_jm_data *d, size_t k, double sd, double sigma)
-{
-    size_t kb = log_batch_before(xp, k);
-    if (kb == NONE)
-        return;
-    prior_set(d, k, XP_HP_SLOPE_N, WU_PRIOR_SLOPE_N, sd, sigma);
-    prior_set(d, k, XP_HP_SLOPE_D, WU_PRIOR_SLOPE_D, sd, sigma);
-    prior_set(d, k, XP_HP_COUPLING + kb, WU_PRIOR_ON_BATCH, sd, sigma);
-}
-
-/* The literature priors of the hyperparameter laws, each sd scaled by o.prior_law_sd: slopes of
- * the learning rate and batch (log-scaled ones), the warmup's fixed-steps prior, slopes of the
- * other hyperparameters except k_wd (under its own prior), the intercept of every one. */
-static void law_priors_set(const fit_xp *xp, xp_jm_data *d, size_t k_wd, double sigma)
-{
-    const xp_model *m = &xp->m;
-    double sc = xp->o.prior_law_sd;
-    if (!(sc > 0))
-        return;
-    for (size_t k = 0; k < m->n_hp; k++) {
-        size_t j = m->hp_param[k];
-        fit_xp_role r = xp->role[j];
-        int lg = xp->par[j].space == FIT_XP_LOG;
-        icpt_prior_set(xp, d, k, sc, sigma);
-        if (r == FIT_XP_LR && lg) {
-            prior_set(d, k, XP_HP_SLOPE_N, LR_PRIOR_SLOPE_N, sc * LR_PRIOR_SLOPE_N_SD, sigma);
-            prior_set(d, k, XP_HP_SLOPE_D, LR_PRIOR_SLOPE_D, sc * LR_PRIOR_SLOPE_D_SD, sigma);
-            size_t kb = log_batch_before(xp, k);
-            if (kb != NONE)
-                prior_set(d, k, XP_HP_COUPLING + kb, LR_PRIOR_ON_BATCH, sc * LR_PRIOR_ON_BATCH_SD,
-                          sigma);
-        } else if (r == FIT_XP_BATCH && lg) {
-            prior_set(d, k, XP_HP_SLOPE_N, BS_PRIOR_SLOPE_N, sc * BS_PRIOR_SLOPE_N_SD, sigma);
-            prior_set(d, k, XP_HP_SLOPE_D, BS_PRIOR_SLOPE_D, sc * BS_PRIOR_SLOPE_D_SD, sigma);
-        } else if (j == m->wu_param && (lg || xp->par[j].space == FIT_XP_LOGIT)) {
-            wu_prior_set(xp, d, k, sc * WU_PRIOR_SD, sigma);
-        } else if (r == FIT_XP_OTHER && k != k_wd && j != m->wu_param) {
-            prior_set(d, k, XP_HP_SLOPE_N, 0, sc * OTHER_PRIOR_SLOPE_SD, sigma);
-            prior_set(d, k, XP_HP_SLOPE_D, 0, sc * OTHER_PRIOR_SLOPE_SD, sigma);
-        }
-    }
-}
-
-/* The weak priors of the categorical levels (always on: a level with few runs, or none, stays
- * near its reference): each offset in ln loss towards 0 with sd LV_DELTA_PRIOR_SD, each shift
- * of the learning rate's optimum towards 0 with sd LV_SHIFT_PRIOR_SD (in its basic coordinate;
- * ln lr on a log scale), weighted sigma^2 / (2 sd^2) as the others. */
-#define LV_DELTA_PRIOR_SD 0.1
-#define LV_SHIFT_PRIOR_SD 1.0
-static void level_priors_set(const fit_xp *xp, xp_jm_data *d, double sigma)
-{
-    for (size_t q = 0; q < xp->m.n_lv; q++) {
-        size_t o = XP_LV_OFF(xp->m.n_hp, q);
-        d->pw[o + XP_LV_DELTA] = sigma * sigma / (2 * LV_DELTA_PRIOR_SD * LV_DELTA_PRIOR_SD);
-        d->pw[o + XP_LV_LRSHIFT] = sigma * sigma / (2 * LV_SHIFT_PRIOR_SD * LV_SHIFT_PRIOR_SD);
-        d->pmu[o + XP_LV_DELTA] = d->pmu[o + XP_LV_LRSHIFT] = 0;
-    }
-}
-
 /* ---- choosing what to model ----------------------------------------------------------------- */
-
-/* Is this the name of a weight decay? */
-static int is_weight_decay(const char *name)
-{
-    return strstr(name, "weight_decay") || strstr(name, "weight-decay") ||
-           strstr(name, "weightdecay") || !strcmp(name, "wd");
-}
-
-/*
- * The hyper index of a weight decay that gets the AdamW timescale prior, NONE if none.
- * AdamW's decoupled decay (per-step lr * lambda) averages the weights over tau = B / (lr lambda D)
- * of the run; its optimum is close to a fixed fraction of the run (Wang & Aitchison 2024; Bergsma
- * et al. 2025 "Power Lines": a weak power of tokens per parameter), so ln lambda_opt ~ ln B -
- * ln lr - ln D + const. Needs the weight decay, learning rate and batch modelled on log scales.
- */
-static size_t wd_prior_hyper(const fit_xp *xp)
-{
-    const xp_model *m = &xp->m;
-    if (!(xp->o.prior_wd_sd > 0))
-        return NONE;
-    size_t k_wd = NONE;
-    int lr = 0, bs = 0;
-    for (size_t k = 0; k < m->n_hp; k++) {
-        size_t j = m->hp_param[k];
-        int lg = xp->par[j].space == FIT_XP_LOG;
-        if (xp->role[j] == FIT_XP_LR)
-            lr = lg;
-        else if (xp->role[j] == FIT_XP_BATCH)
-            bs = lg;
-        else if (xp->role[j] == FIT_XP_OTHER && lg && is_weight_decay(xp->par[j].name) &&
-                 k_wd == NONE)
-            k_wd = k;
-    }
-    return lr && bs ? k_wd : NONE;
-}
-
-/* The timescale prior on hyper k_wd's slopes and couplings, weighted sigma^2 / (2 sd^2) as the
- * alpha - beta prior. */
-static void wd_prior_set(const fit_xp *xp, xp_jm_data *d, size_t k_wd, double sigma)
-{
-    const xp_model *m = &xp->m;
-    double sd = xp->o.prior_wd_sd, wgt = sigma * sigma / (2 * sd * sd);
-    double *pw = &d->pw[XP_HP_OFF(k_wd)], *pmu = &d->pmu[XP_HP_OFF(k_wd)];
-    double *psd = &d->psd[XP_HP_OFF(k_wd)];
-    pw[XP_HP_SLOPE_N] = pw[XP_HP_SLOPE_D] = wgt;
-    psd[XP_HP_SLOPE_N] = psd[XP_HP_SLOPE_D] = sd;
-    pmu[XP_HP_SLOPE_N] = WD_SLOPE_N;
-    pmu[XP_HP_SLOPE_D] = WD_SLOPE_D;
-    for (size_t j = 0; j < k_wd; j++) {
-        fit_xp_role r = xp->role[m->hp_param[j]];
-        pw[XP_HP_COUPLING + j] = wgt;
-        psd[XP_HP_COUPLING + j] = sd;
-        pmu[XP_HP_COUPLING + j] = r == FIT_XP_BATCH ? WD_ON_BATCH
-                                  : r == FIT_XP_LR  ? WD_ON_LR
-                                                    : WD_ON_OTHER;
-    }
-}
 
 /* The learning rate and warmup-like parameters, and the hyperparameters that vary among the
  * successful runs, in the order batch, learning rate (its optimum moves with the batch), others;
@@ -731,10 +515,10 @@ static st_status first_fit(fit_xp *xp, fit_work *w, xp_jm_data *d, size_t k_wd, 
     }
     double th0[XP_NTH] = {0};
     hyper_starts(xp, w, th0);
-    law_priors_set(xp, d, k_wd, PRIOR_SIGMA_MIN);
-    level_priors_set(xp, d, PRIOR_SIGMA_MIN);
+    xp_law_priors_set(xp, d, k_wd, PRIOR_SIGMA_MIN);
+    xp_level_priors_set(xp, d, PRIOR_SIGMA_MIN);
     if (k_wd != NONE) {
-        wd_prior_set(xp, d, k_wd, PRIOR_SIGMA_MIN);
+        xp_wd_prior_set(xp, d, k_wd, PRIOR_SIGMA_MIN);
         for (size_t q = XP_HP_SLOPE_N; q < XP_HP_LEN(k_wd); q++) {
             size_t j = XP_HP_OFF(k_wd) + q;
             if (d->pw[j] > 0)
@@ -790,9 +574,9 @@ static void refit_with_priors(fit_xp *xp, const fit_work *w, xp_jm_data *d, size
     m->sigma = residual_sd(d, w, th, dof);
     double sg = fmax(m->sigma, PRIOR_SIGMA_MIN), sd = xp->o.prior_ab_sd;
     if (k_wd != NONE)
-        wd_prior_set(xp, d, k_wd, sg);
-    law_priors_set(xp, d, k_wd, sg);
-    level_priors_set(xp, d, sg);
+        xp_wd_prior_set(xp, d, k_wd, sg);
+    xp_law_priors_set(xp, d, k_wd, sg);
+    xp_level_priors_set(xp, d, sg);
     if (sd > 0) {
         d->w_ab = sg * sg / (2 * sd * sd);
         d->sd_ab = sd;
@@ -963,44 +747,6 @@ static size_t resample_runs(const fit_xp *xp, fit_work *w, st_rng *rng)
     return m;
 }
 
-/* The priors' centres of the point fit, kept while the bootstrap draws each replicate's. */
-typedef struct xp_prior_centres {
-    double pmu[XP_NTH], mu_ab, tie_slope, tie_w;
-} xp_prior_centres;
-
-static void prior_centres_save(const xp_jm_data *d, const xp_lg_data *L, xp_prior_centres *c)
-{
-    memcpy(c->pmu, d->pmu, sizeof(c->pmu));
-    c->mu_ab = d->mu_ab;
-    c->tie_slope = L->tie_slope;
-    c->tie_w = L->tie_w;
-}
-
-static void prior_centres_restore(xp_jm_data *d, xp_lg_data *L, const xp_prior_centres *c)
-{
-    memcpy(d->pmu, c->pmu, sizeof(c->pmu));
-    d->mu_ab = c->mu_ab;
-    L->tie_slope = c->tie_slope;
-    L->tie_w = c->tie_w;
-}
-
-/*
- * A replicate's prior centres, each drawn from its prior (centre + sd z): randomised priors
- * ("randomise then optimise"; for a linear model with Gaussian noise and priors, resampled data
- * and perturbed centres give draws from the posterior). Resampling the runs alone leaves every
- * replicate under the same prior, so a slope the runs cannot place (the lr's N slope on a sweep
- * crowded under a cost cap) comes out the same in every replicate, and the interval and
- * P(diverge) at the target do not see its doubt.
- */
-static void prior_centres_draw(xp_jm_data *d, const xp_prior_centres *c, st_rng *rng, double kap)
-{
-    for (size_t j = XP_TH_CHIN; j < d->n_th; j++)
-        if (d->pw[j] > 0)
-            d->pmu[j] = c->pmu[j] + kap * d->psd[j] * st_rng_gaussian(rng);
-    if (d->w_ab > 0)
-        d->mu_ab = c->mu_ab + kap * d->sd_ab * st_rng_gaussian(rng);
-}
-
 /* A replicate's boundary tie: to its own learning-rate law's path slope (th), the tie's sd drawn
  * as the other priors' are; the weight as the point fit's. */
 static void boundary_tie_draw(const fit_xp *xp, xp_lg_data *L, const xp_prior_centres *c,
@@ -1031,7 +777,7 @@ static st_status bootstrap(fit_xp *xp, fit_work *w, xp_jm_data *d, xp_lg_data *L
         return ST_ENOMEM;
     d->rows = w->rows;
     xp_prior_centres c0;
-    prior_centres_save(d, L, &c0);
+    xp_prior_centres_save(d, L, &c0);
     double kap = xp->o.prior_draw;
     int rand_priors = kap > 0;
     for (size_t r = 0; r < R; r++) {
@@ -1039,7 +785,7 @@ static st_status bootstrap(fit_xp *xp, fit_work *w, xp_jm_data *d, xp_lg_data *L
         memcpy(th, m->th, sizeof(th));
         d->n = resample_runs(xp, w, rng);
         if (rand_priors)
-            prior_centres_draw(d, &c0, rng, kap);
+            xp_prior_centres_draw(d, &c0, rng, kap);
         double f = xp_jm_minimise(d, th, MAXEVAL_BOOT);
         memcpy(g, m->g, sizeof(g));
         if (m->has_div) {
@@ -1060,7 +806,7 @@ static st_status bootstrap(fit_xp *xp, fit_work *w, xp_jm_data *d, xp_lg_data *L
         m->n_rep++;
     }
     st_rng_destroy(rng);
-    prior_centres_restore(d, L, &c0);
+    xp_prior_centres_restore(d, L, &c0);
     if (m->n_rep == 0) { /* no replicates: the point fit stands alone */
         memcpy(m->th_rep, m->th, sizeof(m->th));
         memcpy(m->g_rep, m->g, sizeof(m->g));
@@ -1085,7 +831,7 @@ static st_status model_fit(fit_xp *xp, fit_work *w)
         s = assemble_runs(xp, w);
     if (s != ST_OK)
         return s;
-    size_t k_wd = wd_prior_hyper(xp);
+    size_t k_wd = xp_wd_prior_hyper(xp);
     xp_jm_data d;
     jm_setup(xp, w, k_wd, &d);
     double th[XP_NTH];
