@@ -650,6 +650,33 @@ static ptrdiff_t argmax(const cands *k)
     return best;
 }
 
+/* The level switches: each Pareto origin with one categorical coordinate set to each of its
+ * other choices, the ordered coordinates kept (locality 1), so that every choice is scored at
+ * the best points found so far and not only at points that also moved. None without a
+ * categorical parameter (the candidates and the random stream are then as before). Returns the
+ * number written at the start of k->X, at most N. */
+static size_t level_switches(carbs *c, const models *m, cands *k, size_t N)
+{
+    size_t d = c->d, n = 0;
+    for (size_t g = 0; g < m->n_sel; g++)
+        for (size_t i = 0; i < d; i++) {
+            if (c->params[i].space != CARBS_SPACE_CATEGORICAL)
+                continue;
+            const double *o = m->origins + g * d;
+            for (size_t ch = 0; ch < (size_t)c->params[i].n_choices && n < N; ch++) {
+                if ((double)ch == o[i])
+                    continue;
+                double *b = k->X + n * d;
+                memcpy(b, o, d * sizeof(double));
+                b[i] = (double)ch;
+                k->w[n] = carbs_priv_locality(c, b, m->n_sel, m->origins, k->ltmp);
+                if (carbs_priv_round(c, b))
+                    n++;
+            }
+        }
+    return n;
+}
+
 /* Candidates: origin uniform, each coordinate N(o_i, r^2) truncated to the bounds; the locality
  * weight is taken before rounding (CARBS); rounded points must stay inside. Under a cost cap
  * the candidates whose checked cost is over it are dropped and their places drawn again, for
@@ -662,6 +689,8 @@ static st_status draw_cands(carbs *c, const models *m, cands *k, size_t N)
     int rounds = cm.kind == CAP_NONE ? 1 : CAND_ROUNDS;
     for (int round = 0; round < rounds && n < N && s == ST_OK; round++) {
         size_t n0 = n;
+        if (round == 0)
+            n = level_switches(c, m, k, N);
         for (size_t tries = 0; n < N && tries < 4 * N; tries++) {
             double *b = k->X + n * d;
             const double *o = m->origins + st_rng_uniform_int(c->rng, m->n_sel) * d;
