@@ -273,8 +273,9 @@ static int holdout_cut(fit_cli *c, const double *C)
     if (!isfinite(c->holdout) && !c->backtest)
         return 0;
     if (!C) {
-        cli_error("--backtest and --holdout-above need C (or N and D), --holdout-above N=.. needs N",
-                  "%s: no column %s", c->data, c->holdout_col);
+        cli_error(
+            "--backtest and --holdout-above need C (or N and D), --holdout-above N=.. needs N",
+            "%s: no column %s", c->data, c->holdout_col);
         return 1;
     }
     double cmax = 0;

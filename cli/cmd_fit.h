@@ -30,8 +30,8 @@ typedef struct fit_cli {
     size_t n_boot, drop_top;
     unsigned long long seed;
     double holdout, level, target_C;
-    double min_tpp;          /* --min-tokens-per-param (0: keep every row) */
-    char holdout_col[8];     /* column of --holdout-above: "C" (default) or "N" */
+    double min_tpp;      /* --min-tokens-per-param (0: keep every row) */
+    char holdout_col[8]; /* column of --holdout-above: "C" (default) or "N" */
     int json, nonemb, backtest, keep_outliers, target_C_given;
 
     /* state */

@@ -294,9 +294,8 @@ static void report_backtest(fit_cli *c, const resid *r, json_t *out)
     double cov = n_iv ? (double)n_in / (double)n_iv : NAN;
     json_object_set_new(out, "holdout",
                         json_pack("{s:f,s:s,s:I,s:f,s:f,s:o,s:f,s:o}", "cutoff", c->cut,
-                                  "cutoff_column", c->holdout_col, "n_held",
-                                  (json_int_t)c->n_held, "max_abs_rel_err", maxe,
-                                  "mean_abs_rel_err", mean, "coverage",
+                                  "cutoff_column", c->holdout_col, "n_held", (json_int_t)c->n_held,
+                                  "max_abs_rel_err", maxe, "mean_abs_rel_err", mean, "coverage",
                                   n_iv ? json_real(cov) : json_null(), "level", c->level, "points",
                                   pts));
     if (!c->json) {

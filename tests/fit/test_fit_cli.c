@@ -406,10 +406,14 @@ static void test_overtraining_backtest(void)
  */
 static void test_gadre_published(void)
 {
-    static const char *const keep[] = {"dataset,", "rpj-d=96_l=8_h=4-1.0,",
-                                       "rpj-d=512_l=8_h=4-1.0,", "rpj-d=576_l=24_h=8-1.0,",
-                                       "rpj-d=1024_l=24_h=8-1.0,", "rpj-d=96_l=8_h=4-16.0,",
-                                       "rpj-open_lm_1b-32.0,", "rpj-open_lm_7b-1.0,"};
+    static const char *const keep[] = {"dataset,",
+                                       "rpj-d=96_l=8_h=4-1.0,",
+                                       "rpj-d=512_l=8_h=4-1.0,",
+                                       "rpj-d=576_l=24_h=8-1.0,",
+                                       "rpj-d=1024_l=24_h=8-1.0,",
+                                       "rpj-d=96_l=8_h=4-16.0,",
+                                       "rpj-open_lm_1b-32.0,",
+                                       "rpj-open_lm_7b-1.0,"};
     FILE *in = fopen("tests/data/scaling/gadre2024_c4_val.csv", "r"), *o = fopen(csv_path, "w");
     CHECK(in && o);
     char line[512];
