@@ -63,7 +63,10 @@ static void test_extend(void)
     for (size_t a = R; a < N; a++)
         CHECK_ST(gp_extend(g[2], 1, X + a * DD), ST_OK);
     CHECK(gp_n(g[0]) == N && gp_n(g[1]) == N && gp_n(g[2]) == N);
-    CHECK(gp_same_points(g[0], N, X) && !gp_same_points(g[0], N, y));
+    double Xm[N * DD]; /* the same points but the last coordinate moved */
+    memcpy(Xm, X, sizeof(Xm));
+    Xm[N * DD - 1] += 1;
+    CHECK(gp_same_points(g[0], N, X) && !gp_same_points(g[0], N, Xm));
 
     gsl_matrix *K = gsl_matrix_alloc(N, N);
     for (size_t a = 0; a < N; a++)
