@@ -496,6 +496,15 @@ static void note_exclusion(fit_table *t, const char *rule, size_t dropped)
              dropped);
 }
 
+/* Keeps the rows keep[] marks, records rule with how many went, and frees keep. */
+static void keep_rows(fit_table *t, unsigned char *keep, const char *rule)
+{
+    size_t n0 = t->n_rows;
+    compact(t, keep);
+    note_exclusion(t, rule, n0 - t->n_rows);
+    free(keep);
+}
+
 st_status fit_table_exclude_top_loss(fit_table *t, size_t k)
 {
     if (k == 0)
@@ -514,15 +523,12 @@ st_status fit_table_exclude_top_loss(fit_table *t, size_t k)
     fit_sort_doubles(s, t->n_rows);
     /* Epoch: keep loss < sorted(loss)[-k] */
     double thr = s[t->n_rows - k];
-    size_t n0 = t->n_rows;
     for (size_t i = 0; i < t->n_rows; i++)
         keep[i] = loss[i] < thr;
-    compact(t, keep);
     char rule[128];
     snprintf(rule, sizeof(rule), "drop the %zu highest losses (keep loss < %.9g)", k, thr);
-    note_exclusion(t, rule, n0 - t->n_rows);
+    keep_rows(t, keep, rule);
     free(s);
-    free(keep);
     return ST_OK;
 }
 
@@ -534,14 +540,11 @@ st_status fit_table_exclude_above(fit_table *t, const char *column, double value
     unsigned char *keep = malloc(t->n_rows ? t->n_rows : 1);
     if (!keep)
         return ST_ENOMEM;
-    size_t n0 = t->n_rows;
     for (size_t i = 0; i < t->n_rows; i++)
         keep[i] = !(c[i] > value);
-    compact(t, keep);
     char rule[160];
     snprintf(rule, sizeof(rule), "drop rows with %s > %.9g", column, value);
-    note_exclusion(t, rule, n0 - t->n_rows);
-    free(keep);
+    keep_rows(t, keep, rule);
     return ST_OK;
 }
 
@@ -555,14 +558,11 @@ st_status fit_table_exclude_undertrained(fit_table *t, double min_ratio)
     unsigned char *keep = malloc(t->n_rows ? t->n_rows : 1);
     if (!keep)
         return ST_ENOMEM;
-    size_t n0 = t->n_rows;
     for (size_t i = 0; i < t->n_rows; i++)
         keep[i] = D[i] >= min_ratio * N[i] * (1 - 1e-9);
-    compact(t, keep);
     char rule[160];
     snprintf(rule, sizeof(rule), "drop under-trained rows, D/N < %.9g", min_ratio);
-    note_exclusion(t, rule, n0 - t->n_rows);
-    free(keep);
+    keep_rows(t, keep, rule);
     return ST_OK;
 }
 
@@ -605,7 +605,7 @@ st_status fit_table_keep_equal(fit_table *t, const char *column, const char *val
     unsigned char *keep = malloc(t->n_rows ? t->n_rows : 1);
     if (!keep)
         return st_errf(err, ST_ENOMEM, "out of memory");
-    size_t n0 = t->n_rows, n_keep = 0;
+    size_t n_keep = 0;
     for (size_t i = 0; i < t->n_rows; i++)
         n_keep += keep[i] = (unsigned char)cell_equals(t, j, i, value);
     if (n_keep == 0) {
@@ -613,11 +613,9 @@ st_status fit_table_keep_equal(fit_table *t, const char *column, const char *val
         return st_errf(err, ST_EEMPTY, "%s: --where %s=%s: no row has that value", t->path, column,
                        value);
     }
-    compact(t, keep);
     char rule[320];
     snprintf(rule, sizeof(rule), "where %s = %s", column, value);
-    note_exclusion(t, rule, n0 - t->n_rows);
-    free(keep);
+    keep_rows(t, keep, rule);
     return ST_OK;
 }
 
