@@ -74,6 +74,7 @@ typedef struct bench_cfg {
     const char *xp_flags; /* appended to each extrapolate command (--xp-flags) */
     const char *mode;     /* best (no optimizer block), random, or study (goal: extrapolate) */
     long runs;            /* budget.runs of each sweep */
+    double budget_cost;   /* budget.cost of each sweep (FLOPs); 0: none */
     int reuse;            /* keep a finished sweep in WORK/seed-S and only extrapolate again */
     int early_stop;       /* early_stopping: {enabled: true} */
     int paced;            /* llmsim --steps-to-report 20 --sleep-ms 150: runs that take time */
@@ -143,7 +144,9 @@ static int write_sweep(const bench_cfg *cfg, seed_result *r, const char *path)
     int s = r->seed;
     r->expr = s % 2 == 0;
     r->linear_warmup = s % 4 == 1 || s % 4 == 2;
-    char opt[128];
+    char opt[128], cost[64] = "";
+    if (cfg->budget_cost > 0)
+        snprintf(cost, sizeof(cost), ", cost: %.6g", cfg->budget_cost);
     fprintf(f,
             "name: xp-%d\n"
             "command: [\"%s\", \"--world\", \"%d\", \"--N\", \"{N}\", \"--tokens\", \"{tokens}\",\n"
@@ -159,7 +162,7 @@ static int write_sweep(const bench_cfg *cfg, seed_result *r, const char *path)
             "  warmup:       {space: %s, min: 0.0, max: 0.5, center: %s}\n"
             "  weight_decay: {space: log, min: 1.0e-3, max: 1.0, center: 0.1}\n"
             "%s"
-            "budget: {runs: %ld, max_cost_per_run: 1.0e16}\n"
+            "budget: {runs: %ld%s, max_cost_per_run: 1.0e16}\n"
             "parallel: 2\n"
             "seed: %d\n"
             "%s%s",
@@ -168,7 +171,7 @@ static int write_sweep(const bench_cfg *cfg, seed_result *r, const char *path)
             cfg->opt_choice ? ", \"--optimizer\", \"{optimizer}\"" : "",
             r->expr ? ", expr: \"6 * {N} * {tokens}\"" : "", r->linear_warmup ? "linear" : "logit",
             r->linear_warmup ? "0.05" : "0.02",
-            cfg->opt_choice ? "  optimizer:    {choices: [adamw, lion]}\n" : "", cfg->runs, s,
+            cfg->opt_choice ? "  optimizer:    {choices: [adamw, lion]}\n" : "", cfg->runs, cost, s,
             optimizer_block(cfg, opt, sizeof(opt)),
             cfg->early_stop ? "early_stopping: {enabled: true}\n" : "");
     return fclose(f) ? -1 : 0;
@@ -661,6 +664,7 @@ static int write_json(const bench_cfg *cfg, const seed_result *res, const xp_sum
     json_object_set_new(root, "first_seed", json_integer(cfg->first_seed));
     json_object_set_new(root, "mode", json_string(cfg->mode));
     json_object_set_new(root, "runs", json_integer(cfg->runs));
+    json_object_set_new(root, "budget_cost", json_real(cfg->budget_cost));
     int rc = json_dump_file(root, cfg->out, JSON_INDENT(1) | JSON_REAL_PRECISION(10));
     json_decref(root);
     return rc;
@@ -672,7 +676,8 @@ static void usage(FILE *f)
 {
     fputs("usage: bench_extrapolate [--seeds N] [--jobs J] [--scaletune PATH] [--llmsim PATH]\n"
           "                         [--work DIR] [--out FILE] [--pass-config]\n"
-          "                         [--mode best|random|study] [--runs N] [--reuse]\n"
+          "                         [--mode best|random|study] [--runs N] [--budget-cost C]\n"
+          "                         [--reuse]\n"
           "                         [--early-stop] [--paced] [--xp-flags FLAGS]\n"
           "                         [--first-seed K] [--optimizer-choice]\n"
           "  --seeds N       seeds (worlds) 1..N (default 20)\n"
@@ -687,6 +692,9 @@ static void usage(FILE *f)
           "  --mode M        the sweep's optimizer: best (no optimizer block, default), random\n"
           "                  (num_random_samples = runs), study (goal: extrapolate at 100x)\n"
           "  --runs N        budget.runs of each sweep (default 100)\n"
+          "  --budget-cost C budget.cost of each sweep in FLOPs as well (default: none): the\n"
+          "                  sweep ends at N runs or at C spent, whichever comes first, so that\n"
+          "                  modes can be compared at equal sweep cost (bench/study.sh)\n"
           "  --reuse         keep each seed's stored sweep when there is one; extrapolate again\n"
           "  --early-stop    early_stopping: {enabled: true} in each sweep\n"
           "  --paced         llmsim --steps-to-report 20 --sleep-ms 150: a run takes 3 s, so that\n"
@@ -720,6 +728,7 @@ static int parse_args(int argc, char **argv, bench_cfg *cfg)
     cfg->xp_flags = "";
     cfg->mode = "best";
     cfg->runs = 100;
+    cfg->budget_cost = 0;
     cfg->reuse = 0;
     cfg->early_stop = 0;
     cfg->paced = 0;
@@ -765,6 +774,8 @@ static int parse_args(int argc, char **argv, bench_cfg *cfg)
             cfg->mode = v;
         else if (!strcmp(a, "--runs"))
             cfg->runs = strtol(v, NULL, 10);
+        else if (!strcmp(a, "--budget-cost"))
+            cfg->budget_cost = strtod(v, NULL);
         else if (!strcmp(a, "--first-seed"))
             cfg->first_seed = strtol(v, NULL, 10);
         else if (!strcmp(a, "--xp-flags"))
@@ -780,6 +791,10 @@ static int parse_args(int argc, char **argv, bench_cfg *cfg)
     }
     if (cfg->runs < 2 || cfg->runs > 100000) {
         fprintf(stderr, "bench_extrapolate: --runs in [2, 100000]\n");
+        return -1;
+    }
+    if (!(cfg->budget_cost >= 0) || !isfinite(cfg->budget_cost)) {
+        fprintf(stderr, "bench_extrapolate: --budget-cost is a finite cost >= 0 (FLOPs)\n");
         return -1;
     }
     if (cfg->n_seeds < 1 || cfg->n_seeds > MAX_SEEDS || cfg->jobs < 1 || cfg->jobs > 64 ||
