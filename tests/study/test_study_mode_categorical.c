@@ -14,12 +14,18 @@
  *    adamw's and one run in 4 used lion: its greedy batch of 8 picks holds both optimizers
  *    (none of lion when the candidates keep the first level: checked by hand), each pick's
  *    beta2 set exactly where it is active, under the cap; the proposer past the design gives a
- *    valid setting.
+ *    valid setting;
+ *  - `scaletune suggest-next --json` on a store of those runs names each pick's levels
+ *    ("adamw", "post") and gives beta2 as null exactly where the optimizer is lion.
  */
+#include <jansson.h>
+#include <libgen.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "study/study.h"
 #include "study/study_int.h"
@@ -228,6 +234,16 @@ static runner_sweep *make_sweep(runner_config *cfg, size_t n)
     return s;
 }
 
+/* make_sweep's sweep (its config is the caller's). */
+static void sweep_free(runner_sweep *w)
+{
+    for (size_t k = 0; w && k < w->n_runs; k++)
+        free(w->runs[k].x);
+    if (w)
+        free(w->runs);
+    free(w);
+}
+
 static void test_acquisition(void)
 {
     char em[ST_ERRMSG_MAX];
@@ -264,18 +280,78 @@ static void test_acquisition(void)
     double x[N_P];
     CHECK_ST(study_propose(w, &rq, &o, x, em), ST_OK);
     check_active(cfg, x);
-    for (size_t k = 0; k < w->n_runs; k++)
-        free(w->runs[k].x);
-    free(w->runs);
-    free(w);
+    sweep_free(w);
     runner_config_destroy(cfg);
 }
 
-int main(void)
+/* ---- suggest-next on a store ------------------------------------------------------------ */
+
+static void test_cli(const char *argv0)
 {
+    char tmp[4096], cli[4200], dir[256], db[512], y[4096], em[ST_ERRMSG_MAX];
+    snprintf(tmp, sizeof(tmp), "%s", argv0);
+    char *abs = realpath(dirname(tmp), NULL);
+    snprintf(cli, sizeof(cli), "%s/../../scaletune", abs ? abs : ".");
+    free(abs);
+    if (access(cli, X_OK) != 0) {
+        printf("SKIP suggest-next: scaletune not built (run make)\n");
+        return;
+    }
+    snprintf(dir, sizeof(dir), "/tmp/st_studycat_XXXXXX");
+    if (!mkdtemp(dir))
+        return;
+    snprintf(db, sizeof(db), "%s/s.db", dir);
+    snprintf(y, sizeof(y), "%smethod: study\noptimizer: {target_factor: 100}\n%s", yaml_head,
+             yaml_params);
+    CHECK_ST(runner_store_create_sweep(db, y, em), ST_OK);
+    runner_config *cfg = load("method: study\noptimizer: {target_factor: 100}\n", yaml_params, em);
+    runner_sweep *w = cfg ? make_sweep(cfg, 80) : NULL;
+    runner_store *st = NULL;
+    CHECK_ST(runner_store_open(db, &st, em), ST_OK);
+    for (size_t k = 0; st && w && k < w->n_runs; k++) {
+        const runner_sweep_run *u = &w->runs[k];
+        char fin[200];
+        snprintf(fin, sizeof(fin), "{\"event\":\"final\",\"params\":%.17g,\"tokens\":%.17g}",
+                 u->x[P_N], u->x[P_D]);
+        CHECK_ST(runner_store_record(st, "catmode", u->x, u->objective, u->cost, 0, fin, NULL),
+                 ST_OK);
+    }
+    runner_store_close(st);
+    char cmd[8192];
+    snprintf(cmd, sizeof(cmd), "'%s' suggest-next --db '%s' --factor 100 -n 6 --json > '%s/o.json'",
+             cli, db, dir);
+    int rc = system(cmd);
+    CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
+    snprintf(tmp, sizeof(tmp), "%s/o.json", dir);
+    json_t *j = json_load_file(tmp, 0, NULL), *runs = json_object_get(j, "runs");
+    size_t n_ok = 0;
+    for (size_t k = 0; k < json_array_size(runs); k++) {
+        json_t *p = json_object_get(json_array_get(runs, k), "params");
+        const char *opt = json_string_value(json_object_get(p, "optimizer"));
+        const char *norm = json_string_value(json_object_get(p, "norm"));
+        json_t *b2 = json_object_get(p, "beta2");
+        int lion = opt && !strcmp(opt, "lion"), adamw = opt && !strcmp(opt, "adamw");
+        n_ok += (lion && json_is_null(b2)) || (adamw && json_is_number(b2));
+        CHECK(norm && (!strcmp(norm, "pre") || !strcmp(norm, "post") || !strcmp(norm, "sandwich")));
+    }
+    printf("suggest-next: %zu runs, %zu with the optimizer by name and beta2 set where active\n",
+           json_array_size(runs), n_ok);
+    CHECK(json_array_size(runs) == 6 && n_ok == 6);
+    json_decref(j);
+    sweep_free(w);
+    runner_config_destroy(cfg);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    if (!getenv("KEEP_TMP"))
+        CHECK(system(cmd) == 0);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
     st_global_init();
     test_config();
     test_design();
     test_acquisition();
+    test_cli(argv[0]);
     return check_summary("study.mode_categorical");
 }
