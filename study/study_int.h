@@ -136,7 +136,8 @@ typedef struct study_space {
     const double *div_N, *div_lr; /* n_div each: their N (NAN when unknown) and learning rate */
 } study_space;
 
-/* ST_OK, ST_EINVAL (no searched parameter, a bound the design cannot use), ST_ENOMEM. */
+/* ST_OK, ST_EINVAL (no searched parameter, a bound the design cannot use, a conditional
+ * parameter with role N, D or size), ST_ENOMEM. */
 st_status study_space_init(study_space *sp, const runner_config *cfg, const study_mode_options *o,
                            char *errmsg);
 void study_space_clear(study_space *sp);
