@@ -178,9 +178,7 @@ static int print_json(const runner_sweep *w, const study_plan *pl, const args *a
         for (size_t i = 0; i < cfg->n_params; i++) {
             /* a categorical's choice by name, an inactive conditional parameter as null */
             const char *ch = runner_param_choice(&cfg->params[i], p->x[i]);
-            json_t *v = ch                ? json_string(ch)
-                        : isnan(p->x[i]) ? json_null()
-                                         : json_real(p->x[i]);
+            json_t *v = ch ? json_string(ch) : isnan(p->x[i]) ? json_null() : json_real(p->x[i]);
             json_object_set_new(params, cfg->params[i].p.name, v);
         }
         json_object_set_new(r, "params", params);

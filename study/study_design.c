@@ -3,9 +3,10 @@
  * (docs/algorithms/study-mode.md, "Phase 1"): each searched parameter as a coordinate in [0, 1]
  * (log for log spaces and for positive linear ranges over a decade, logit for logit spaces,
  * a categorical's level by slices, balanced over the design by permuted blocks; a conditional
- * parameter NAN where its parent leaves it inactive), the cost of a setting (the sweep's cost expr, else exp(k) N D), a scrambled Sobol sequence
- * (GSL's gsl_qrng) and its map onto the compute-optimal band under the cost cap. Not here: the
- * engine (study_mode.c), the acquisition's arithmetic (study_acq.c).
+ * parameter NAN where its parent leaves it inactive), the cost of a setting (the sweep's cost expr,
+ * else exp(k) N D), a scrambled Sobol sequence (GSL's gsl_qrng) and its map onto the
+ * compute-optimal band under the cost cap. Not here: the engine (study_mode.c), the acquisition's
+ * arithmetic (study_acq.c).
  */
 #include <math.h>
 #include <stdio.h>

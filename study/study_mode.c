@@ -217,8 +217,7 @@ static st_status work_candidates(plan_work *k, uint64_t seed)
         if (i < n_sob) {
             study_design_levels(sp, seed, i, &U[i * sp->P]);
             study_design_point(sp, &U[i * sp->P], x);
-        }
-        else
+        } else
             rec_scaled(k, a, x);
         if (!work_predict(k, i, x) || !(k->cost[i] <= sp->cap * (1 + 1e-9)) ||
             1 - k->weight[i] > sp->o.max_p_diverge ||
