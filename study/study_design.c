@@ -406,25 +406,16 @@ st_status study_design_units(size_t P, uint64_t seed, size_t first, size_t n, do
     return ST_OK;
 }
 
-/* splitmix64's finaliser (Steele, Lea and Flood, OOPSLA 2014): a deterministic hash of the
- * design index's block, so that any one design point is computed without the others. */
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 void study_design_levels(const study_space *sp, uint64_t seed, size_t index, double *u)
 {
     /* permuted blocks: design points b k .. b k + k - 1 take each of the k levels once, rotated
-     * by an offset drawn for block b, so any n points hold every level n / k times (+-1), and
-     * each level's points follow the Sobol sequence over the whole cost range */
+     * by an offset drawn for block b, so any n points hold every level n / k times (+-1); where
+     * in the cost band a level's points fall follows the Sobol sequence (not stratified) */
     for (size_t j = 0; j < sp->P; j++) {
         if (sp->logs[j] != STUDY_COORD_LEVEL)
             continue;
         uint64_t k = (uint64_t)sp->hi[j], b = (uint64_t)index / k;
-        uint64_t h = mix64(seed ^ mix64(((uint64_t)j << 40) ^ b ^ 0x5bd1e995ULL));
+        uint64_t h = st_mix64(seed ^ st_mix64(((uint64_t)j << 40) ^ b ^ 0x5bd1e995ULL));
         uint64_t level = ((uint64_t)index % k + h % k) % k;
         u[j] = ((double)level + 0.5) / (double)k;
     }
