@@ -141,9 +141,17 @@ static void print_text(const runner_sweep *w, const study_plan *pl, const args *
     for (size_t k = 0; k < pl->n_picks; k++) {
         const study_pick *p = &pl->picks[k];
         printf("%-3zu %-11.4g %-8.3f %9.2f%% ", k + 1, p->cost, p->p_diverge, 100 * p->halfwidth);
-        for (size_t i = 0; i < cfg->n_params; i++)
-            if (!cfg->params[i].is_fixed)
+        for (size_t i = 0; i < cfg->n_params; i++) {
+            if (cfg->params[i].is_fixed)
+                continue;
+            const char *ch = runner_param_choice(&cfg->params[i], p->x[i]);
+            if (ch)
+                printf(" %-11.11s", ch);
+            else if (isnan(p->x[i])) /* a conditional parameter left inactive */
+                printf(" %-11s", "-");
+            else
                 printf(" %-11.5g", p->x[i]);
+        }
         printf("\n");
     }
     if (pl->n_picks < (size_t)a->k)
@@ -167,8 +175,12 @@ static int print_json(const runner_sweep *w, const study_plan *pl, const args *a
     for (size_t k = 0; k < pl->n_picks; k++) {
         const study_pick *p = &pl->picks[k];
         json_t *r = json_object(), *params = json_object();
-        for (size_t i = 0; i < cfg->n_params; i++)
-            json_object_set_new(params, cfg->params[i].p.name, json_real(p->x[i]));
+        for (size_t i = 0; i < cfg->n_params; i++) {
+            /* a categorical's choice by name, an inactive conditional parameter as null */
+            const char *ch = runner_param_choice(&cfg->params[i], p->x[i]);
+            json_t *v = ch ? json_string(ch) : isnan(p->x[i]) ? json_null() : json_real(p->x[i]);
+            json_object_set_new(params, cfg->params[i].p.name, v);
+        }
         json_object_set_new(r, "params", params);
         json_object_set_new(r, "cost", json_real(p->cost));
         json_object_set_new(r, "p_diverge", json_real(p->p_diverge));

@@ -229,14 +229,6 @@ st_status cfg_check_method(ctx *c)
         return cfg_fail(c, c->method, "method", ST_EINVAL,
                         "optimizer.goal extrapolate is the study mode: method study (or leave "
                         "method out)");
-    if (cfg->method == RUNNER_METHOD_STUDY || cfg->goal == RUNNER_GOAL_EXTRAPOLATE)
-        for (size_t i = 0; i < cfg->n_params; i++)
-            if (!cfg->params[i].is_fixed && (cfg->params[i].choices || cfg->params[i].p.active_if))
-                return cfg_fail(c, c->method ? c->method : c->opt_goal, "method", ST_EINVAL,
-                                "parameter '%s': the study mode's engine fits ordered "
-                                "parameters only (no categorical or conditional ones); use "
-                                "method carbs, grid or random",
-                                cfg->params[i].p.name);
     for (size_t i = 0; i < cfg->n_params; i++) {
         const runner_param_spec *ps = &cfg->params[i];
         char f[200];

@@ -198,14 +198,15 @@ study_mode_options study_mode_options_default(void);
  * (NULL: defaults), borrowed. Reads the sweep at req->db_path (read-only) and uses its first
  * req->n_released runs only. Suggestions with index < the initial design's size (the sweep
  * file's optimizer.initial_design, else max(8, budget_runs / 4), 16 without a run budget) are a
- * scrambled Sobol design over the compute-optimal band under the cost cap; later ones the
+ * scrambled Sobol design over the compute-optimal band under the cost cap (a categorical's
+ * levels balanced over it, a conditional parameter NaN where inactive); later ones the
  * acquisition: the candidate with the largest expected reduction of the variance of the large
  * run's predicted loss per unit cost, the pending suggestions conditioned on as fantasies; the
  * design again while the engine cannot fit the runs. The large run's compute: target_compute,
  * else target_factor x max_cost_per_run, else 100 x the largest successful run. Deterministic:
  * draws only from req->seed and the sweep's seed. Fills x (cfg->n_params, file order, natural
- * units). ST_OK, ST_EINVAL (a searched parameter without usable bounds), ST_EDB, ST_ENOTFOUND,
- * ST_ENOMEM; errmsg says why.
+ * units). ST_OK, ST_EINVAL (a searched parameter without usable bounds, or a conditional one
+ * that sizes the run), ST_EDB, ST_ENOTFOUND, ST_ENOMEM; errmsg says why.
  */
 st_status study_proposer(void *user, const runner_propose_request *req, double *x, char *errmsg);
 

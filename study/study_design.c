@@ -1,10 +1,12 @@
 /*
  * study_design.c — study mode's search cube and its space-filling design
  * (docs/algorithms/study-mode.md, "Phase 1"): each searched parameter as a coordinate in [0, 1]
- * (log for log spaces and for positive linear ranges over a decade, logit for logit spaces),
- * the cost of a setting (the sweep's cost expr, else exp(k) N D), a scrambled Sobol sequence
- * (GSL's gsl_qrng) and its map onto the compute-optimal band under the cost cap. Not here: the
- * engine (study_mode.c), the acquisition's arithmetic (study_acq.c).
+ * (log for log spaces and for positive linear ranges over a decade, logit for logit spaces,
+ * a categorical's level by slices, balanced over the design by permuted blocks; a conditional
+ * parameter NAN where its parent leaves it inactive), the cost of a setting (the sweep's cost expr,
+ * else exp(k) N D), a scrambled Sobol sequence (GSL's gsl_qrng) and its map onto the
+ * compute-optimal band under the cost cap. Not here: the engine (study_mode.c), the acquisition's
+ * arithmetic (study_acq.c).
  */
 #include <math.h>
 #include <stdio.h>
@@ -75,6 +77,45 @@ static int coord_bounds(const carbs_param *p, int *kind, double *lo, double *hi)
     return isfinite(*lo) && isfinite(*hi) && *hi > *lo;
 }
 
+/* Searched parameter i of the sweep file as the cube's next coordinate: a categorical as its
+ * level (STUDY_COORD_LEVEL), an ordered one on its design scale. A conditional parameter is
+ * spread like any other where its parent activates it; one that sizes the run (N, D or a
+ * shape) is refused: the cost and the compute band need it in every run. */
+static st_status add_coord(study_space *sp, size_t i, char *errmsg)
+{
+    const runner_param_spec *ps = &sp->cfg->params[i];
+    size_t j = sp->P++;
+    sp->pidx[j] = i;
+    if (ps->choices) {
+        sp->role[j] = FIT_XP_OTHER;
+        sp->logs[j] = STUDY_COORD_LEVEL;
+        sp->lo[j] = 0;
+        sp->hi[j] = (double)ps->p.n_choices;
+        return ST_OK;
+    }
+    sp->role[j] = fit_xp_role_guess(ps->p.name);
+    fit_xp_role r = sp->role[j];
+    if (ps->p.active_if && (r == FIT_XP_N || r == FIT_XP_D || r == FIT_XP_SIZE))
+        return st_errf(errmsg, ST_EINVAL,
+                       "study mode: parameter '%s' sizes the run (model size or tokens) but is "
+                       "conditional (when: %s): the design's cost needs it in every run",
+                       ps->p.name, ps->p.active_if);
+    if (!coord_bounds(&ps->p, &sp->logs[j], &sp->lo[j], &sp->hi[j]))
+        return st_errf(errmsg, ST_EINVAL,
+                       "study mode: parameter '%s' needs finite min and max (its design "
+                       "spreads runs between them)",
+                       ps->p.name);
+    if (ps->p.active_if) /* not always set: never the design's N, D or learning rate */
+        return ST_OK;
+    if (r == FIT_XP_N && sp->jN == STUDY_NONE)
+        sp->jN = j;
+    if (r == FIT_XP_D && sp->jD == STUDY_NONE)
+        sp->jD = j;
+    if (r == FIT_XP_LR && sp->jLR == STUDY_NONE)
+        sp->jLR = j;
+    return ST_OK;
+}
+
 st_status study_space_init(study_space *sp, const runner_config *cfg, const study_mode_options *o,
                            char *errmsg)
 {
@@ -93,29 +134,12 @@ st_status study_space_init(study_space *sp, const runner_config *cfg, const stud
     if (!sp->pidx || !sp->role || !sp->logs || !sp->lo || !sp->hi || !sp->names)
         return st_errf(errmsg, ST_ENOMEM, "out of memory");
     for (size_t i = 0; i < cfg->n_params; i++) {
-        const runner_param_spec *ps = &cfg->params[i];
-        sp->names[i] = ps->p.name;
-        if (ps->is_fixed)
+        sp->names[i] = cfg->params[i].p.name;
+        if (cfg->params[i].is_fixed)
             continue;
-        if (ps->choices || ps->p.active_if) /* the design spreads ordered coordinates only */
-            return st_errf(errmsg, ST_EINVAL,
-                           "study mode: parameter '%s' is %s (the design and acquisition take "
-                           "ordered parameters only; `scaletune extrapolate` fits such a sweep)",
-                           ps->p.name, ps->choices ? "categorical" : "conditional");
-        size_t j = sp->P++;
-        sp->pidx[j] = i;
-        sp->role[j] = fit_xp_role_guess(ps->p.name);
-        if (!coord_bounds(&ps->p, &sp->logs[j], &sp->lo[j], &sp->hi[j]))
-            return st_errf(errmsg, ST_EINVAL,
-                           "study mode: parameter '%s' needs finite min and max (its design "
-                           "spreads runs between them)",
-                           ps->p.name);
-        if (sp->role[j] == FIT_XP_N && sp->jN == STUDY_NONE)
-            sp->jN = j;
-        if (sp->role[j] == FIT_XP_D && sp->jD == STUDY_NONE)
-            sp->jD = j;
-        if (sp->role[j] == FIT_XP_LR && sp->jLR == STUDY_NONE)
-            sp->jLR = j;
+        st_status rc = add_coord(sp, i, errmsg);
+        if (rc)
+            return rc;
     }
     if (!sp->P)
         return st_errf(errmsg, ST_EINVAL, "study mode: no searched parameter");
@@ -192,9 +216,18 @@ void study_space_from_unit(const study_space *sp, const double *u, double *x)
     const runner_config *cfg = sp->cfg;
     for (size_t i = 0; i < cfg->n_params; i++)
         x[i] = cfg->params[i].is_fixed ? cfg->params[i].fixed_value : NAN;
+    /* file order: a conditional parameter's parent (earlier) is set before it */
     for (size_t j = 0; j < sp->P; j++) {
+        size_t i = sp->pidx[j];
+        if (!runner_param_active(cfg, x, i))
+            continue; /* inactive: NAN, as the runner records it */
+        if (sp->logs[j] == STUDY_COORD_LEVEL) {
+            double k = sp->hi[j];
+            x[i] = isfinite(u[j]) ? fmin(k - 1, fmax(0, floor(u[j] * k))) : 0;
+            continue;
+        }
         double c = sp->lo[j] + u[j] * (sp->hi[j] - sp->lo[j]);
-        x[sp->pidx[j]] = finish(&cfg->params[sp->pidx[j]].p, coord_value(sp->logs[j], c));
+        x[i] = finish(&cfg->params[i].p, coord_value(sp->logs[j], c));
     }
 }
 
@@ -202,6 +235,10 @@ void study_space_to_unit(const study_space *sp, const double *x, double *u)
 {
     for (size_t j = 0; j < sp->P; j++) {
         double v = x[sp->pidx[j]];
+        if (sp->logs[j] == STUDY_COORD_LEVEL) { /* the middle of the level's slice */
+            u[j] = (v + 0.5) / sp->hi[j];
+            continue;
+        }
         double c = sp->logs[j] == 1 ? log(v) : sp->logs[j] == 2 ? log(v / (1 - v)) : v;
         u[j] = (c - sp->lo[j]) / (sp->hi[j] - sp->lo[j]);
     }
@@ -367,4 +404,19 @@ st_status study_design_units(size_t P, uint64_t seed, size_t first, size_t n, do
     gsl_rng_free(g);
     free(shift);
     return ST_OK;
+}
+
+void study_design_levels(const study_space *sp, uint64_t seed, size_t index, double *u)
+{
+    /* permuted blocks: design points b k .. b k + k - 1 take each of the k levels once, rotated
+     * by an offset drawn for block b, so any n points hold every level n / k times (+-1); where
+     * in the cost band a level's points fall follows the Sobol sequence (not stratified) */
+    for (size_t j = 0; j < sp->P; j++) {
+        if (sp->logs[j] != STUDY_COORD_LEVEL)
+            continue;
+        uint64_t k = (uint64_t)sp->hi[j], b = (uint64_t)index / k;
+        uint64_t h = st_mix64(seed ^ st_mix64(((uint64_t)j << 40) ^ b ^ 0x5bd1e995ULL));
+        uint64_t level = ((uint64_t)index % k + h % k) % k;
+        u[j] = ((double)level + 0.5) / (double)k;
+    }
 }

@@ -77,7 +77,8 @@ double study_model_size(const study *s, size_t k);
 
 /* ---- study mode (docs/algorithms/study-mode.md) ------------------------------------------ */
 
-#define STUDY_NONE ((size_t)-1)
+#define STUDY_NONE        ((size_t)-1)
+#define STUDY_COORD_LEVEL 3
 
 /* study_acq.c. ens: m x R ensemble (row i: variable i's ln loss under each replicate); cov: the
  * m x m sample covariance (filled). */
@@ -112,14 +113,17 @@ size_t study_acq_batch_multi(size_t m, double *cov, size_t nt, const size_t *tg,
                              unsigned char *taken, size_t k, size_t *chosen, double *vr,
                              double *var_t, double *col);
 
-/* study_design.c: the searched parameters as a unit cube, the cost of a setting, the design. */
+/* study_design.c: the searched parameters as a unit cube (every searched parameter, in file
+ * order, the engine's order: a categorical's coordinate picks its level, a conditional
+ * parameter is NAN where its parent leaves it inactive), the cost of a setting, the design. */
 typedef struct study_space {
     const runner_config *cfg;
     study_mode_options o;
     size_t P;           /* searched parameters */
     size_t *pidx;       /* searched j is cfg->params[pidx[j]] */
     fit_xp_role *role;  /* from the name (fit_xp_role_guess) */
-    int *logs;          /* 1: the design's coordinate is ln v, 2: logit v, 0: v */
+    int *logs;          /* 1: the design's coordinate is ln v, 2: logit v, 0: v,
+                           STUDY_COORD_LEVEL: a categorical's level, floor(u k) of k = hi */
     double *lo, *hi;    /* the coordinate's bounds */
     size_t jN, jD;      /* searched indices of the parameters with roles N and D, or NONE */
     const char **names; /* every parameter's name (the cost expr's placeholders) */
@@ -132,7 +136,8 @@ typedef struct study_space {
     const double *div_N, *div_lr; /* n_div each: their N (NAN when unknown) and learning rate */
 } study_space;
 
-/* ST_OK, ST_EINVAL (no searched parameter, a bound the design cannot use), ST_ENOMEM. */
+/* ST_OK, ST_EINVAL (no searched parameter, a bound the design cannot use, a conditional
+ * parameter with role N, D or size), ST_ENOMEM. */
 st_status study_space_init(study_space *sp, const runner_config *cfg, const study_mode_options *o,
                            char *errmsg);
 void study_space_clear(study_space *sp);
@@ -153,6 +158,10 @@ void study_design_point(const study_space *sp, const double *u, double *x);
  * in P dimensions, rotated by a shift drawn from `seed` (Cranley-Patterson), into U (n x P).
  * ST_OK or ST_ENOMEM. */
 st_status study_design_units(size_t P, uint64_t seed, size_t first, size_t n, double *U);
+/* Sets the categorical coordinates of u (P, design point `index`) so that the design's levels
+ * are balanced: points b k .. b k + k - 1 hold each of a k-level parameter's levels once, in an
+ * order drawn from `seed`, b and the parameter. The ordered coordinates are left as they are. */
+void study_design_levels(const study_space *sp, uint64_t seed, size_t index, double *u);
 /* The default initial design's size for a sweep: design_initial, else max(8, budget_runs / 4),
  * 16 without a run budget. */
 size_t study_design_size(const runner_config *cfg);

@@ -146,6 +146,10 @@ static void rec_scaled(plan_work *k, double a, double *x)
     for (size_t j = 0; j < sp->P; j++) {
         fit_xp_space s = k->st->par[j].space;
         double b = to_basic(s, k->res.value[j]), coef[3];
+        if (sp->logs[j] == STUDY_COORD_LEVEL) { /* every level, not only the recommended one */
+            x[sp->pidx[j]] = (double)gsl_rng_uniform_int(k->g, (unsigned long)sp->hi[j]);
+            continue;
+        }
         if (j == sp->jN)
             b = log(k->res.N) + dN;
         else if (j == sp->jD)
@@ -159,8 +163,12 @@ static void rec_scaled(plan_work *k, double a, double *x)
     if (!u)
         return;
     study_space_to_unit(sp, x, u);
-    for (size_t j = 0; j < sp->P; j++)
-        u[j] = isfinite(u[j]) ? fmin(1, fmax(0, u[j])) : 0.5;
+    for (size_t j = 0; j < sp->P; j++) {
+        if (isfinite(u[j]))
+            u[j] = fmin(1, fmax(0, u[j]));
+        else /* a conditional parameter the recommendation leaves inactive: anywhere */
+            u[j] = cfg->params[sp->pidx[j]].p.active_if ? gsl_rng_uniform(k->g) : 0.5;
+    }
     study_space_from_unit(sp, u, x);
     study_space_under_cap(sp, x);
     free(u);
@@ -182,8 +190,9 @@ static double lr_tried(const plan_work *k, size_t *jlr)
     return *jlr == STUDY_NONE || !isfinite(hi) ? INFINITY : hi;
 }
 
-/* The candidates: half a scrambled Sobol design over the band, half perturbations of the
- * recommendation (when N and D are parameters); those over the cap, likely to diverge, or
+/* The candidates: half a scrambled Sobol design over the band (its categorical levels balanced
+ * as the initial design's), half perturbations of the recommendation (when N and D are
+ * parameters; each at a level drawn uniformly); those over the cap, likely to diverge, or
  * with a learning rate above every successful run's (the stability boundary is unknown there,
  * as for the recommendation: study.h) get weight 0. Fills rows 0 .. n_cand - 1. */
 static st_status work_candidates(plan_work *k, uint64_t seed)
@@ -205,9 +214,10 @@ static st_status work_candidates(plan_work *k, uint64_t seed)
     st_status rc = study_design_units(sp->P, seed, 0, n_sob, U);
     for (size_t i = 0; rc == ST_OK && i < nc; i++) {
         double *x = &k->set[i * k->np];
-        if (i < n_sob)
+        if (i < n_sob) {
+            study_design_levels(sp, seed, i, &U[i * sp->P]);
             study_design_point(sp, &U[i * sp->P], x);
-        else
+        } else
             rec_scaled(k, a, x);
         if (!work_predict(k, i, x) || !(k->cost[i] <= sp->cap * (1 + 1e-9)) ||
             1 - k->weight[i] > sp->o.max_p_diverge ||
@@ -298,6 +308,8 @@ static st_status work_decision(plan_work *k)
     int nd_pair = k->sp.jN != STUDY_NONE && k->sp.jD != STUDY_NONE && isfinite(k->res.N) &&
                   isfinite(k->res.D);
     for (size_t j = 0; j < P; j++) {
+        if (k->sp.logs[j] == STUDY_COORD_LEVEL || !isfinite(k->res.value[j]))
+            continue; /* a level has no slope; a parameter inactive there, none either */
         fit_xp_role ro = fit_xp_param_role(k->xp, j);
         if (j == k->sp.jD || ro == FIT_XP_SIZE || (j == k->sp.jN && !nd_pair) ||
             (ro == FIT_XP_N || ro == FIT_XP_D) != (j == k->sp.jN))
@@ -519,6 +531,8 @@ static st_status design_x(const runner_config *cfg, const runner_sweep *w, size_
         }
         rc = study_design_units(sp.P, cfg->seed, index, 1, u);
     }
+    if (!rc)
+        study_design_levels(&sp, cfg->seed, index, u);
     if (!rc)
         study_design_point(&sp, u, x);
     free(u);

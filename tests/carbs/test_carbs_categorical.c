@@ -4,7 +4,8 @@
  * conditions, suggestions that hold choice indices and NaN exactly where a parameter is
  * inactive, observe accepting any value there and refusing a NaN where active, save/load, and
  * a toy with a known answer: the loss (x - s_k)^2 + o_k over three choices k, whose minimum
- * is choice 2 at x = s_2, reached in a budget where the wrong choices cost 1 more.
+ * is choice 2 at x = s_2, reached in a budget where the wrong choices cost 1 more; and the
+ * level switches: the best point proposed at another choice with its ordered coordinates kept.
  */
 #include <math.h>
 #include <stdio.h>
@@ -197,6 +198,52 @@ static void test_suggest_observe(void)
     carbs_destroy(c);
 }
 
+/* The level switches (suggest.c's level_switches): after adamw runs whose best is at x = 0.7
+ * (beta2 0.9) and a few lion and sgd runs far from it, the next suggestions include the best
+ * point at another choice with its ordered coordinate exactly kept (x = 0.7, beta2 inactive),
+ * for at least 2 of 6 seeds (3 measured): a candidate only the switches make, since every
+ * other candidate moves x by a continuous draw. Seen failing (0 of 6) with level_switches
+ * returning 0. */
+static void test_level_switches(void)
+{
+    carbs_param p[3];
+    space(p);
+    int hits = 0, runs = 0;
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        carbs_options o = carbs_options_default();
+        o.seed = seed;
+        o.num_random_samples = 2;
+        o.resample_frequency = 0; /* no re-run of the best point: the Bayes phase only */
+        carbs *c = NULL;
+        CHECK_ST(carbs_create(p, 3, &o, &c, NULL), ST_OK);
+        if (!c)
+            return;
+        for (int i = 0; i < 12; i++) { /* adamw: the best at x = 0.7 exactly */
+            double x[3] = {0, 0.9, i == 11 ? 0.7 : -1.5 + 0.25 * i};
+            CHECK_ST(carbs_observe(c, 0, x, loss(x), 1.0, 0), ST_OK);
+        }
+        for (int i = 0; i < 2; i++) { /* lion and sgd: far from it */
+            double a[3] = {1, NAN, i ? 1.9 : -1.9}, b[3] = {2, NAN, i ? -1.8 : 1.8};
+            CHECK_ST(carbs_observe(c, 0, a, loss(a), 1.0, 0), ST_OK);
+            CHECK_ST(carbs_observe(c, 0, b, loss(b), 1.0, 0), ST_OK);
+        }
+        int hit = 0;
+        for (int t = 0; t < 5; t++) {
+            double x[3];
+            uint64_t id;
+            CHECK_ST(carbs_suggest(c, x, &id), ST_OK);
+            hit |= x[0] != 0 && fabs(x[2] - 0.7) < 1e-9 && isnan(x[1]);
+        }
+        hits += hit;
+        runs++;
+        carbs_destroy(c);
+    }
+    printf("level switches: the best point at another choice within 5 suggestions for %d of %d "
+           "seeds\n",
+           hits, runs);
+    CHECK(hits >= 2); /* 3 of 6 measured; 0 without the switches */
+}
+
 /* The scale in force: (max - min) / 4 for a bounded linear space (at least 2 roundings for an
  * integer), CARBS' 1 for the rest and for everything in faithful mode; an explicit scale kept. */
 static void test_auto_scale(void)
@@ -236,6 +283,7 @@ int main(void)
     test_onehot_gp();
     test_validation();
     test_suggest_observe();
+    test_level_switches();
     test_auto_scale();
     return check_summary("test_carbs_categorical");
 }

@@ -247,7 +247,18 @@ static void test_method_points(void)
     load_bad("  x: {space: linear, center: 0}\nmethod: random\n", "needs its min and max");
     load_bad("  x: {space: linear, min: 0, max: 1, center: 0.5, grid: [2]}\nmethod: grid\n",
              "outside");
-    load_bad("  o: {choices: [a, b]}\nmethod: study\n", "ordered parameters only");
+    { /* the study mode takes categorical parameters (tests/study/test_study_mode_categorical) */
+        const char *t = "name: st\nobjective: {metric: loss}\nbudget: {runs: 2}\nparameters:\n"
+                        "  o: {choices: [a, b]}\nmethod: study\n"
+                        "optimizer: {target_compute: 1.0e20}\n";
+        char em[ST_ERRMSG_MAX] = "";
+        runner_config *s = NULL;
+        CHECK_ST(runner_config_load_string(t, strlen(t), "st.yaml", &s, em), ST_OK);
+        if (em[0])
+            fprintf(stderr, "  %s\n", em);
+        CHECK(s && s->method == RUNNER_METHOD_STUDY);
+        runner_config_destroy(s);
+    }
     load_bad("  x: {space: linear, min: 0, max: 1, center: 0.5}\nmethod: grid\n"
              "optimizer: {goal: extrapolate, target_compute: 10}\n",
              "method study");
