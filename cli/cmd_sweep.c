@@ -504,6 +504,7 @@ static int do_ask(const args *a)
     runner_store *s = sweep_open_store(a);
     if (!s)
         return 1;
+    runner_store_set_proposer(s, study_proposer, NULL); /* a study-mode sweep's asks */
     double x[256];
     uint64_t id = 0;
     size_t n = 0;

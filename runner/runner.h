@@ -729,6 +729,13 @@ st_status runner_method_proposer(void *user, const runner_propose_request *req, 
  * while carbs is blind to the cap does not apply (the proposer answers for its costs). A
  * searched value outside its [min, max] (or NaN) is an error of runner_step (ST_EINVAL). */
 void runner_set_proposer(runner *r, runner_propose_fn fn, void *user);
+/* The same for the asks of store s (runner_store_ask, _ask_ttl): a sweep in study mode
+ * (method study, optimizer.goal extrapolate) gets its new suggestions from fn (study/'s
+ * study_proposer), which sees the runs in suggestion order up to the first one not ended and
+ * the rest as outstanding; expired and enqueued runs are handed out first as before. Without
+ * it an ask of a study-mode sweep is refused (ST_EINVAL: the message says what to install), so
+ * that a script never gets CARBS' suggestions for a study-mode sweep. fn NULL: none. */
+void runner_store_set_proposer(runner_store *s, runner_propose_fn fn, void *user);
 
 /*
  * Early stopping. A stop check is called at each eval record of a running run (after the store

@@ -66,6 +66,9 @@ struct runner_store {
     char fence_owner[128];
     int ballast; /* this handle made or reused "<store>-ballast" (store_ballast.c) */
     int full;    /* SQLITE_FULL seen and the WAL not yet truncated since */
+    /* the source of a study-mode sweep's asks (runner_store_set_proposer); NULL: none */
+    runner_propose_fn propose;
+    void *propose_user;
 };
 
 /* Opens the SQLite file at `path` as a store (store.c): identifies it (a store, an empty file,
@@ -178,6 +181,13 @@ st_status store_rebuild_carbs(runner_store *s, int64_t sweep, const runner_confi
  * number of observations it had then (carbs_progress, carbs_n_observations before the
  * suggestion): what store_rebuild_carbs needs to suggest as the live optimizer would next. */
 st_status store_record_progress(runner_store *s, int64_t run, const carbs_progress *p, size_t born);
+/* What a proposer's suggestion `index` draws from: the sweep's seed mixed with the index (the
+ * controller's and an ask's proposals alike). */
+uint64_t runner_proposal_seed(const runner_config *cfg, size_t index);
+/* A proposer's suggestion as it will run: fixed parameters overwritten, each active searched
+ * value checked against [min, max] (ST_EINVAL with the message in errmsg, ST_ERRMSG_MAX). */
+st_status runner_proposal_finish(const runner_config *cfg, size_t index, double *x_all,
+                                 char *errmsg);
 /* The optimizer's x (D values) from all parameters (n_params values) and back. */
 void runner_x_to_carbs(const runner_config *cfg, const double *all, double *x);
 void runner_x_from_carbs(const runner_config *cfg, const double *x, double *all);

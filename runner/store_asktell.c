@@ -136,10 +136,108 @@ static st_status check_budget(runner_store *s, int64_t sweep, const runner_confi
     return ST_OK;
 }
 
-/* A new suggestion recorded as a running run (inside the caller's transaction). */
+/* The runs a proposer may use for an ask: the ended runs in suggestion order up to the first
+ * that has not ended (*n_released), and every run after it as outstanding (*pending: n_params
+ * values each, at most cap of them, malloc'd), as the controller's view of a sweep that is not
+ * deterministic (release.c). */
+static st_status ask_view(runner_store *s, int64_t sweep, size_t np, size_t cap, size_t *n_released,
+                          double **pending, size_t *n_pending)
+{
+    *n_released = *n_pending = 0;
+    if (!(*pending = malloc((cap ? cap : 1) * np * sizeof(double))))
+        return ST_ENOMEM;
+    sqlite3_stmt *st = store_stmt(s, "SELECT status, stop_reason IS NOT NULL, x FROM runs "
+                                     "WHERE sweep_id = ?1 ORDER BY id");
+    if (!st)
+        return ST_EDB;
+    sqlite3_bind_int64(st, 1, sweep);
+    int src, prefix = 1;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        int status = sqlite3_column_int(st, 0);
+        int ended = status == RUNNER_RUN_SUCCEEDED || status == RUNNER_RUN_FAILED ||
+                    status == RUNNER_RUN_INFRA_FAILED || sqlite3_column_int(st, 1);
+        if (prefix && ended) {
+            (*n_released)++;
+            continue;
+        }
+        prefix = 0;
+        if (*n_pending < cap && (size_t)sqlite3_column_bytes(st, 2) == np * sizeof(double))
+            memcpy(*pending + np * (*n_pending)++, sqlite3_column_blob(st, 2), np * sizeof(double));
+    }
+    sqlite3_reset(st);
+    return src == SQLITE_DONE ? ST_OK : store_fail(s, src, "reading runs");
+}
+
+/* Suggestion n_runs of a study-mode sweep from the store's proposer into all (n_params). */
+static st_status ask_proposer(runner_store *s, int64_t sweep, const runner_config *cfg,
+                              size_t n_runs, double *all)
+{
+    if (!s->propose)
+        return st_errf(s->errmsg, ST_EINVAL,
+                       "sweep '%s' is in study mode (optimizer.goal extrapolate): its "
+                       "suggestions come from study/'s proposer, which this ask was not given "
+                       "(C: runner_store_set_proposer(store, study_proposer, NULL); the CLI and "
+                       "the Python binding install it)",
+                       cfg->name);
+    runner_propose_request q;
+    memset(&q, 0, sizeof(q));
+    double *pending = NULL;
+    st_status rc = ask_view(s, sweep, cfg->n_params, n_runs, &q.n_released, &pending, &q.n_pending);
+    if (!rc) {
+        q.cfg = cfg;
+        q.db_path = sqlite3_db_filename(s->db, "main");
+        q.sweep = cfg->name;
+        q.index = n_runs;
+        q.pending = pending;
+        q.seed = runner_proposal_seed(cfg, n_runs);
+        char em[ST_ERRMSG_MAX] = "";
+        for (size_t i = 0; i < cfg->n_params; i++)
+            all[i] = NAN;
+        if ((rc = s->propose(s->propose_user, &q, all, em)))
+            st_errf(s->errmsg, rc, "proposer (suggestion %zu): %s", n_runs,
+                    em[0] ? em : st_strerror(rc));
+        else
+            rc = runner_proposal_finish(cfg, n_runs, all, s->errmsg);
+    }
+    free(pending);
+    return rc;
+}
+
+/* Records the suggestion `all` as a running run asked for (inside the caller's transaction);
+ * *run gets its id. */
+static st_status record_ask(runner_store *s, int64_t sweep, const runner_config *cfg, double ttl,
+                            uint64_t *run, const double *all)
+{
+    sqlite3_stmt *st = store_stmt(s, "INSERT INTO runs(sweep_id, status, x, created, expires) "
+                                     "VALUES(?1, 1, ?2, ?3, ?4)");
+    if (!st)
+        return ST_EDB;
+    double now = runner_now();
+    sqlite3_bind_int64(st, 1, sweep);
+    sqlite3_bind_blob(st, 2, all, (int)(cfg->n_params * sizeof(double)), SQLITE_TRANSIENT);
+    sqlite3_bind_double(st, 3, now);
+    if (ttl > 0 && isfinite(ttl))
+        sqlite3_bind_double(st, 4, now + ttl);
+    st_status rc = store_exec_stmt(s, st, "recording an ask");
+    if (rc)
+        return rc;
+    *run = (uint64_t)sqlite3_last_insert_rowid(s->db);
+    int64_t ids[1] = {sweep};
+    rc = store_exec_ids(s, "UPDATE sweeps SET n_asks = n_asks + 1 WHERE id = ?1", "counting asks",
+                        1, ids);
+    return rc ? rc : store_event(s, sweep, (int64_t)*run, 0, "ask", NULL);
+}
+
+/* A new suggestion recorded as a running run (inside the caller's transaction): from the
+ * store's proposer in study mode, else from the rebuilt optimizer (or the grid or random
+ * method's point). */
 static st_status new_run(runner_store *s, int64_t sweep, const runner_config *cfg, size_t n_runs,
                          double ttl, uint64_t *run, double *all)
 {
+    if (cfg->goal == RUNNER_GOAL_EXTRAPOLATE) {
+        st_status rc = ask_proposer(s, sweep, cfg, n_runs, all);
+        return rc ? rc : record_ask(s, sweep, cfg, ttl, run, all);
+    }
     carbs *cb = NULL;
     /* the runs already handed out and still open are outstanding in the rebuilt optimizer
      * (its model fantasises at them), and the counters of the last suggestion are restored:
@@ -158,37 +256,24 @@ static st_status new_run(runner_store *s, int64_t sweep, const runner_config *cf
         st_errf(s->errmsg, rc, "optimizer: %s", carbs_errmsg(cb));
     else
         runner_x_from_carbs(cfg, x, all);
-    sqlite3_stmt *st = NULL;
+    if (!rc)
+        rc = record_ask(s, sweep, cfg, ttl, run, all);
     if (!rc) {
-        st = store_stmt(s, "INSERT INTO runs(sweep_id, status, x, created, expires) "
-                           "VALUES(?1, 1, ?2, ?3, ?4)");
-        rc = st ? ST_OK : ST_EDB;
-    }
-    if (!rc) {
-        double now = runner_now();
-        sqlite3_bind_int64(st, 1, sweep);
-        sqlite3_bind_blob(st, 2, all, (int)(cfg->n_params * sizeof(double)), SQLITE_TRANSIENT);
-        sqlite3_bind_double(st, 3, now);
-        if (ttl > 0 && isfinite(ttl))
-            sqlite3_bind_double(st, 4, now + ttl);
-        rc = store_exec_stmt(s, st, "recording an ask");
-    }
-    if (!rc) {
-        *run = (uint64_t)sqlite3_last_insert_rowid(s->db);
         carbs_progress prog;
         carbs_get_progress(cb, &prog);
         rc = store_record_progress(s, (int64_t)*run, &prog, born);
     }
-    if (!rc) {
-        int64_t ids[1] = {sweep};
-        rc = store_exec_ids(s, "UPDATE sweeps SET n_asks = n_asks + 1 WHERE id = ?1",
-                            "counting asks", 1, ids);
-    }
-    if (!rc)
-        rc = store_event(s, sweep, (int64_t)*run, 0, "ask", NULL);
     free(x);
     carbs_destroy(cb);
     return rc;
+}
+
+void runner_store_set_proposer(runner_store *s, runner_propose_fn fn, void *user)
+{
+    if (!s)
+        return;
+    s->propose = fn;
+    s->propose_user = fn ? user : NULL;
 }
 
 st_status runner_store_ask_ttl(runner_store *s, const char *sweep, double ttl, uint64_t *out_id,

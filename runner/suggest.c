@@ -65,6 +65,27 @@ static st_status from_carbs(runner *r, double *x_all, uint64_t *cid, double *pre
     return ST_OK;
 }
 
+uint64_t runner_proposal_seed(const runner_config *cfg, size_t index)
+{
+    return st_mix64(cfg->seed + 0x9e3779b97f4a7c15ull * ((uint64_t)index + 1));
+}
+
+st_status runner_proposal_finish(const runner_config *cfg, size_t index, double *x_all,
+                                 char *errmsg)
+{
+    for (size_t i = 0; i < cfg->n_params; i++) {
+        const runner_param_spec *ps = &cfg->params[i];
+        if (ps->is_fixed)
+            x_all[i] = ps->fixed_value;
+        else if (!(x_all[i] >= ps->p.min && x_all[i] <= ps->p.max) &&
+                 runner_param_active(cfg, x_all, i))
+            return st_errf(errmsg, ST_EINVAL,
+                           "proposer (suggestion %zu): %s = %g is outside [%g, %g]", index,
+                           ps->p.name, x_all[i], ps->p.min, ps->p.max);
+    }
+    return ST_OK;
+}
+
 /* The proposer's suggestion number r->n_runs, with what the release rule lets it see; fixed
  * parameters overwritten, searched ones checked against their ranges. The predicted cost is
  * carbs' cost model's (NaN until it has a model). */
@@ -81,7 +102,7 @@ static st_status from_proposer(runner *r, double *x_all, double *predicted)
     q.sweep = r->cfg->name;
     q.index = r->n_runs;
     q.pending = pending;
-    q.seed = st_mix64(r->cfg->seed + 0x9e3779b97f4a7c15ull * ((uint64_t)q.index + 1));
+    q.seed = runner_proposal_seed(r->cfg, q.index);
     char em[ST_ERRMSG_MAX] = "";
     for (size_t i = 0; i < r->cfg->n_params; i++)
         x_all[i] = NAN;
@@ -90,16 +111,8 @@ static st_status from_proposer(runner *r, double *x_all, double *predicted)
     if (rc)
         return st_errf(r->errmsg, rc, "proposer (suggestion %zu): %s", q.index,
                        em[0] ? em : st_strerror(rc));
-    for (size_t i = 0; i < r->cfg->n_params; i++) {
-        const runner_param_spec *ps = &r->cfg->params[i];
-        if (ps->is_fixed)
-            x_all[i] = ps->fixed_value;
-        else if (!(x_all[i] >= ps->p.min && x_all[i] <= ps->p.max) &&
-                 runner_param_active(r->cfg, x_all, i))
-            return st_errf(r->errmsg, ST_EINVAL,
-                           "proposer (suggestion %zu): %s = %g is outside [%g, %g]", q.index,
-                           ps->p.name, x_all[i], ps->p.min, ps->p.max);
-    }
+    if ((rc = runner_proposal_finish(r->cfg, q.index, x_all, r->errmsg)))
+        return rc;
     size_t d = carbs_dim(r->cb);
     double xs[256], *x = xs, cost = NAN;
     if (d > 256 && !(x = malloc(d * sizeof(double))))

@@ -4,6 +4,7 @@ optimizer from the store) give the same parameters, in the same order, as an Opt
 alive in process with the sweep's options (the independent reference), past the random phase
 and through CARBS' resamples (the resample counter used to restart at every ask)."""
 
+import math
 import os
 import subprocess
 import tempfile
@@ -113,6 +114,67 @@ class TestAskTellEqualsLive(unittest.TestCase):
             args = ["--failed"] if failed else ["--objective", repr(obj), "--cost", repr(cost)]
             stutil.run([stutil.CLI, "sweep", "tell", kv["SUGGESTION_ID"], "--sweep", "cli",
                         "--db", self.db] + args)
+
+
+STUDY_YAML = """name: %s
+command: ["/bin/false"]
+objective: {metric: val_loss}
+cost: {metric: flops, expr: "6 * {N} * {tokens}"}
+parameters:
+  N: {space: log, min: 2.0e6, max: 6.0e7, center: 1.0e7}
+  tokens: {space: log, min: 4.0e7, max: 2.0e9, center: 2.0e8}
+  lr: {space: log, min: 1.0e-4, max: 1.0e-2, center: 2.0e-3}
+budget: {runs: 40, max_cost_per_run: 1.0e16}
+seed: 4
+optimizer: {goal: extrapolate, target_factor: 100, initial_design: 10}
+"""
+
+
+def study_outcome(p):
+    """A Chinchilla-like loss with a learning-rate bowl, and 6 N D for the cost."""
+    loss = (1.8 + 400 * p["N"] ** -0.34 + 400 * p["tokens"] ** -0.28) * (
+        1 + 0.05 * (math.log(p["lr"] / 2e-3)) ** 2)
+    return loss, 6 * p["N"] * p["tokens"]
+
+
+@unittest.skipUnless(os.path.exists(stutil.CLI), "no scaletune CLI in the build directory")
+class TestStudyModeAsk(unittest.TestCase):
+    """A sweep in study mode asked from a script gets study/'s proposer (the design, not CARBS'
+    centre first), through Python as through `scaletune sweep ask`; the C test
+    tests/study/test_study_asktell.c checks the asks against the controller's sweep."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.db = os.path.join(self.tmp.name, "s.db")
+        for name in ("py", "cli"):
+            path = os.path.join(self.tmp.name, name + ".yaml")
+            with open(path, "w") as f:
+                f.write(STUDY_YAML % name)
+            stutil.run([stutil.CLI, "sweep", "create", path, "--db", self.db])
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_python_and_cli_asks_are_the_study_design(self):
+        got = []
+        with Sweep(self.db, "py") as s:
+            for _ in range(12):
+                p, rid = s.ask()
+                got.append(p)
+                loss, cost = study_outcome(p)
+                s.tell(rid, objective=loss, cost=cost)
+        centre = {"N": 1.0e7, "tokens": 2.0e8, "lr": 2.0e-3}
+        self.assertFalse(same(got[0], centre), "the first ask is CARBS' centre: %s" % got[0])
+        self.assertEqual(len({(p["N"], p["tokens"], p["lr"]) for p in got}), 12)
+        for i in range(12):
+            r = stutil.run([stutil.CLI, "sweep", "ask", "--sweep", "cli", "--db", self.db])
+            kv = dict(line.split("=", 1) for line in r.stdout.split())
+            p = {k: float(kv[k]) for k in ("N", "tokens", "lr")}
+            for k in p:
+                self.assertAlmostEqual(p[k] / got[i][k], 1.0, delta=1e-12, msg="ask %d %s" % (i, k))
+            loss, cost = study_outcome(p)
+            stutil.run([stutil.CLI, "sweep", "tell", kv["SUGGESTION_ID"], "--sweep", "cli",
+                        "--db", self.db, "--objective", repr(loss), "--cost", repr(cost)])
 
 
 if __name__ == "__main__":

@@ -404,6 +404,7 @@ _PROTOS = {
     "runner_store_ask": (st, [c_void_p, c_char_p, P(c_uint64), dbl_p, c_size_t]),
     "runner_store_tell": (st, [c_void_p, c_char_p, c_uint64, c_double, c_double, c_int]),
     "runner_store_ask_ttl": (st, [c_void_p, c_char_p, c_double, P(c_uint64), dbl_p, c_size_t]),
+    "runner_store_set_proposer": (None, [c_void_p, c_void_p, c_void_p]),
     "runner_store_expired": (st, [c_void_p, c_char_p, c_size_t, P(c_size_t), P(c_uint64)]),
     "runner_store_tell_final": (
         st,

@@ -16,7 +16,7 @@ the sweep.
 import json
 import math
 import os
-from ctypes import POINTER, byref, c_char_p, c_double, c_size_t, c_uint64, c_void_p
+from ctypes import POINTER, byref, c_char_p, c_double, c_size_t, c_uint64, c_void_p, cast
 
 from . import _lib
 from ._lib import check, enc, lib, text
@@ -32,6 +32,8 @@ class Sweep:
         err = _lib.errbuf()
         check(lib.runner_store_open(enc(db), byref(h), err), err)
         self._h = h
+        # a study-mode sweep's asks come from study/'s proposer, as in the CLI's `sweep ask`
+        lib.runner_store_set_proposer(h, cast(lib.study_proposer, c_void_p), None)
         self.db = db
         self.name = name
 
