@@ -378,7 +378,7 @@ bench-extrapolate: $(BUILD)/bench/bench_extrapolate $(BUILD)/$(NAME) $(BUILD)/be
 .PHONY: bench-extrapolate
 # make bench-study: study mode against CARBS and random search on the same worlds (issue 16;
 # docs/benchmarks.md, "Sweeps designed for the large run"); SEEDS, STUDY_RUNS, OTHER_RUNS, MODES,
-# ARMS (MODE:RUNS[:COST] each, e.g. "study:120:1.5e17 best:300:1.5e17": equal sweep cost)
+# FIRST_SEED, ARMS (MODE:RUNS[:COST] each, e.g. "study:120:1.5e17 best:300:1.5e17": equal sweep cost)
 bench-study: $(BUILD)/bench/bench_extrapolate $(BUILD)/$(NAME) $(BUILD)/bench/llmsim/llmsim
 	sh bench/study.sh
 .PHONY: bench-study

@@ -11,11 +11,13 @@
 # random:$OTHER_RUNS" for the modes in MODES. For issue 16's question, study mode against the
 # others at equal cost and at three times it (docs/benchmarks.md section 8):
 #   ARMS="study:120:1.5e17 best:300:1.5e17 best:300:4.5e17 random:300:1.5e17 random:300:4.5e17"
-# Environment: SEEDS (default 20), STUDY_RUNS (default 50), OTHER_RUNS (default 150), MODES
-# (default "study best random"), ARMS, JOBS (default 2). Run from the repository root after
+# Environment: SEEDS (default 20), FIRST_SEED (default 1: worlds FIRST_SEED ..), STUDY_RUNS
+# (default 50), OTHER_RUNS (default 150), MODES (default "study best random"), ARMS, JOBS
+# (default 2). Run from the repository root after
 # `make`.
 set -eu
 SEEDS=${SEEDS:-20}
+FIRST_SEED=${FIRST_SEED:-1}
 STUDY_RUNS=${STUDY_RUNS:-50}
 OTHER_RUNS=${OTHER_RUNS:-150}
 MODES=${MODES:-"study best random"}
@@ -41,7 +43,8 @@ for arm in $ARMS; do
     [ "$rest" != "$runs" ] && cost=${rest#*:}
     name=$(arm_name "$m" "$runs" "$cost")
     echo "== bench-study: arm $arm ($runs runs per sweep${cost:+, budget.cost $cost}), $SEEDS seeds"
-    OPENBLAS_NUM_THREADS=1 $B/bench_extrapolate --seeds "$SEEDS" --jobs "$JOBS" --mode "$m" \
+    OPENBLAS_NUM_THREADS=1 $B/bench_extrapolate --seeds "$SEEDS" --first-seed "$FIRST_SEED" \
+        --jobs "$JOBS" --mode "$m" \
         --runs "$runs" ${cost:+--budget-cost "$cost"} --scaletune build/scaletune \
         --llmsim $B/llmsim/llmsim --work "$B/study-$name" --out "$B/study-$name.json" |
         sed -n '/^| over/,$p'
