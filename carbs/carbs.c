@@ -1,7 +1,8 @@
 /*
  * carbs.c — the optimizer handle: creation and validation, observations, outstanding
  * suggestions, warm start, inspection and the in-process driver. The suggestion logic lives in
- * suggest.c, the option table in options.c, persistence in state.c.
+ * suggest.c (candidates, phases) and models.c (the GPs it fits), the option table in options.c,
+ * persistence in state.c.
  * Pure: no I/O, no clock, no globals; all randomness from the handle's RNG (carbs_int.h).
  */
 #include <assert.h>

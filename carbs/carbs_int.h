@@ -274,7 +274,7 @@ st_status carbs_priv_subset(size_t ns, size_t d, const double *Xs, const double 
                             const size_t *obs_idx, size_t n_front, const size_t *front,
                             size_t n_origins, const double *origins, size_t m, size_t *out);
 /* The cost model's data as the Bayesian step fits it: cap_cost_data's, restricted above
- * gp_max_points to the same subset of the successes (suggest.c) and to the gp_max_points / 4
+ * gp_max_points to the same subset of the successes (models.c) and to the gp_max_points / 4
  * most recent cost-only observations. ST_OK or ST_ENOMEM. */
 st_status carbs_priv_cost_data(carbs *c, size_t *n, double **X, double **cost);
 
@@ -297,7 +297,7 @@ size_t carbs_priv_refit_point(size_t n);
 st_status carbs_priv_gp_get(carbs *c, gpc_kind kind, size_t n, size_t n_fixed, const double *X,
                             const double *y, const double *raw, gp **out);
 void carbs_priv_gpcache_free(carbs *c);
-/* suggest.c: the output transform in force fitted to n outputs (raw, not signed). */
+/* models.c: the output transform in force fitted to n outputs (raw, not signed). */
 st_status carbs_priv_output_qt(const carbs *c, size_t n, const double *yraw, qt *t);
 
 /* ---- costcap.c --------------------------------------------------------------------------- */

@@ -3,7 +3,8 @@
  * around an origin in the basic space (a categorical keeps or redraws its choice), rounding
  * with the inactive parameters of conditional spaces put at their centre, CARBS' locality
  * weight, and the initial design (scrambled Halton or Sobol through the normal inverse CDF, or
- * i.i.d. Gaussian in faithful mode). Not here: the models and the acquisition (suggest.c).
+ * i.i.d. Gaussian in faithful mode). Not here: the models (models.c) and the acquisition
+ * (suggest.c).
  */
 #include <gsl/gsl_cdf.h>
 #include <gsl/gsl_qrng.h>

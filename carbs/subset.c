@@ -6,7 +6,7 @@
  * The subset is a function of the runs alone (inputs, outputs, order of observation, Pareto
  * groups), never of the RNG or of earlier suggestions, so an optimizer rebuilt from its saved
  * state or its store suggests what the live one would (issue 20). Not the fitting itself
- * (suggest.c) nor the hyperparameters' own 128-point subset (gp.c, gp_max_fit_points).
+ * (models.c) nor the hyperparameters' own 128-point subset (gp.c, gp_max_fit_points).
  */
 #include <stdlib.h>
 #include <string.h>
