@@ -63,6 +63,8 @@ st_status cfg_load_optimizer(ctx *c, const yaml_node_t *map);
 st_status cfg_check_optimizer(ctx *c);
 /* config_optimizer.c: the `early_stopping:` block. */
 st_status cfg_load_early_stopping(ctx *c, const yaml_node_t *map);
+/* config_param.c: the `parameters:` block (every parameter, in file order). */
+st_status cfg_load_params(ctx *c, const yaml_node_t *map);
 /* config_param.c: a parameter with `choices:` (map: its mapping), a `when:` block, the masks
  * of every `when` once all parameters are read, and freeing a parameter's strings. */
 st_status cfg_load_choices(ctx *c, const char *field, const yaml_node_t *map,

@@ -3,8 +3,9 @@
  *   optimizer: {choices: [adamw, lion, sgd], center: adamw}     (space: categorical optional)
  *   beta2:     {space: linear, min: 0.9, max: 0.999, center: 0.95, when: {optimizer: adamw}}
  * (`when` also takes a list: {optimizer: [adamw, lion]}), the choice string of a value, and
- * the parsing of a value written as text (sweep enqueue). Not here: ordered parameters
- * (config.c), the optimizer (carbs/ sees a choice index and active_if/active_mask).
+ * the parsing of a value written as text (sweep enqueue), and the `parameters:` block itself
+ * (every parameter, ordered ones too: cfg_load_params). Not here: the optimizer (carbs/ sees a
+ * choice index and active_if/active_mask).
  */
 #include "runner/config_int.h"
 
@@ -394,4 +395,165 @@ int runner_constraints_broken(const runner_config *cfg, const char *final, char 
     }
     json_decref(root);
     return broken;
+}
+
+/* ---- the parameters block
+ * -------------------------------------------------------------------------- */
+
+static st_status load_param(ctx *c, const char *name, const yaml_node_t *map, runner_param_spec *ps)
+{
+    char field[160];
+    snprintf(field, sizeof(field), "parameters.%s", name);
+    st_status rc = cfg_expect_map(c, map, field);
+    if (rc)
+        return rc;
+    yaml_node_t *k, *v;
+    const char *key;
+    int has_space = 0, has_center = 0, has_value = 0, other = 0;
+    const yaml_node_t *space_node = NULL, *center_node = map;
+    FOREACH_PAIR(c, map, k, v, key)
+    {
+        if (!key)
+            return cfg_fail(c, k, field, ST_EINVAL, "keys must be strings");
+        if (!strcmp(key, "value"))
+            has_value = 1;
+        else
+            other = 1;
+        if (!strcmp(key, "space")) {
+            has_space = 1;
+            space_node = v;
+        }
+        if (!strcmp(key, "choices"))
+            return cfg_load_choices(c, field, map, ps); /* config_param.c */
+    }
+    if (has_value) {
+        if (other)
+            return cfg_fail(c, map, field, ST_EINVAL, "a fixed parameter has only 'value'");
+        FOREACH_PAIR(c, map, k, v, key)
+        {
+            const char *s = cfg_scalar(v);
+            if (!s)
+                return cfg_fail(c, v, field, ST_EINVAL, "value must be a scalar");
+            ps->is_fixed = 1;
+            free(ps->fixed_text);
+            ps->fixed_text = cfg_strdup(s);
+            if (!ps->fixed_text)
+                return ST_ENOMEM;
+            char *end;
+            double d = strtod(s, &end);
+            ps->fixed_value = (end != s && !*end) ? d : NAN;
+        }
+        return ST_OK;
+    }
+    if (!has_space)
+        return cfg_fail(c, map, field, ST_EINVAL,
+                        "needs 'space' (linear, log, logit), 'choices' or 'value'");
+
+    carbs_space_kind kind;
+    const char *sp = cfg_scalar(space_node);
+    char sfield[200];
+    snprintf(sfield, sizeof(sfield), "%s.space", field);
+    if (sp && !strcmp(sp, "linear"))
+        kind = CARBS_SPACE_LINEAR;
+    else if (sp && !strcmp(sp, "log"))
+        kind = CARBS_SPACE_LOG;
+    else if (sp && !strcmp(sp, "logit"))
+        kind = CARBS_SPACE_LOGIT;
+    else
+        return cfg_fail(c, space_node, sfield, ST_EINVAL, "expected linear, log or logit");
+    carbs_param_init(&ps->p, NULL, kind, NAN);
+
+    FOREACH_PAIR(c, map, k, v, key)
+    {
+        char f[200];
+        snprintf(f, sizeof(f), "%s.%s", field, key);
+        if (!strcmp(key, "space"))
+            continue;
+        else if (!strcmp(key, "min"))
+            rc = cfg_get_number(c, v, f, &ps->p.min);
+        else if (!strcmp(key, "max"))
+            rc = cfg_get_number(c, v, f, &ps->p.max);
+        else if (!strcmp(key, "center") || !strcmp(key, "centre")) {
+            rc = cfg_get_number(c, v, f, &ps->p.center);
+            has_center = 1;
+            center_node = v;
+        } else if (!strcmp(key, "scale"))
+            rc = cfg_get_number(c, v, f, &ps->p.scale);
+        else if (!strcmp(key, "base"))
+            rc = cfg_get_number(c, v, f, &ps->p.base);
+        else if (!strcmp(key, "integer"))
+            rc = cfg_get_bool(c, v, f, &ps->p.is_integer);
+        else if (!strcmp(key, "rounding"))
+            rc = cfg_get_number(c, v, f, &ps->p.rounding);
+        else if (!strcmp(key, "when"))
+            rc = cfg_load_when(c, v, f, ps);
+        else if (!strcmp(key, "grid"))
+            rc = cfg_load_grid(c, v, f, ps);
+        else
+            rc = cfg_fail(c, k, field, ST_EINVAL,
+                          "unknown key '%s' (space, min, max, center, scale, base, integer, "
+                          "rounding, when, grid, choices, value)",
+                          key);
+        if (rc)
+            return rc;
+    }
+    if (!has_center)
+        return cfg_fail(c, center_node, field, ST_EINVAL,
+                        "needs 'center' (where the search starts)");
+    if (!(ps->p.min < ps->p.max))
+        return cfg_fail(c, map, field, ST_EINVAL, "min must be below max");
+    int at_bound = ps->p.is_integer && (ps->p.center == ps->p.min || ps->p.center == ps->p.max);
+    if (!at_bound && !(ps->p.center > ps->p.min && ps->p.center < ps->p.max))
+        return cfg_fail(c, center_node, field, ST_EINVAL, "center %g is not inside (%g, %g)",
+                        ps->p.center, ps->p.min, ps->p.max);
+    if (kind == CARBS_SPACE_LOG && ps->p.min < 0)
+        return cfg_fail(c, map, field, ST_EINVAL, "a log space needs min >= 0");
+    if (kind == CARBS_SPACE_LOGIT && (ps->p.min < 0 || ps->p.max > 1))
+        return cfg_fail(c, map, field, ST_EINVAL, "a logit space lies within [0, 1]");
+    if (!(ps->p.scale > 0 || isnan(ps->p.scale)) || !(ps->p.rounding > 0) || !(ps->p.base > 1))
+        return cfg_fail(c, map, field, ST_EINVAL, "scale and rounding must be > 0, base > 1");
+    return ST_OK;
+}
+
+st_status cfg_load_params(ctx *c, const yaml_node_t *map)
+{
+    st_status rc = cfg_expect_map(c, map, "parameters");
+    if (rc)
+        return rc;
+    size_t n = (size_t)(map->data.mapping.pairs.top - map->data.mapping.pairs.start);
+    if (n == 0)
+        return cfg_fail(c, map, "parameters", ST_EINVAL, "at least one parameter is needed");
+    runner_config *cfg = c->cfg;
+    cfg->params = calloc(n, sizeof(*cfg->params));
+    if (!cfg->params)
+        return ST_ENOMEM;
+    yaml_node_t *k, *v;
+    const char *key;
+    FOREACH_PAIR(c, map, k, v, key)
+    {
+        if (!key || !*key)
+            return cfg_fail(c, k, "parameters", ST_EINVAL, "parameter names must be strings");
+        for (const char *q = key; *q; q++)
+            if (!(*q == '_' || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+                  (*q >= '0' && *q <= '9')))
+                return cfg_fail(c, k, "parameters", ST_EINVAL,
+                                "name '%s': use letters, digits and '_'", key);
+        if (key[0] == '_')
+            return cfg_fail(c, k, "parameters", ST_EINVAL, "names starting with '_' are reserved");
+        for (size_t i = 0; i < cfg->n_params; i++)
+            if (!strcmp(cfg->params[i].p.name, key))
+                return cfg_fail(c, k, "parameters", ST_EINVAL, "duplicate parameter '%s'", key);
+        runner_param_spec *ps = &cfg->params[cfg->n_params];
+        ps->fixed_value = NAN;
+        rc = load_param(c, key, v, ps);
+        char *name = cfg_strdup(key);
+        if (!name)
+            return ST_ENOMEM;
+        ps->p.name = name;
+        cfg->n_params++;
+        if (rc)
+            return rc;
+    }
+    /* all fixed is fine: a one-run sweep (the recommended large run) searches nothing */
+    return cfg_resolve_when(c, map);
 }
