@@ -31,17 +31,20 @@ if [ -z "${ARMS:-}" ]; then
         ARMS="$ARMS $m:$runs"
     done
 fi
-# arm_dir MODE RUNS COST: the work folder's suffix of an arm
-arm_name() {
-    if [ -n "$3" ]; then echo "$1-c$3"; else echo "$1"; fi
-}
-for arm in $ARMS; do
-    m=${arm%%:*}
-    rest=${arm#*:}
+# parse_arm MODE:RUNS[:COST]: sets m, runs, cost ("" when not given) and name (the suffix of
+# the arm's work folder and JSON: MODE, or MODE-cCOST)
+parse_arm() {
+    m=${1%%:*}
+    rest=${1#*:}
     runs=${rest%%:*}
     cost=""
     [ "$rest" != "$runs" ] && cost=${rest#*:}
-    name=$(arm_name "$m" "$runs" "$cost")
+    name=$m
+    [ -n "$cost" ] && name="$m-c$cost"
+    return 0
+}
+for arm in $ARMS; do
+    parse_arm "$arm"
     echo "== bench-study: arm $arm ($runs runs per sweep${cost:+, budget.cost $cost}), $SEEDS seeds"
     OPENBLAS_NUM_THREADS=1 $B/bench_extrapolate --seeds "$SEEDS" --first-seed "$FIRST_SEED" \
         --jobs "$JOBS" --mode "$m" \
@@ -54,12 +57,8 @@ echo "== bench-study: comparison (100x; regret over accepted recommendations)"
 printf '| arm | budget.cost | sweep cost (median) | runs (median) | regret median | worst | < 1%% | diverge | refused | +/- (median) |\n'
 printf '|---|---|---|---|---|---|---|---|---|---|\n'
 for arm in $ARMS; do
-    m=${arm%%:*}
-    rest=${arm#*:}
-    runs=${rest%%:*}
-    cost=""
-    [ "$rest" != "$runs" ] && cost=${rest#*:}
-    python3 - "$B/study-$(arm_name "$m" "$runs" "$cost").json" "$m" <<'PY'
+    parse_arm "$arm"
+    python3 - "$B/study-$name.json" "$m" <<'PY'
 import json, statistics, sys
 d = json.load(open(sys.argv[1]))
 s = d["summary"]["x100"]
