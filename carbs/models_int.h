@@ -10,6 +10,9 @@
 
 #include "carbs/carbs_int.h"
 
+/* not exported from libscaletune (tests/python/test_exports.py) */
+#pragma GCC visibility push(hidden)
+
 static inline int faithful(const carbs *c)
 {
     return c->o.mode == CARBS_MODE_FAITHFUL;
@@ -71,5 +74,7 @@ st_status carbs_priv_fantasy_value(carbs *c, gp *g, const double *x, double *f);
 st_status carbs_priv_add_fantasies(carbs *c, models *m);
 /* P(success) from the success model: Phi(-mu / sd) (recommended) or CARBS' Phi(-mu / var). */
 double carbs_priv_p_success(const carbs *c, double mu, double var);
+
+#pragma GCC visibility pop
 
 #endif
