@@ -210,7 +210,10 @@ static int run_with_kills(const char *db, const char *name, int slots, unsigned 
         }
         if (pid < 0)
             return -1;
-        long ms = 30 + rand_r(seed) % 400;
+        /* 30-430 ms, the window widened by one more such span every 25 kills, so that a
+         * controller on a loaded machine, whose start alone can take longer than the first
+         * window, still gets to finish (the kills before it are the test) */
+        long ms = (30 + rand_r(seed) % 400) * (1 + round / 25);
         struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
         int status = 0;
         nanosleep(&ts, NULL);
