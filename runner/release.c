@@ -247,51 +247,37 @@ st_status ctl_release_load(runner *r)
     return src == SQLITE_ROW ? ST_OK : store_fail(r->st, src, "reading the release");
 }
 
-/* The other mode: the length of the prefix of runs that have ended. */
-static st_status ended_prefix(runner *r, size_t *n)
-{
-    *n = 0;
-    sqlite3_stmt *st = store_stmt(r->st, "SELECT status, stop_reason IS NOT NULL FROM runs "
-                                         "WHERE sweep_id = ?1 ORDER BY id");
-    if (!st)
-        return ST_EDB;
-    sqlite3_bind_int64(st, 1, r->sweep);
-    int src;
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-        int s = sqlite3_column_int(st, 0);
-        if (s != RUNNER_RUN_SUCCEEDED && s != RUNNER_RUN_FAILED && s != RUNNER_RUN_INFRA_FAILED &&
-            !sqlite3_column_int(st, 1))
-            break;
-        (*n)++;
-    }
-    sqlite3_reset(st);
-    return src == SQLITE_ROW || src == SQLITE_DONE ? ST_OK : store_fail(r->st, src, "reading runs");
-}
-
 st_status ctl_release_view(runner *r, size_t *n_released, double **pending, size_t *n_pending)
 {
     *pending = NULL;
     *n_pending = 0;
     *n_released = r->released;
-    st_status rc = r->det ? ST_OK : ended_prefix(r, n_released);
-    if (rc || *n_released >= r->n_runs)
+    size_t np = r->cfg->n_params;
+    if (!r->det) { /* the prefix of ended runs; the rest outstanding (an ask's view too) */
+        st_status rc =
+            store_release_view(r->st, r->sweep, np, r->n_runs, n_released, pending, n_pending);
+        if (rc) {
+            free(*pending);
+            *pending = NULL;
+            *n_pending = 0;
+        }
         return rc;
-    size_t np = r->cfg->n_params, m = r->n_runs - *n_released;
+    }
+    if (*n_released >= r->n_runs)
+        return ST_OK;
+    size_t m = r->n_runs - *n_released;
     double *p = malloc(m * np * sizeof(double));
     if (!p)
         return ST_ENOMEM;
-    /* deterministic: the runs after the last released one, by id; the other mode: by position */
+    /* the runs after the last released one, by id */
     sqlite3_stmt *st =
-        r->det ? store_stmt(r->st, "SELECT x FROM runs WHERE +sweep_id = ?1 AND id > ?2 "
-                                   "ORDER BY id")
-               : store_stmt(r->st, "SELECT x FROM runs WHERE sweep_id = ?1 ORDER BY id "
-                                   "LIMIT -1 OFFSET ?2");
+        store_stmt(r->st, "SELECT x FROM runs WHERE +sweep_id = ?1 AND id > ?2 ORDER BY id");
     if (!st) {
         free(p);
         return ST_EDB;
     }
     sqlite3_bind_int64(st, 1, r->sweep);
-    sqlite3_bind_int64(st, 2, r->det ? r->released_id : (sqlite3_int64)*n_released);
+    sqlite3_bind_int64(st, 2, r->released_id);
     size_t i = 0;
     int src;
     while (i < m && (src = sqlite3_step(st)) == SQLITE_ROW)

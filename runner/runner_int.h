@@ -181,6 +181,12 @@ st_status store_rebuild_carbs(runner_store *s, int64_t sweep, const runner_confi
  * number of observations it had then (carbs_progress, carbs_n_observations before the
  * suggestion): what store_rebuild_carbs needs to suggest as the live optimizer would next. */
 st_status store_record_progress(runner_store *s, int64_t run, const carbs_progress *p, size_t born);
+/* The runs a proposer may use when the release is not deterministic: the ended runs in
+ * suggestion order up to the first that has not ended (*n_released), and the runs after it as
+ * outstanding (*pending: np values each, at most cap of them, malloc'd; the caller frees it,
+ * also on error). The controller's view (release.c) and an ask's (store_asktell.c). */
+st_status store_release_view(runner_store *s, int64_t sweep, size_t np, size_t cap,
+                             size_t *n_released, double **pending, size_t *n_pending);
 /* What a proposer's suggestion `index` draws from: the sweep's seed mixed with the index (the
  * controller's and an ask's proposals alike). */
 uint64_t runner_proposal_seed(const runner_config *cfg, size_t index);

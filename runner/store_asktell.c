@@ -136,12 +136,8 @@ static st_status check_budget(runner_store *s, int64_t sweep, const runner_confi
     return ST_OK;
 }
 
-/* The runs a proposer may use for an ask: the ended runs in suggestion order up to the first
- * that has not ended (*n_released), and every run after it as outstanding (*pending: n_params
- * values each, at most cap of them, malloc'd), as the controller's view of a sweep that is not
- * deterministic (release.c). */
-static st_status ask_view(runner_store *s, int64_t sweep, size_t np, size_t cap, size_t *n_released,
-                          double **pending, size_t *n_pending)
+st_status store_release_view(runner_store *s, int64_t sweep, size_t np, size_t cap,
+                             size_t *n_released, double **pending, size_t *n_pending)
 {
     *n_released = *n_pending = 0;
     if (!(*pending = malloc((cap ? cap : 1) * np * sizeof(double))))
@@ -182,7 +178,8 @@ static st_status ask_proposer(runner_store *s, int64_t sweep, const runner_confi
     runner_propose_request q;
     memset(&q, 0, sizeof(q));
     double *pending = NULL;
-    st_status rc = ask_view(s, sweep, cfg->n_params, n_runs, &q.n_released, &pending, &q.n_pending);
+    st_status rc =
+        store_release_view(s, sweep, cfg->n_params, n_runs, &q.n_released, &pending, &q.n_pending);
     if (!rc) {
         q.cfg = cfg;
         q.db_path = sqlite3_db_filename(s->db, "main");
