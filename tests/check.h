@@ -7,8 +7,10 @@
 #ifndef ST_CHECK_H
 #define ST_CHECK_H
 
+#include <libgen.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int check_n_pass, check_n_fail;
@@ -53,6 +55,17 @@ static inline void check_report(int ok, const char *file, int line, const char *
             fprintf(stderr, "  got status %d want %d\n", g_, w_);                                  \
         check_report(g_ == w_, __FILE__, __LINE__, "CHECK_ST(" #got ", " #want ")");               \
     } while (0)
+
+/* out (n bytes) = the folder of the test binary argv0, absolute, then "/" rel: where a test
+ * finds what the build put beside it, e.g. rel "../../scaletune" from build/tests/study/. */
+static inline void check_build_path(const char *argv0, const char *rel, char *out, size_t n)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s", argv0);
+    char *abs = realpath(dirname(tmp), NULL);
+    snprintf(out, n, "%s/%s", abs ? abs : ".", rel);
+    free(abs);
+}
 
 static inline int check_summary(const char *name)
 {

@@ -388,11 +388,7 @@ static int write_store(const char *db)
 
 static void test_cli(const char *argv0)
 {
-    char tmp[4096];
-    snprintf(tmp, sizeof(tmp), "%s", argv0);
-    char *abs = realpath(dirname(tmp), NULL);
-    snprintf(cli_path, sizeof(cli_path), "%s/../../scaletune", abs ? abs : ".");
-    free(abs);
+    check_build_path(argv0, "../../scaletune", cli_path, sizeof(cli_path));
     if (access(cli_path, X_OK) != 0) {
         printf("SKIP the CLI part: scaletune not built (run make)\n");
         return;
@@ -400,7 +396,7 @@ static void test_cli(const char *argv0)
     snprintf(dir, sizeof(dir), "/tmp/st_study_XXXXXX");
     if (!mkdtemp(dir))
         return;
-    char db[512], args[2048];
+    char db[512], args[2048], tmp[4096];
     snprintf(db, sizeof(db), "%s/s.db", dir);
     CHECK(write_store(db) == 0);
     snprintf(args, sizeof(args), "--db '%s' --factor 100 --bootstrap 20 --method model --json", db);

@@ -226,11 +226,7 @@ static char *slurp(const char *name)
 
 static void test_cli(const char *argv0)
 {
-    char tmp[4096];
-    snprintf(tmp, sizeof(tmp), "%s", argv0);
-    char *abs = realpath(dirname(tmp), NULL);
-    snprintf(cli_path, sizeof(cli_path), "%s/../../scaletune", abs ? abs : ".");
-    free(abs);
+    check_build_path(argv0, "../../scaletune", cli_path, sizeof(cli_path));
     if (access(cli_path, X_OK) != 0) {
         printf("SKIP the CLI part: scaletune not built (run make)\n");
         return;
@@ -238,7 +234,7 @@ static void test_cli(const char *argv0)
     snprintf(dir, sizeof(dir), "/tmp/st_studycat_XXXXXX");
     if (!mkdtemp(dir))
         return;
-    char db[512], args[2048];
+    char db[512], args[2048], tmp[4096];
     snprintf(db, sizeof(db), "%s/s.db", dir);
     world w = {-0.05, log(0.3)};
     CHECK(write_store(db, &w) == 0);

@@ -617,12 +617,8 @@ static void test_sweep_launch(void)
 int main(int argc, char **argv)
 {
     (void)argc;
-    char tmp[4096];
-    snprintf(tmp, sizeof(tmp), "%s", argv[0]);
-    char *abs = realpath(dirname(tmp), NULL);
-    snprintf(cli_path, sizeof(cli_path), "%s/../../scaletune", abs ? abs : ".");
-    snprintf(sim_path, sizeof(sim_path), "%s/../../bench/llmsim/llmsim", abs ? abs : ".");
-    free(abs);
+    check_build_path(argv[0], "../../scaletune", cli_path, sizeof(cli_path));
+    check_build_path(argv[0], "../../bench/llmsim/llmsim", sim_path, sizeof(sim_path));
     st_global_init();
     test_separates_laws();
     test_decision_target();

@@ -292,10 +292,7 @@ static void test_acquisition(void)
 static void test_cli(const char *argv0)
 {
     char tmp[4096], cli[4200], dir[256], db[512], y[4096], em[ST_ERRMSG_MAX];
-    snprintf(tmp, sizeof(tmp), "%s", argv0);
-    char *abs = realpath(dirname(tmp), NULL);
-    snprintf(cli, sizeof(cli), "%s/../../scaletune", abs ? abs : ".");
-    free(abs);
+    check_build_path(argv0, "../../scaletune", cli, sizeof(cli));
     if (access(cli, X_OK) != 0) {
         printf("SKIP suggest-next: scaletune not built (run make)\n");
         return;
