@@ -215,6 +215,11 @@ void rp_front_law_backtest(const report *r, rp_buf *b);
  * expected objective with its interval, P(diverge)); "" when there is none. */
 void rp_what_to_run(const report *r, char *buf, size_t cap);
 
+/* html_figs.c: appends the page's figures (each a <figure> with an inline SVG and its caption)
+ * to b: objective against cost, each searched parameter along the front, the loss curves,
+ * predicted against actual beyond the fit (when runs lie beyond it), failures over time. */
+st_status rp_html_figures(report *r, rp_buf *b);
+
 /* analyze.c: the method that gave the recommendation ("model", "front" or "none"). */
 const char *rp_method_name(const report *r);
 
