@@ -320,7 +320,8 @@ $(BUILD)/tests/bench/test_bench_sim: $(BUILD)/tests/bench/test_bench_sim.o $(BUI
                                      $(BUILD)/mod/libcommon.a
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 # the comparisons link only the modules they use, so a half-written file elsewhere cannot stop them
-$(BUILD)/bench/compare: $(BUILD)/bench/compare.o $(BUILD)/bench/sim.o $(BUILD)/mod/libstudy.a \
+$(BUILD)/bench/compare: $(BUILD)/bench/compare.o $(BUILD)/bench/compare_problems.o \
+                        $(BUILD)/bench/compare_json.o $(BUILD)/bench/sim.o $(BUILD)/mod/libstudy.a \
                         $(BUILD)/mod/librunner.a $(BUILD)/mod/libcarbs.a \
                         $(BUILD)/mod/libfit.a $(BUILD)/mod/libcommon.a
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@

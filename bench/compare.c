@@ -6,7 +6,8 @@
  * fixed budgets and, on the simulator, the regret at 100x the sweep's largest run of two
  * extrapolations of the same sweep: CARBS' Pareto regression and scaletune's engine
  * (fit/extrapolate.h: every run, failures included; predicted p_diverge). Writes one JSON file;
- * compare_report.c turns it into tables.
+ * compare_report.c turns it into tables. The problems are in compare_problems.c, the JSON
+ * of medians and ratios in compare_json.c.
  * `compare --serve PROBLEM` evaluates lines of parameters for the Python driver (one truth).
  */
 #include <errno.h>
@@ -20,184 +21,12 @@
 
 #include <jansson.h>
 
-#include "bench/sim.h"
-#include "bench/testfuncs.h"
-#include "carbs/carbs.h"
+#include "bench/compare.h"
 #include "fit/extrapolate.h"
 #include "runner/runner.h"
 #include "study/study.h"
 
-#define MAX_DIM  8
-#define N_BUDGET 3
-
-/* ---- problems ------------------------------------------------------------------------------ */
-
-typedef struct problem problem;
-struct problem {
-    const char *name;
-    size_t dim;
-    carbs_param par[MAX_DIM];
-    /* evaluates x: observed (noisy) and true objective, cost spent, failure flag */
-    void (*eval)(const problem *p, const double *x, uint64_t noise_seed, double *obs, double *truth,
-                 double *cost, int *failed);
-    double f_best; /* best achievable true objective inside the box */
-    /* best achievable true objective at cost c inside the box (the true cost-objective front) */
-    double (*front)(const problem *p, double c);
-    double unit_cost;             /* cost of the most expensive run the box allows */
-    double budget_units;          /* total cost per optimizer run, in unit_cost */
-    size_t max_evals;             /* and at most this many runs */
-    double budget_frac[N_BUDGET]; /* fixed budgets for "objective at budget", fractions */
-    sim_law law;                  /* the simulator's world (sim only) */
-};
-
-static void set_par(carbs_param *p, const char *name, carbs_space_kind k, double lo, double hi,
-                    double center, double scale)
-{
-    carbs_param_init(p, name, k, center);
-    p->min = lo;
-    p->max = hi;
-    p->scale = scale;
-}
-
-/* The simulator: x = (N, tokens, lr, batch, warmup, weight decay); cost = FLOPs actually spent
- * (6 N D, or up to the divergence step). */
-static void eval_sim(const problem *p, const double *x, uint64_t noise_seed, double *obs,
-                     double *truth, double *cost, int *failed)
-{
-    sim_setting s = {x[0], x[1], x[2], fmin(x[3], x[1]), x[4], fmax(0.0, x[5]), 0};
-    sim_terms t;
-    double step;
-    int div;
-    if (sim_eval(&p->law, &s, &t, NULL) != ST_OK ||
-        sim_run(&p->law, &s, noise_seed, obs, &div, &step, NULL) != ST_OK) {
-        *obs = *truth = NAN;
-        *cost = 6.0 * s.N * s.batch;
-        *failed = 1;
-        return;
-    }
-    *failed = div;
-    *truth = div ? NAN : t.loss;
-    *cost = div ? 6.0 * s.N * fmin(s.D, step * s.batch) : t.flops;
-}
-
-static void eval_branin(const problem *p, const double *x, uint64_t noise_seed, double *obs,
-                        double *truth, double *cost, int *failed)
-{
-    (void)p;
-    (void)noise_seed;
-    *truth = *obs = tf_branin(x) + 1.0 / sqrt(x[2]);
-    *cost = x[2];
-    *failed = 0;
-}
-
-static void eval_hartmann6(const problem *p, const double *x, uint64_t noise_seed, double *obs,
-                           double *truth, double *cost, int *failed)
-{
-    (void)p;
-    (void)noise_seed;
-    *truth = *obs = tf_hartmann6(x) + 1.0 / sqrt(x[6]);
-    *cost = x[6];
-    *failed = 0;
-}
-
-static double front_sim(const problem *p, double c)
-{
-    sim_setting s;
-    double loss;
-    if (sim_oracle_box(&p->law, c, p->par[0].min, p->par[0].max, p->par[1].min, p->par[1].max, &s,
-                       &loss) != ST_OK)
-        return NAN;
-    return loss;
-}
-
-/* f(x) + c^-1/2 is best at the minimiser of f, whatever c */
-static double front_branin(const problem *p, double c)
-{
-    (void)p;
-    return 0.397887357729738 + 1.0 / sqrt(c);
-}
-
-static double front_hartmann6(const problem *p, double c)
-{
-    (void)p;
-    return -3.32236801141551 + 1.0 / sqrt(c);
-}
-
-static int make_problem(const char *name, int quick, problem *p)
-{
-    memset(p, 0, sizeof(*p));
-    p->budget_frac[0] = 0.25;
-    p->budget_frac[1] = 0.5;
-    p->budget_frac[2] = 1.0;
-    if (!strcmp(name, "sim")) {
-        /* A sweep at small compute: N 1e6..3.2e7, tokens 2e7..6.3e8 (runs up to 1.2e17 FLOPs);
-         * the optimal hyperparameters of every (N, D) in the box lie inside the box. */
-        p->name = "sim";
-        p->dim = 6;
-        p->law = sim_law_default();
-        set_par(&p->par[0], "params", CARBS_SPACE_LOG, 1e6, pow(10, 7.5), 5e6, 1);
-        set_par(&p->par[1], "tokens", CARBS_SPACE_LOG, 2e7, pow(10, 8.8), 1e8, 1);
-        set_par(&p->par[2], "lr", CARBS_SPACE_LOG, 1e-4, 0.1, 3e-3, 1);
-        set_par(&p->par[3], "batch", CARBS_SPACE_LOG, 1024, 524288, 16384, 1);
-        /* warmup and weight decay act on a log scale (sim.h), so they are searched on one */
-        set_par(&p->par[4], "warmup", CARBS_SPACE_LOG, 1e-3, 0.3, 0.02, 1);
-        set_par(&p->par[5], "weight_decay", CARBS_SPACE_LOG, 1e-3, 1.0, 0.1, 1);
-        p->eval = eval_sim;
-        p->front = front_sim;
-        double N = p->par[0].max, D = p->par[1].max;
-        sim_setting s;
-        sim_best_hypers(&p->law, N, D, &s, &p->f_best);
-        p->unit_cost = 6 * N * D;
-        p->budget_units = quick ? 4 : 10;
-        p->max_evals = quick ? 40 : 100;
-    } else if (!strcmp(name, "branin")) {
-        p->name = "branin";
-        p->dim = 3;
-        set_par(&p->par[0], "x1", CARBS_SPACE_LINEAR, -5, 10, 2.5, 5);
-        set_par(&p->par[1], "x2", CARBS_SPACE_LINEAR, 0, 15, 7.5, 5);
-        set_par(&p->par[2], "cost", CARBS_SPACE_LOG, 1, 100, 10, 1);
-        p->eval = eval_branin;
-        p->front = front_branin;
-        p->f_best = 0.397887357729738 + 0.1;
-        p->unit_cost = 100;
-        p->budget_units = quick ? 5 : 20;
-        p->max_evals = quick ? 40 : 100;
-    } else if (!strcmp(name, "hartmann6")) {
-        p->name = "hartmann6";
-        p->dim = 7;
-        for (int j = 0; j < 6; j++) {
-            static const char *nm[6] = {"x1", "x2", "x3", "x4", "x5", "x6"};
-            set_par(&p->par[j], nm[j], CARBS_SPACE_LINEAR, 0, 1, 0.5, 0.33);
-        }
-        set_par(&p->par[6], "cost", CARBS_SPACE_LOG, 1, 100, 10, 1);
-        p->eval = eval_hartmann6;
-        p->front = front_hartmann6;
-        p->f_best = -3.32236801141551 + 0.1;
-        p->unit_cost = 100;
-        p->budget_units = quick ? 5 : 20;
-        p->max_evals = quick ? 40 : 100;
-    } else {
-        return -1;
-    }
-    return 0;
-}
-
-/* The noise seed of run i of optimizer seed s: the same for every optimizer. */
-static uint64_t noise_seed(uint64_t seed, size_t i)
-{
-    return (seed + 1) * 1000003u + i;
-}
-
 /* ---- traces of one optimizer run ----------------------------------------------------------- */
-
-typedef struct trace {
-    size_t n;
-    double x[128][MAX_DIM];
-    double obs[128], truth[128], cost[128];
-    int failed[128];
-    double wall_s, suggest_s;
-    int error;
-} trace;
 
 static double now_s(void)
 {
@@ -215,7 +44,8 @@ static void record(const problem *p, trace *t, const double *x, uint64_t seed, d
 {
     size_t i = t->n;
     memcpy(t->x[i], x, p->dim * sizeof(double));
-    p->eval(p, x, noise_seed(seed, i), &t->obs[i], &t->truth[i], &t->cost[i], &t->failed[i]);
+    p->eval(p, x, compare_noise_seed(seed, i), &t->obs[i], &t->truth[i], &t->cost[i],
+            &t->failed[i]);
     *spent += t->cost[i];
     t->n++;
 }
@@ -283,29 +113,6 @@ static void run_random(const problem *p, uint64_t seed, trace *t)
 }
 
 /* ---- figures of one trace ------------------------------------------------------------------ */
-
-typedef struct figures {
-    double cost_to_1pct;        /* cumulative cost at the first run within 1% of the best
-                                   objective achievable at its own cost; inf if none */
-    double cost_to_1pct_global; /* the same for the best objective achievable in the box */
-    double at_budget[N_BUDGET]; /* true objective of the incumbent (lowest observed) at budget */
-    double best;                /* the same at the end */
-    double regret_100x;         /* relative; inf if the recommendation diverges; NaN if none */
-    double lr_ratio_100x;       /* recommended lr / optimal lr at the target */
-    /* the same with scaletune's extrapolation engine (fit/extrapolate.h, every run, failures
-     * included, expected loss with divergence charged); NaN when it gave no recommendation */
-    double regret_engine;     /* relative; inf if the recommendation diverges in truth */
-    double lr_ratio_engine;   /* recommended lr / optimal lr at the target */
-    double p_div_engine;      /* the engine's predicted probability of divergence */
-    double div_engine;        /* 1 if the recommendation diverges in truth, 0 if not */
-    double pred_err_engine;   /* (predicted - true loss) / true loss of the recommendation */
-    double cost_ratio_engine; /* 6 N D of the recommendation / C */
-    double model_engine;      /* 1 when the engine used its model (METHOD_MODEL), 0 the front */
-    double no_failed_engine;  /* 1 when the sweep had no diverged run (FIT_XP_WARN_FEW_FAILED:
-                                 the stability boundary is unknown to the engine) */
-    double n_runs, n_failed;
-    double spent; /* total cost of the trace */
-} figures;
 
 static int in_band(double truth, double best)
 {
@@ -523,65 +330,12 @@ static void compute_figures(const problem *p, const trace *t, size_t n_boot, fig
     }
 }
 
-/* ---- statistics ---------------------------------------------------------------------------- */
-
-static int cmp_dbl(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Quantile with linear interpolation (type 7) over the non-NaN values; +inf sorts last. */
-static double quantile(const double *v, size_t n, double q)
-{
-    double s[256];
-    size_t m = 0;
-    for (size_t i = 0; i < n && m < 256; i++)
-        if (!isnan(v[i]))
-            s[m++] = v[i];
-    if (m == 0)
-        return NAN;
-    qsort(s, m, sizeof(double), cmp_dbl);
-    double h = (m - 1) * q;
-    size_t lo = (size_t)floor(h);
-    double d = h - lo;
-    if (d == 0 || lo + 1 >= m)
-        return s[lo];
-    if (isinf(s[lo + 1]))
-        return INFINITY;
-    return s[lo] + d * (s[lo + 1] - s[lo]);
-}
-
-static json_t *jnum(double x)
-{
-    return isfinite(x) ? json_real(x) : json_null();
-}
-
-static json_t *summary(const double *v, size_t n)
-{
-    json_t *o = json_object();
-    json_object_set_new(o, "median", jnum(quantile(v, n, 0.5)));
-    json_object_set_new(o, "q25", jnum(quantile(v, n, 0.25)));
-    json_object_set_new(o, "q75", jnum(quantile(v, n, 0.75)));
-    size_t fin = 0, inf = 0;
-    for (size_t i = 0; i < n; i++) {
-        fin += isfinite(v[i]) != 0;
-        inf += isinf(v[i]) != 0;
-    }
-    json_object_set_new(o, "finite", json_integer((json_int_t)fin));
-    json_object_set_new(o, "infinite", json_integer((json_int_t)inf));
-    json_object_set_new(o, "n", json_integer((json_int_t)n));
-    return o;
-}
-
 /* ---- the work list ------------------------------------------------------------------------- */
 
-enum { OPT_SCALETUNE, OPT_FAITHFUL, OPT_STUDY, OPT_RANDOM, OPT_TPE, OPT_CMAES, N_OPT };
-static const char *const opt_names[N_OPT] = {"scaletune", "carbs_faithful", "scaletune_study",
-                                             "random",    "optuna_tpe",     "optuna_cmaes"};
+const char *const compare_opt_names[N_OPT] = {"scaletune", "carbs_faithful", "scaletune_study",
+                                              "random",    "optuna_tpe",     "optuna_cmaes"};
 
-/* scaletune_study is a sweep design for the simulator's scaling study only */
-static int runs_on(int o, const problem *p)
+int compare_runs_on(int o, const problem *p)
 {
     return o != OPT_STUDY || !strcmp(p->name, "sim");
 }
@@ -618,7 +372,7 @@ static void *worker(void *arg)
         pthread_mutex_lock(&pl->mu);
         pl->done++;
         fprintf(stderr, "[compare %6.1fs] %zu/%zu %s %s seed %llu: %zu runs, %.2fs\n",
-                now_s() - pl->t0, pl->done, pl->n, j->p->name, opt_names[j->opt],
+                now_s() - pl->t0, pl->done, pl->n, j->p->name, compare_opt_names[j->opt],
                 (unsigned long long)j->seed, j->t->n, j->t->wall_s);
         pthread_mutex_unlock(&pl->mu);
     }
@@ -696,49 +450,13 @@ static int optuna_available(const char *python)
     return system(cmd) == 0;
 }
 
-/* ---- serve mode: one evaluation per input line --------------------------------------------- */
-
-static int serve(const char *name)
-{
-    problem p;
-    if (make_problem(name, 0, &p)) {
-        fprintf(stderr, "compare: unknown problem '%s'\n", name);
-        return 2;
-    }
-    /* first line: the problem's description, for the driver */
-    printf("{\"problem\":\"%s\",\"dim\":%zu,\"unit_cost\":%.17g,\"f_best\":%.17g,\"params\":[",
-           p.name, p.dim, p.unit_cost, p.f_best);
-    for (size_t j = 0; j < p.dim; j++)
-        printf("%s{\"name\":\"%s\",\"log\":%d,\"min\":%.17g,\"max\":%.17g}", j ? "," : "",
-               p.par[j].name, p.par[j].space == CARBS_SPACE_LOG, p.par[j].min, p.par[j].max);
-    printf("]}\n");
-    fflush(stdout);
-    char line[4096];
-    while (fgets(line, sizeof(line), stdin)) {
-        char *s = line, *end;
-        unsigned long long ns = strtoull(s, &end, 10);
-        double x[MAX_DIM];
-        size_t j;
-        for (j = 0; j < p.dim; j++) {
-            s = end;
-            x[j] = strtod(s, &end);
-            if (end == s)
-                break;
-        }
-        if (j < p.dim) {
-            printf("error: need a noise seed and %zu numbers\n", p.dim);
-        } else {
-            double obs, truth, cost;
-            int failed;
-            p.eval(&p, x, ns, &obs, &truth, &cost, &failed);
-            printf("%.17g %.17g %.17g %d\n", obs, truth, cost, failed);
-        }
-        fflush(stdout);
-    }
-    return 0;
-}
-
 /* ---- main ---------------------------------------------------------------------------------- */
+
+typedef struct options {
+    const char *problems, *optimizers, *out, *python, *driver;
+    long n_seeds, n_threads, engine_boot;
+    int quick;
+} options;
 
 static void usage(FILE *f)
 {
@@ -762,357 +480,230 @@ static int has(const char *list, const char *name)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* Reads the options into o; returns -1 to go on, else the exit status (help, an error, or
+ * --serve's). */
+static int parse_args(int argc, char **argv, options *o)
 {
-    const char *problems = "sim,branin,hartmann6";
-    const char *optimizers =
-        "scaletune,carbs_faithful,scaletune_study,random,optuna_tpe,optuna_cmaes";
-    const char *out = "build/bench/compare.json", *python = "/usr/bin/python3";
-    const char *driver = "bench/optuna_driver.py";
-    long n_seeds = 20, n_threads = 2, engine_boot = 100;
-    int quick = 0;
+    *o = (options){"sim,branin,hartmann6",
+                   "scaletune,carbs_faithful,scaletune_study,random,optuna_tpe,optuna_cmaes",
+                   "build/bench/compare.json",
+                   "/usr/bin/python3",
+                   "bench/optuna_driver.py",
+                   20,
+                   2,
+                   100,
+                   0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--serve") && v)
-            return serve(v);
+            return compare_serve(v);
         else if (!strcmp(a, "--problems") && v)
-            problems = argv[++i];
+            o->problems = argv[++i];
         else if (!strcmp(a, "--optimizers") && v)
-            optimizers = argv[++i];
+            o->optimizers = argv[++i];
         else if (!strcmp(a, "--seeds") && v)
-            n_seeds = strtol(argv[++i], NULL, 10);
+            o->n_seeds = strtol(argv[++i], NULL, 10);
         else if (!strcmp(a, "--threads") && v)
-            n_threads = strtol(argv[++i], NULL, 10);
+            o->n_threads = strtol(argv[++i], NULL, 10);
         else if (!strcmp(a, "--out") && v)
-            out = argv[++i];
+            o->out = argv[++i];
         else if (!strcmp(a, "--python") && v)
-            python = argv[++i];
+            o->python = argv[++i];
         else if (!strcmp(a, "--driver") && v)
-            driver = argv[++i];
+            o->driver = argv[++i];
         else if (!strcmp(a, "--engine-boot") && v)
-            engine_boot = strtol(argv[++i], NULL, 10);
+            o->engine_boot = strtol(argv[++i], NULL, 10);
         else if (!strcmp(a, "--quick"))
-            quick = 1;
+            o->quick = 1;
         else {
             usage(!strcmp(a, "-h") || !strcmp(a, "--help") ? stdout : stderr);
             return strcmp(a, "-h") && strcmp(a, "--help") ? 2 : 0;
         }
     }
-    if (n_seeds < 1 || n_seeds > 256 || n_threads < 1 || n_threads > 64 || engine_boot < 0 ||
-        engine_boot > 10000) {
+    if (o->n_seeds < 1 || o->n_seeds > 256 || o->n_threads < 1 || o->n_threads > 64 ||
+        o->engine_boot < 0 || o->engine_boot > 10000) {
         fprintf(
             stderr,
             "compare: --seeds in [1, 256], --threads in [1, 64], --engine-boot in [0, 10000]\n");
         return 2;
     }
-    st_global_init();
+    return -1;
+}
 
-    static const char *const all_problems[] = {"sim", "branin", "hartmann6"};
-    problem probs[3];
-    size_t n_prob = 0;
-    for (size_t k = 0; k < 3; k++)
-        if (has(problems, all_problems[k]))
-            make_problem(all_problems[k], quick, &probs[n_prob++]);
-    int use[N_OPT];
-    for (int o = 0; o < N_OPT; o++)
-        use[o] = has(optimizers, opt_names[o]);
-    int have_optuna = (use[OPT_TPE] || use[OPT_CMAES]) && optuna_available(python);
-    if ((use[OPT_TPE] || use[OPT_CMAES]) && !have_optuna)
-        fprintf(stderr,
-                "compare: optuna is not importable by %s (Debian: apt-get install "
-                "python3-optuna); Optuna TPE and CMA-ES are left out\n",
-                python);
-
-    /* traces[problem][optimizer][seed] */
-    size_t n_tr = n_prob * N_OPT * (size_t)n_seeds;
-    trace *traces = calloc(n_tr, sizeof(trace));
-    job *jobs = calloc(n_tr, sizeof(job));
-    if (!traces || !jobs) {
-        fprintf(stderr, "compare: out of memory\n");
-        return 1;
-    }
-#define TR(pi, o, s) (&traces[((pi)*N_OPT + (o)) * (size_t)n_seeds + (s)])
-    double t0 = now_s();
-
-    /* Optuna first, in the background (one process per sampler), while the C jobs run. */
-    char tmpl[N_OPT][3][512];
+/* Optuna's samplers through the Python driver, one process per (problem, sampler) in sequence,
+ * in the background while the C jobs run; each writes paths[o][pi]. NULL when none runs. */
+static FILE *start_optuna(const options *opt, const compare_set *cs, const char *self,
+                          char paths[N_OPT][3][512])
+{
     char cmd[8192] = "";
-    if (have_optuna) {
-        size_t len = 0;
-        for (size_t pi = 0; pi < n_prob; pi++)
-            for (int o = OPT_TPE; o <= OPT_CMAES; o++) {
-                if (!use[o])
-                    continue;
-                snprintf(tmpl[o][pi], sizeof(tmpl[o][pi]), "%s.%s.%s.jsonl", out, probs[pi].name,
-                         opt_names[o]);
-                len +=
-                    (size_t)snprintf(cmd + len, sizeof(cmd) - len,
-                                     "%s %s --problem %s --sampler %s --seeds %ld --max-evals %zu "
-                                     "--budget-units %g --evaluator '%s --serve %s' > '%s' && ",
-                                     python, driver, probs[pi].name, o == OPT_TPE ? "tpe" : "cmaes",
-                                     n_seeds, probs[pi].max_evals, probs[pi].budget_units, argv[0],
-                                     probs[pi].name, tmpl[o][pi]);
-            }
-        snprintf(cmd + len, sizeof(cmd) - len, "true");
-    }
-    /* The Python work (a few seconds per sampler) runs alongside the C jobs. */
-    FILE *py = NULL;
-    if (have_optuna) {
-        fprintf(stderr, "compare: Optuna driver running in the background\n");
-        py = popen(cmd, "r");
-    }
+    size_t len = 0;
+    for (size_t pi = 0; pi < cs->n_prob; pi++)
+        for (int o = OPT_TPE; o <= OPT_CMAES; o++) {
+            if (!cs->use[o])
+                continue;
+            const problem *p = &cs->probs[pi];
+            snprintf(paths[o][pi], sizeof(paths[o][pi]), "%s.%s.%s.jsonl", opt->out, p->name,
+                     compare_opt_names[o]);
+            len += (size_t)snprintf(cmd + len, sizeof(cmd) - len,
+                                    "%s %s --problem %s --sampler %s --seeds %ld --max-evals %zu "
+                                    "--budget-units %g --evaluator '%s --serve %s' > '%s' && ",
+                                    opt->python, opt->driver, p->name,
+                                    o == OPT_TPE ? "tpe" : "cmaes", opt->n_seeds, p->max_evals,
+                                    p->budget_units, self, p->name, paths[o][pi]);
+        }
+    snprintf(cmd + len, sizeof(cmd) - len, "true");
+    fprintf(stderr, "compare: Optuna driver running in the background\n");
+    return popen(cmd, "r");
+}
 
+/* Waits for the driver and reads its traces; a sampler without results is left out. Returns
+ * the driver's status. */
+static int collect_optuna(FILE *py, compare_set *cs, char paths[N_OPT][3][512], double t0)
+{
+    char buf[512];
+    while (fgets(buf, sizeof(buf), py))
+        fputs(buf, stderr);
+    int rc = pclose(py);
+    fprintf(stderr, "[compare %6.1fs] Optuna driver finished (status %d)\n", now_s() - t0, rc);
+    for (size_t pi = 0; pi < cs->n_prob; pi++)
+        for (int o = OPT_TPE; o <= OPT_CMAES; o++)
+            if (cs->use[o] &&
+                read_driver(paths[o][pi], &cs->probs[pi], &cs->traces[compare_index(cs, pi, o, 0)],
+                            cs->n_seeds) <= 0) {
+                fprintf(stderr, "compare: no results from %s\n", paths[o][pi]);
+                cs->use[o] = 0;
+            }
+    return rc;
+}
+
+/* scaletune's optimizers and random search on every problem and seed, on n_threads threads */
+static int run_c_jobs(const compare_set *cs, long n_threads, double t0)
+{
+    job *jobs = calloc(cs->n_prob * N_OPT * cs->n_seeds, sizeof(job));
+    if (!jobs)
+        return -1;
     size_t nj = 0;
-    for (long s = 0; s < n_seeds; s++)
-        for (size_t pi = 0; pi < n_prob; pi++)
+    for (size_t s = 0; s < cs->n_seeds; s++)
+        for (size_t pi = 0; pi < cs->n_prob; pi++)
             for (int o = OPT_SCALETUNE; o <= OPT_RANDOM; o++)
-                if (use[o] && runs_on(o, &probs[pi]))
-                    jobs[nj++] = (job){&probs[pi], o, (uint64_t)s, TR(pi, o, s)};
+                if (cs->use[o] && compare_runs_on(o, &cs->probs[pi]))
+                    jobs[nj++] = (job){&cs->probs[pi], o, (uint64_t)s,
+                                       &cs->traces[compare_index(cs, pi, o, s)]};
     pool pl = {jobs, nj, 0, 0, PTHREAD_MUTEX_INITIALIZER, t0};
     pthread_t th[64];
     for (long k = 0; k < n_threads; k++)
         pthread_create(&th[k], NULL, worker, &pl);
     for (long k = 0; k < n_threads; k++)
         pthread_join(th[k], NULL);
-    double c_wall = now_s() - t0;
+    free(jobs);
+    return 0;
+}
 
-    int py_rc = 0;
-    if (py) {
-        char buf[512];
-        while (fgets(buf, sizeof(buf), py))
-            fputs(buf, stderr);
-        py_rc = pclose(py);
-        fprintf(stderr, "[compare %6.1fs] Optuna driver finished (status %d)\n", now_s() - t0,
-                py_rc);
-        for (size_t pi = 0; pi < n_prob; pi++)
-            for (int o = OPT_TPE; o <= OPT_CMAES; o++)
-                if (use[o] &&
-                    read_driver(tmpl[o][pi], &probs[pi], TR(pi, o, 0), (size_t)n_seeds) <= 0) {
-                    fprintf(stderr, "compare: no results from %s\n", tmpl[o][pi]);
-                    use[o] = 0;
-                }
-    } else {
-        use[OPT_TPE] = use[OPT_CMAES] = 0;
-    }
-
-    /* ---- figures (in parallel: the extrapolation engine fits each simulator sweep) ---- */
-    figures *figs = calloc(n_tr, sizeof(figures));
-    fig_job *fjobs = calloc(n_tr, sizeof(fig_job));
-    if (!figs || !fjobs) {
-        fprintf(stderr, "compare: out of memory\n");
-        return 1;
-    }
-#define FG(pi, o, s) (&figs[((pi)*N_OPT + (o)) * (size_t)n_seeds + (s)])
+/* the figures of every trace, in parallel (the extrapolation engine fits each simulator sweep) */
+static int compute_all_figures(const compare_set *cs, long n_threads, long engine_boot)
+{
+    fig_job *fjobs = calloc(cs->n_prob * N_OPT * cs->n_seeds, sizeof(fig_job));
+    if (!fjobs)
+        return -1;
     size_t nfj = 0;
-    for (size_t pi = 0; pi < n_prob; pi++)
+    for (size_t pi = 0; pi < cs->n_prob; pi++)
         for (int o = 0; o < N_OPT; o++)
-            for (long s = 0; use[o] && runs_on(o, &probs[pi]) && s < n_seeds; s++)
-                fjobs[nfj++] = (fig_job){&probs[pi], TR(pi, o, s), FG(pi, o, s)};
-    double tf0 = now_s();
+            for (size_t s = 0; cs->use[o] && compare_runs_on(o, &cs->probs[pi]) && s < cs->n_seeds;
+                 s++) {
+                size_t k = compare_index(cs, pi, o, s);
+                fjobs[nfj++] = (fig_job){&cs->probs[pi], &cs->traces[k], &cs->figs[k]};
+            }
     fig_pool fpl = {fjobs, nfj, 0, (size_t)engine_boot, PTHREAD_MUTEX_INITIALIZER};
+    pthread_t th[64];
     for (long k = 0; k < n_threads; k++)
         pthread_create(&th[k], NULL, fig_worker, &fpl);
     for (long k = 0; k < n_threads; k++)
         pthread_join(th[k], NULL);
-    fprintf(stderr,
-            "[compare %6.1fs] figures of %zu sweeps (extrapolation engine: %ld replicates) "
-            "in %.1fs\n",
-            now_s() - t0, nfj, engine_boot, now_s() - tf0);
+    free(fjobs);
+    return (int)nfj;
+}
 
-    /* ---- medians, ratios ---- */
-    json_t *root = json_object(), *jp = json_object(), *ratios = json_object();
-    json_t *notes = json_object();
+/* the configuration, the problems and the ratios, to o->out */
+static int write_json(const options *o, const compare_set *cs, int have_optuna, double t0,
+                      double c_wall, double tf0)
+{
+    json_t *root = json_object(), *ratios = json_object(), *notes = json_object();
     json_t *cfg = json_object();
-    json_object_set_new(cfg, "seeds", json_integer(n_seeds));
-    json_object_set_new(cfg, "quick", json_boolean(quick));
+    json_object_set_new(cfg, "seeds", json_integer(o->n_seeds));
+    json_object_set_new(cfg, "quick", json_boolean(o->quick));
     json_object_set_new(cfg, "optuna", json_boolean(have_optuna));
     json_object_set_new(cfg, "wall_s", json_real(now_s() - t0));
     json_object_set_new(cfg, "c_wall_s", json_real(c_wall));
-    json_object_set_new(cfg, "engine_boot", json_integer(engine_boot));
+    json_object_set_new(cfg, "engine_boot", json_integer(o->engine_boot));
     json_object_set_new(cfg, "figures_wall_s", json_real(now_s() - tf0));
     json_object_set_new(root, "config", cfg);
-    for (size_t pi = 0; pi < n_prob; pi++) {
-        const problem *p = &probs[pi];
-        json_t *po = json_object(), *oo = json_object();
-        json_object_set_new(po, "f_best", json_real(p->f_best));
-        json_object_set_new(po, "band", json_real(0.01 * fabs(p->f_best)));
-        json_object_set_new(po, "unit_cost", json_real(p->unit_cost));
-        json_object_set_new(po, "budget", json_real(p->budget_units * p->unit_cost));
-        json_object_set_new(po, "max_evals", json_integer((json_int_t)p->max_evals));
-        /* med_cost_lb: the median with never-reached seeds counted at their total spend, a lower
-         * bound on the true median (cost to the band is censored at the spend) */
-        double med_cost[N_OPT], med_cost_lb[N_OPT], med_regret[N_OPT], med_best[N_OPT];
-        double med_reg_eng[N_OPT];
-        for (int o = 0; o < N_OPT; o++) {
-            med_cost[o] = med_cost_lb[o] = med_regret[o] = med_best[o] = med_reg_eng[o] = NAN;
-            if (!use[o] || !runs_on(o, p))
-                continue;
-            double c1[256], c1lb[256], c1g[256], bud[N_BUDGET][256], best[256], rg[256], lrr[256],
-                fails[256], runs[256], wall[256], sug[256], erg[256], elr[256], epd[256], edv[256],
-                eer[256], ecr[256], emd[256], enf[256];
-            for (long s = 0; s < n_seeds; s++) {
-                const figures f = *FG(pi, o, s);
-                const trace *t = TR(pi, o, s);
-                erg[s] = f.regret_engine;
-                elr[s] = f.lr_ratio_engine;
-                epd[s] = f.p_div_engine;
-                edv[s] = f.div_engine;
-                eer[s] = f.pred_err_engine;
-                ecr[s] = f.cost_ratio_engine;
-                emd[s] = f.model_engine;
-                enf[s] = f.no_failed_engine;
-                c1[s] = f.cost_to_1pct / p->unit_cost;
-                c1lb[s] = isinf(c1[s]) ? f.spent / p->unit_cost : c1[s];
-                c1g[s] = f.cost_to_1pct_global / p->unit_cost;
-                for (int k = 0; k < N_BUDGET; k++)
-                    bud[k][s] = f.at_budget[k];
-                best[s] = f.best;
-                rg[s] = f.regret_100x;
-                lrr[s] = f.lr_ratio_100x;
-                fails[s] = f.n_failed;
-                runs[s] = f.n_runs;
-                wall[s] = t->wall_s;
-                sug[s] = t->n ? t->suggest_s / t->n : NAN;
-            }
-            json_t *r = json_object();
-            json_object_set_new(r, "cost_to_1pct_units", summary(c1, (size_t)n_seeds));
-            json_object_set_new(r, "cost_to_1pct_global_units", summary(c1g, (size_t)n_seeds));
-            json_t *ab = json_array();
-            for (int k = 0; k < N_BUDGET; k++) {
-                json_t *b = summary(bud[k], (size_t)n_seeds);
-                json_object_set_new(b, "budget_units",
-                                    json_real(p->budget_frac[k] * p->budget_units));
-                json_array_append_new(ab, b);
-            }
-            json_object_set_new(r, "objective_at_budget", ab);
-            json_object_set_new(r, "best", summary(best, (size_t)n_seeds));
-            json_object_set_new(r, "runs", summary(runs, (size_t)n_seeds));
-            json_object_set_new(r, "failed_runs", summary(fails, (size_t)n_seeds));
-            json_object_set_new(r, "wall_s", summary(wall, (size_t)n_seeds));
-            if (o <= OPT_STUDY)
-                json_object_set_new(r, "suggest_s", summary(sug, (size_t)n_seeds));
-            if (!strcmp(p->name, "sim")) {
-                json_object_set_new(r, "regret_100x", summary(rg, (size_t)n_seeds));
-                json_object_set_new(r, "lr_ratio_100x", summary(lrr, (size_t)n_seeds));
-                med_regret[o] = quantile(rg, (size_t)n_seeds, 0.5);
-                if (engine_boot > 0) {
-                    /* the engine's recommendation, scored the same way */
-                    json_t *e = json_object();
-                    json_object_set_new(e, "regret_100x", summary(erg, (size_t)n_seeds));
-                    json_object_set_new(e, "lr_ratio_100x", summary(elr, (size_t)n_seeds));
-                    json_object_set_new(e, "p_diverge", summary(epd, (size_t)n_seeds));
-                    json_object_set_new(e, "diverged", summary(edv, (size_t)n_seeds));
-                    json_object_set_new(e, "prediction_error", summary(eer, (size_t)n_seeds));
-                    json_object_set_new(e, "cost_ratio", summary(ecr, (size_t)n_seeds));
-                    json_object_set_new(e, "used_model", summary(emd, (size_t)n_seeds));
-                    size_t nd = 0, nok = 0, nbelow = 0, npd = 0, nnf = 0;
-                    for (long s = 0; s < n_seeds; s++) {
-                        nd += edv[s] == 1;
-                        nok += !isnan(erg[s]);
-                        nbelow += erg[s] < 0.01;
-                        npd += epd[s] < 0.05;
-                        nnf += enf[s] == 1;
-                    }
-                    json_object_set_new(e, "seeds_scored", json_integer((json_int_t)nok));
-                    json_object_set_new(e, "seeds_diverged", json_integer((json_int_t)nd));
-                    json_object_set_new(e, "seeds_regret_below_1pct",
-                                        json_integer((json_int_t)nbelow));
-                    json_object_set_new(e, "seeds_p_diverge_below_5pct",
-                                        json_integer((json_int_t)npd));
-                    json_object_set_new(e, "seeds_without_failed_runs",
-                                        json_integer((json_int_t)nnf));
-                    json_object_set_new(r, "engine", e);
-                    med_reg_eng[o] = quantile(erg, (size_t)n_seeds, 0.5);
-                    /* engine against CARBS' front method on the same sweeps */
-                    char key[160];
-                    snprintf(key, sizeof(key), "regret_100x_engine_vs_front_method%s%s",
-                             o == OPT_SCALETUNE ? "" : "_", o == OPT_SCALETUNE ? "" : opt_names[o]);
-                    double a = med_reg_eng[o], b = med_regret[o];
-                    json_object_set_new(ratios, key,
-                                        isfinite(a) && isfinite(b) && b > 0 ? jnum(a / b)
-                                                                            : json_null());
-                    if (!(isfinite(a) && isfinite(b)))
-                        json_object_set_new(notes, key,
-                                            json_string("a median recommendation diverged"));
-                }
-            }
-            med_cost[o] = quantile(c1, (size_t)n_seeds, 0.5);
-            med_cost_lb[o] = quantile(c1lb, (size_t)n_seeds, 0.5);
-            med_best[o] = quantile(best, (size_t)n_seeds, 0.5);
-            json_object_set_new(oo, opt_names[o], r);
-        }
-        json_object_set_new(po, "optimizers", oo);
-        json_object_set_new(jp, p->name, po);
-
-        /* ratios of scaletune's medians to each baseline's: < 1 means scaletune is better */
-        for (int o = OPT_FAITHFUL; o < N_OPT; o++) {
-            if (!use[o] || !use[OPT_SCALETUNE] || o == OPT_STUDY)
-                continue;
-            char key[128];
-            const char *sfx = strcmp(p->name, "sim") ? p->name : NULL;
-            snprintf(key, sizeof(key), "cost_to_1pct_vs_%s%s%s", opt_names[o], sfx ? "_" : "",
-                     sfx ? sfx : "");
-            double a = med_cost[OPT_SCALETUNE], b = med_cost[o];
-            if (isfinite(a) && isfinite(b)) {
-                json_object_set_new(ratios, key, jnum(a / b));
-            } else if (isfinite(a)) {
-                json_object_set_new(ratios, key, jnum(a / med_cost_lb[o]));
-                json_object_set_new(notes, key,
-                                    json_string("upper bound: the baseline's median seed never "
-                                                "reached the band; its spend is a lower bound"));
-            } else if (isfinite(b)) {
-                json_object_set_new(ratios, key, jnum(med_cost_lb[OPT_SCALETUNE] / b));
-                json_object_set_new(notes, key,
-                                    json_string("lower bound: scaletune's median seed never "
-                                                "reached the band; its spend is a lower bound"));
-            } else {
-                json_object_set_new(ratios, key, json_null());
-                json_object_set_new(notes, key,
-                                    json_string("neither median seed reached the band"));
-            }
-            if (!sfx && engine_boot > 0) {
-                /* scaletune's sweep through the engine against the baseline's sweep through
-                 * CARBS' front method (what a CARBS user would get) */
-                snprintf(key, sizeof(key), "regret_100x_engine_vs_%s_front_method", opt_names[o]);
-                a = med_reg_eng[OPT_SCALETUNE];
-                b = med_regret[o];
-                json_object_set_new(
-                    ratios, key, isfinite(a) && isfinite(b) && b > 0 ? jnum(a / b) : json_null());
-                if (!(isfinite(a) && isfinite(b)))
-                    json_object_set_new(notes, key,
-                                        json_string("a median recommendation diverged"));
-            }
-            if (!sfx) {
-                snprintf(key, sizeof(key), "regret_100x_vs_%s", opt_names[o]);
-                a = med_regret[OPT_SCALETUNE];
-                b = med_regret[o];
-                json_object_set_new(
-                    ratios, key, isfinite(a) && isfinite(b) && b > 0 ? jnum(a / b) : json_null());
-                if (!(isfinite(a) && isfinite(b)))
-                    json_object_set_new(notes, key,
-                                        json_string("a median recommendation diverged"));
-            }
-            /* gap to the best achievable objective, at the end of the budget */
-            snprintf(key, sizeof(key), "final_gap_vs_%s%s%s", opt_names[o], sfx ? "_" : "",
-                     sfx ? sfx : "");
-            json_object_set_new(
-                ratios, key,
-                jnum((med_best[OPT_SCALETUNE] - p->f_best) / (med_best[o] - p->f_best)));
-        }
-    }
-    json_object_set_new(root, "problems", jp);
+    json_object_set_new(root, "problems", compare_problems_json(cs, o->engine_boot, ratios, notes));
     json_object_set_new(root, "ratios", ratios);
     json_object_set_new(root, "ratio_notes", notes);
-    if (json_dump_file(root, out, JSON_INDENT(1) | JSON_REAL_PRECISION(6)) != 0) {
-        fprintf(stderr, "compare: cannot write %s: %s\n", out, strerror(errno));
+    int rc = json_dump_file(root, o->out, JSON_INDENT(1) | JSON_REAL_PRECISION(6));
+    if (rc != 0)
+        fprintf(stderr, "compare: cannot write %s: %s\n", o->out, strerror(errno));
+    else
+        fprintf(stderr, "[compare %6.1fs] wrote %s\n", now_s() - t0, o->out);
+    json_decref(root);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    options opt;
+    int rc = parse_args(argc, argv, &opt);
+    if (rc >= 0)
+        return rc;
+    st_global_init();
+    static const char *const all_problems[] = {"sim", "branin", "hartmann6"};
+    problem probs[3];
+    compare_set cs = {probs, 0, {0}, (size_t)opt.n_seeds, NULL, NULL};
+    for (size_t k = 0; k < 3; k++)
+        if (has(opt.problems, all_problems[k]))
+            compare_make_problem(all_problems[k], opt.quick, &probs[cs.n_prob++]);
+    for (int o = 0; o < N_OPT; o++)
+        cs.use[o] = has(opt.optimizers, compare_opt_names[o]);
+    int want_optuna = cs.use[OPT_TPE] || cs.use[OPT_CMAES];
+    int have_optuna = want_optuna && optuna_available(opt.python);
+    if (want_optuna && !have_optuna)
+        fprintf(stderr,
+                "compare: optuna is not importable by %s (Debian: apt-get install "
+                "python3-optuna); Optuna TPE and CMA-ES are left out\n",
+                opt.python);
+    size_t n_tr = cs.n_prob * N_OPT * cs.n_seeds;
+    cs.traces = calloc(n_tr, sizeof(trace));
+    cs.figs = calloc(n_tr, sizeof(figures));
+    if (!cs.traces || !cs.figs) {
+        fprintf(stderr, "compare: out of memory\n");
         return 1;
     }
-    fprintf(stderr, "[compare %6.1fs] wrote %s\n", now_s() - t0, out);
-    json_decref(root);
-    free(traces);
-    free(jobs);
-    free(figs);
-    free(fjobs);
+    double t0 = now_s();
+    char paths[N_OPT][3][512];
+    FILE *py = have_optuna ? start_optuna(&opt, &cs, argv[0], paths) : NULL;
+    if (run_c_jobs(&cs, opt.n_threads, t0) != 0) {
+        fprintf(stderr, "compare: out of memory\n");
+        return 1;
+    }
+    double c_wall = now_s() - t0;
+    int py_rc = 0;
+    if (py)
+        py_rc = collect_optuna(py, &cs, paths, t0);
+    else
+        cs.use[OPT_TPE] = cs.use[OPT_CMAES] = 0;
+    double tf0 = now_s();
+    int nfj = compute_all_figures(&cs, opt.n_threads, opt.engine_boot);
+    if (nfj < 0) {
+        fprintf(stderr, "compare: out of memory\n");
+        return 1;
+    }
+    fprintf(stderr,
+            "[compare %6.1fs] figures of %d sweeps (extrapolation engine: %ld replicates) "
+            "in %.1fs\n",
+            now_s() - t0, nfj, opt.engine_boot, now_s() - tf0);
+    rc = write_json(&opt, &cs, have_optuna, t0, c_wall, tf0);
+    free(cs.traces);
+    free(cs.figs);
     st_global_cleanup();
-    return py_rc ? 1 : 0;
+    return rc ? 1 : py_rc ? 1 : 0;
 }
