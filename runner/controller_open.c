@@ -260,44 +260,11 @@ st_status runner_launch(const runner_config *cfg, const runner_options *opts, ru
 
 static st_status add_active_from_row(runner *r, sqlite3_stmt *st);
 
-st_status runner_resume(const char *sweep, const runner_options *opts, runner **out, char *errmsg)
+/* A new generation, in one transaction: carbs ids issued by earlier controllers mean nothing to
+ * this one; runs the user stopped go back to the queue; open runs are re-registered. */
+static st_status begin_generation(runner *r)
 {
-    char dummy[ST_ERRMSG_MAX];
-    if (!errmsg)
-        errmsg = dummy;
-    errmsg[0] = '\0';
-    *out = NULL;
-    runner *r = NULL;
-    st_status rc = runner_alloc(opts, 0, &r, errmsg);
-    if (rc)
-        return rc;
-    char *text = NULL;
-    rc = store_find_sweep(r->st, sweep, &r->sweep, &text);
-    if (!rc) {
-        rc = runner_config_load_string(text, strlen(text), sweep ? sweep : "stored config", &r->cfg,
-                                       errmsg);
-        free(text);
-    }
-    /* the directory recorded at launch, not this process's current one */
-    if (!rc)
-        rc = store_sweep_workdir(r->st, r->sweep, r->cfg);
-    if (!rc && !r->cfg->argc)
-        rc = st_errf(errmsg, ST_EINVAL,
-                     "sweep '%s' has no command: it is driven by ask/tell, not resumed",
-                     r->cfg->name);
-    if (!rc)
-        rc = alloc_slots(r);
-    if (!rc)
-        rc = attach_backend(r, errmsg);
-    if (!rc)
-        use_method(r);
-    if (!rc)
-        rc = store_lease_take(r->st, r->sweep, r->owner, r->opts.lease_seconds);
-    if (rc)
-        goto fail;
-
-    /* a new generation: carbs ids issued by earlier controllers mean nothing to this one */
-    rc = store_begin(r->st);
+    st_status rc = store_begin(r->st);
     sqlite3_stmt *st = rc ? NULL
                           : store_stmt(r->st, "UPDATE sweeps SET generation = generation + 1, "
                                               "stop_requested = 0 WHERE id = ?1 "
@@ -340,44 +307,67 @@ st_status runner_resume(const char *sweep, const runner_options *opts, runner **
         rc = store_commit(r->st);
     else
         store_rollback(r->st);
-    if (rc)
-        goto fail;
+    return rc;
+}
 
-    rc = load_counts(r);
-    if (!rc)
-        rc = store_rebuild_carbs(r->st, r->sweep, r->cfg, r->n_runs, &r->cb);
-    if (!rc)
-        rc = ctl_release_load(r);
-    if (rc)
-        goto fail;
-
-    /* attempts that were launching or running when the last controller died */
-    st = store_stmt(r->st,
-                    "SELECT a.id, a.run_id, a.number, a.state, a.job_id, a.dir, a.slot, a.started,"
-                    " a.last_metric, a.out_off, a.mf_off, a.n_lines, a.n_garbage, a.max_cost,"
-                    " a.diverged, a.final, r.x, r.predicted_cost FROM attempts a"
-                    " JOIN runs r ON r.id = a.run_id WHERE r.sweep_id = ?1"
-                    " AND a.state IN ('launching', 'running') ORDER BY a.id");
-    if (!st) {
-        rc = ST_EDB;
-        goto fail;
-    }
+/* the attempts that were launching or running when the last controller died, into r->act */
+static st_status load_active_attempts(runner *r)
+{
+    sqlite3_stmt *st =
+        store_stmt(r->st, "SELECT a.id, a.run_id, a.number, a.state, a.job_id, a.dir, a.slot,"
+                          " a.started, a.last_metric, a.out_off, a.mf_off, a.n_lines, a.n_garbage,"
+                          " a.max_cost, a.diverged, a.final, r.x, r.predicted_cost FROM attempts a"
+                          " JOIN runs r ON r.id = a.run_id WHERE r.sweep_id = ?1"
+                          " AND a.state IN ('launching', 'running') ORDER BY a.id");
+    if (!st)
+        return ST_EDB;
     sqlite3_bind_int64(st, 1, r->sweep);
     int src;
     while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-        rc = add_active_from_row(r, st);
+        st_status rc = add_active_from_row(r, st);
         if (rc) {
             sqlite3_reset(st);
-            goto fail;
+            return rc;
         }
     }
     sqlite3_reset(st);
-    if (src != SQLITE_DONE) {
-        rc = store_fail(r->st, src, "reading running attempts");
-        goto fail;
-    }
+    return src == SQLITE_DONE ? ST_OK : store_fail(r->st, src, "reading running attempts");
+}
 
-    /* launching attempts: adopt the ones that did start, requeue the ones that never will */
+/* A launching attempt: the backend says whether it started (job id jid) or never will; the
+ * store records which, and requeues its run when it never will. */
+static st_status settle_launching(runner *r, const active *a, int launched, const char *jid)
+{
+    st_status rc = store_begin(r->st);
+    if (rc)
+        return rc;
+    sqlite3_stmt *st =
+        launched ? store_stmt(r->st, "UPDATE attempts SET state = 'running', job_id = ?2 "
+                                     "WHERE id = ?1")
+                 : store_stmt(r->st, "UPDATE attempts SET state = 'abandoned', ended = ?2 "
+                                     "WHERE id = ?1");
+    if (!st) {
+        store_rollback(r->st);
+        return ST_EDB;
+    }
+    sqlite3_bind_int64(st, 1, a->attempt_id);
+    if (launched)
+        sqlite3_bind_text(st, 2, jid, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_double(st, 2, runner_now());
+    rc = store_exec_stmt(r->st, st, "adopting an attempt");
+    if (!rc && !launched)
+        rc = store_requeue_run(r->st, a->run_id);
+    if (!rc)
+        rc = store_commit(r->st);
+    else
+        store_rollback(r->st);
+    return rc;
+}
+
+/* launching attempts: adopt the ones that did start, requeue the ones that never will */
+static st_status adopt_launching(runner *r)
+{
     for (size_t i = 0; i < r->n_act;) {
         active *a = &r->act[i];
         if (a->job_id[0]) {
@@ -385,36 +375,12 @@ st_status runner_resume(const char *sweep, const runner_options *opts, runner **
             continue;
         }
         char jid[64];
-        rc = r->be->adopt(r->be_state, a->dir, jid, sizeof(jid), r->errmsg);
+        st_status rc = r->be->adopt(r->be_state, a->dir, jid, sizeof(jid), r->errmsg);
         if (rc && rc != ST_ENOTFOUND)
-            goto fail;
+            return rc;
         int launched = rc == ST_OK;
-        if ((rc = store_begin(r->st)))
-            goto fail;
-        st = launched ? store_stmt(r->st, "UPDATE attempts SET state = 'running', job_id = ?2 "
-                                          "WHERE id = ?1")
-                      : store_stmt(r->st, "UPDATE attempts SET state = 'abandoned', ended = ?2 "
-                                          "WHERE id = ?1");
-        if (!st) {
-            store_rollback(r->st);
-            rc = ST_EDB;
-            goto fail;
-        }
-        sqlite3_bind_int64(st, 1, a->attempt_id);
-        if (launched)
-            sqlite3_bind_text(st, 2, jid, -1, SQLITE_TRANSIENT);
-        else
-            sqlite3_bind_double(st, 2, runner_now());
-        rc = store_exec_stmt(r->st, st, "adopting an attempt");
-        if (!rc && !launched) {
-            rc = store_requeue_run(r->st, a->run_id);
-        }
-        if (!rc)
-            rc = store_commit(r->st);
-        else
-            store_rollback(r->st);
-        if (rc)
-            goto fail;
+        if ((rc = settle_launching(r, a, launched, jid)))
+            return rc;
         if (launched) {
             snprintf(a->job_id, sizeof(a->job_id), "%s", jid);
             i++;
@@ -428,14 +394,70 @@ st_status runner_resume(const char *sweep, const runner_options *opts, runner **
             r->act[i] = r->act[--r->n_act];
         }
     }
+    return ST_OK;
+}
+
+/* the stored sweep file, its launch directory, slots, backend and method, and the lease */
+static st_status open_stored_sweep(runner *r, const char *sweep, char *errmsg)
+{
+    char *text = NULL;
+    st_status rc = store_find_sweep(r->st, sweep, &r->sweep, &text);
+    if (!rc) {
+        rc = runner_config_load_string(text, strlen(text), sweep ? sweep : "stored config", &r->cfg,
+                                       errmsg);
+        free(text);
+    }
+    /* the directory recorded at launch, not this process's current one */
+    if (!rc)
+        rc = store_sweep_workdir(r->st, r->sweep, r->cfg);
+    if (!rc && !r->cfg->argc)
+        rc = st_errf(errmsg, ST_EINVAL,
+                     "sweep '%s' has no command: it is driven by ask/tell, not resumed",
+                     r->cfg->name);
+    if (!rc)
+        rc = alloc_slots(r);
+    if (!rc)
+        rc = attach_backend(r, errmsg);
+    if (!rc)
+        use_method(r);
+    if (!rc)
+        rc = store_lease_take(r->st, r->sweep, r->owner, r->opts.lease_seconds);
+    return rc;
+}
+
+st_status runner_resume(const char *sweep, const runner_options *opts, runner **out, char *errmsg)
+{
+    char dummy[ST_ERRMSG_MAX];
+    if (!errmsg)
+        errmsg = dummy;
+    errmsg[0] = '\0';
+    *out = NULL;
+    runner *r = NULL;
+    st_status rc = runner_alloc(opts, 0, &r, errmsg);
+    if (rc)
+        return rc;
+    rc = open_stored_sweep(r, sweep, errmsg);
+    if (!rc)
+        rc = begin_generation(r);
+    if (!rc)
+        rc = load_counts(r);
+    if (!rc)
+        rc = store_rebuild_carbs(r->st, r->sweep, r->cfg, r->n_runs, &r->cb);
+    if (!rc)
+        rc = ctl_release_load(r);
+    if (!rc)
+        rc = load_active_attempts(r);
+    if (!rc)
+        rc = adopt_launching(r);
+    if (rc) {
+        if (!errmsg[0])
+            snprintf(errmsg, ST_ERRMSG_MAX, "%s", r->errmsg[0] ? r->errmsg : r->st->errmsg);
+        runner_destroy(r);
+        return rc;
+    }
     r->last_beat = runner_mono();
     *out = r;
     return ST_OK;
-fail:
-    if (!errmsg[0])
-        snprintf(errmsg, ST_ERRMSG_MAX, "%s", r->errmsg[0] ? r->errmsg : r->st->errmsg);
-    runner_destroy(r);
-    return rc ? rc : ST_EINTERNAL;
 }
 
 static st_status add_active_from_row(runner *r, sqlite3_stmt *st)
