@@ -78,6 +78,7 @@ typedef struct bench_cfg {
     int reuse;            /* keep a finished sweep in WORK/seed-S and only extrapolate again */
     int early_stop;       /* early_stopping: {enabled: true} */
     int paced;            /* llmsim --steps-to-report 20 --sleep-ms 150: runs that take time */
+    long reports;         /* llmsim --steps-to-report K (no pause): curves to store, 0 = 1 */
     int opt_choice;       /* optimizer: {choices: [adamw, lion]} in each sweep (issue 22) */
 } bench_cfg;
 
@@ -147,6 +148,12 @@ static int write_sweep(const bench_cfg *cfg, seed_result *r, const char *path)
     char opt[128], cost[64] = "";
     if (cfg->budget_cost > 0)
         snprintf(cost, sizeof(cost), ", cost: %.6g", cfg->budget_cost);
+    char reports[96] = "";
+    if (cfg->paced)
+        snprintf(reports, sizeof(reports),
+                 ", \"--steps-to-report\", \"20\", \"--sleep-ms\", \"150\"");
+    else if (cfg->reports > 1)
+        snprintf(reports, sizeof(reports), ", \"--steps-to-report\", \"%ld\"", cfg->reports);
     fprintf(f,
             "name: xp-%d\n"
             "command: [\"%s\", \"--world\", \"%d\", \"--N\", \"{N}\", \"--tokens\", \"{tokens}\",\n"
@@ -166,9 +173,7 @@ static int write_sweep(const bench_cfg *cfg, seed_result *r, const char *path)
             "parallel: 2\n"
             "seed: %d\n"
             "%s%s",
-            s, cfg->llmsim, s,
-            cfg->paced ? ", \"--steps-to-report\", \"20\", \"--sleep-ms\", \"150\"" : "",
-            cfg->opt_choice ? ", \"--optimizer\", \"{optimizer}\"" : "",
+            s, cfg->llmsim, s, reports, cfg->opt_choice ? ", \"--optimizer\", \"{optimizer}\"" : "",
             r->expr ? ", expr: \"6 * {N} * {tokens}\"" : "", r->linear_warmup ? "linear" : "logit",
             r->linear_warmup ? "0.05" : "0.02",
             cfg->opt_choice ? "  optimizer:    {choices: [adamw, lion]}\n" : "", cfg->runs, cost, s,
@@ -678,7 +683,7 @@ static void usage(FILE *f)
           "                         [--work DIR] [--out FILE] [--pass-config]\n"
           "                         [--mode best|random|study] [--runs N] [--budget-cost C]\n"
           "                         [--reuse]\n"
-          "                         [--early-stop] [--paced] [--xp-flags FLAGS]\n"
+          "                         [--early-stop] [--paced] [--reports K] [--xp-flags FLAGS]\n"
           "                         [--first-seed K] [--optimizer-choice]\n"
           "  --seeds N       seeds (worlds) 1..N (default 20)\n"
           "  --first-seed K  seeds K..K+N-1 instead (a held-out set of worlds, e.g. 21)\n"
@@ -699,6 +704,8 @@ static void usage(FILE *f)
           "  --early-stop    early_stopping: {enabled: true} in each sweep\n"
           "  --paced         llmsim --steps-to-report 20 --sleep-ms 150: a run takes 3 s, so that\n"
           "                  it can be stopped part-way (its final loss does not change)\n"
+          "  --reports K     llmsim --steps-to-report K without the pause: each run stores a\n"
+          "                  curve of K points (for extrapolate's --curves, via --xp-flags)\n"
           "  --optimizer-choice  a categorical optimizer: {choices: [adamw, lion]} in each sweep\n"
           "                  (llmsim's Lion: lr optimum and boundary 0.3x, loss 0.99x); the\n"
           "                  regret is against the better optimizer's optimum\n"
@@ -732,6 +739,7 @@ static int parse_args(int argc, char **argv, bench_cfg *cfg)
     cfg->reuse = 0;
     cfg->early_stop = 0;
     cfg->paced = 0;
+    cfg->reports = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help"))
@@ -776,6 +784,8 @@ static int parse_args(int argc, char **argv, bench_cfg *cfg)
             cfg->runs = strtol(v, NULL, 10);
         else if (!strcmp(a, "--budget-cost"))
             cfg->budget_cost = strtod(v, NULL);
+        else if (!strcmp(a, "--reports"))
+            cfg->reports = strtol(v, NULL, 10);
         else if (!strcmp(a, "--first-seed"))
             cfg->first_seed = strtol(v, NULL, 10);
         else if (!strcmp(a, "--xp-flags"))
@@ -791,6 +801,10 @@ static int parse_args(int argc, char **argv, bench_cfg *cfg)
     }
     if (cfg->runs < 2 || cfg->runs > 100000) {
         fprintf(stderr, "bench_extrapolate: --runs in [2, 100000]\n");
+        return -1;
+    }
+    if (cfg->reports < 0 || cfg->reports > 1000) {
+        fprintf(stderr, "bench_extrapolate: --reports in [0, 1000]\n");
         return -1;
     }
     if (!(cfg->budget_cost >= 0) || !isfinite(cfg->budget_cost)) {
