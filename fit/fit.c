@@ -326,6 +326,187 @@ static void add_warning(fit *f, unsigned bit, const char *text)
     snprintf(f->warn + len, sizeof(f->warn) - len, "%s%s", len ? "; " : "", text);
 }
 
+/* Stage 1's working set: the starts (moved to their local optima), their objective values,
+ * NLopt codes and evaluation counts, their ranking, and a copy of the starts as given. */
+typedef struct starts {
+    size_t n;
+    double *x, *fv, *x0;
+    int *code;
+    size_t *evals;
+    rank *rk;
+} starts;
+
+static void starts_free(starts *s)
+{
+    free(s->x);
+    free(s->fv);
+    free(s->code);
+    free(s->evals);
+    free(s->rk);
+    free(s->x0);
+}
+
+/* the user's starts or the law's default grid, fixed parameters set in each */
+static st_status starts_make(fit *f, starts *s)
+{
+    size_t np = f->law->n_par;
+    memset(s, 0, sizeof(*s));
+    s->x = f->n_user_starts ? malloc(f->n_user_starts * np * sizeof(double))
+                            : default_starts(f->law, &s->n);
+    if (f->n_user_starts && s->x) {
+        s->n = f->n_user_starts;
+        memcpy(s->x, f->user_starts, s->n * np * sizeof(double));
+    }
+    s->fv = malloc(s->n * sizeof(double));
+    s->code = malloc(s->n * sizeof(int));
+    s->evals = malloc(s->n * sizeof(size_t));
+    s->rk = malloc(s->n * sizeof(rank));
+    s->x0 = malloc(s->n * np * sizeof(double));
+    if (!s->x || !s->fv || !s->code || !s->evals || !s->rk || !s->x0)
+        return st_errf(f->err, ST_ENOMEM, "out of memory for %zu starts", s->n);
+    for (size_t i = 0; i < s->n; i++)
+        for (size_t j = 0; j < np; j++)
+            if (!isnan(f->fixed[j]))
+                s->x[i * np + j] = f->fixed[j];
+    memcpy(s->x0, s->x, s->n * np * sizeof(double));
+    return ST_OK;
+}
+
+/* Stage 1: every start to moderate tolerance on pg, then ranked by objective; n_fin receives the
+ * number that reached a finite value, tot_ev the evaluations spent. */
+static st_status stage_starts(fit *f, const fit_prob *pg, starts *s, size_t *n_fin, size_t *tot_ev)
+{
+    size_t np = f->law->n_par;
+    run_ctx r = {NULL, np, s->x, s->fv, s->code, s->evals};
+    st_status st = run_many(f, pg, np, s->n, f->opt.ftol_rel, f->opt.xtol_rel, f->opt.max_eval, &r);
+    if (st != ST_OK)
+        return st_errf(f->err, st, "could not start the optimiser");
+    *n_fin = *tot_ev = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        s->rk[i].fv = s->fv[i];
+        s->rk[i].i = i;
+        *n_fin += isfinite(s->fv[i]) && s->fv[i] < HUGE_VAL;
+        *tot_ev += s->evals[i];
+    }
+    if (!*n_fin)
+        return st_errf(f->err, ST_ENUMERIC, "no start gave a finite objective (law '%s')",
+                       f->law->name);
+    qsort(s->rk, s->n, sizeof(rank), cmp_rank);
+    return ST_OK;
+}
+
+/* Stage 2's working set: the best few starts polished (with log sigma appended for the
+ * likelihood), their values, codes and evaluations. */
+typedef struct polish {
+    size_t n, np; /* starts polished; coordinates each */
+    double *x, *fv;
+    int *code;
+    size_t *evals;
+} polish;
+
+static void polish_free(polish *p)
+{
+    free(p->x);
+    free(p->fv);
+    free(p->code);
+    free(p->evals);
+}
+
+/* Stage 2: the best npol starts polished with tight tolerances on the requested objective pf. */
+static st_status stage_polish(fit *f, const fit_prob *pf, const starts *s, size_t n_fin, polish *p)
+{
+    size_t np = f->law->n_par;
+    int lik = f->opt.objective == FIT_OBJ_HUBER_LIK;
+    p->n = f->opt.n_polish ? f->opt.n_polish : 1;
+    if (p->n > n_fin)
+        p->n = n_fin;
+    p->np = np + (size_t)lik;
+    p->x = malloc(p->n * p->np * sizeof(double));
+    p->fv = malloc(p->n * sizeof(double));
+    p->code = malloc(p->n * sizeof(int));
+    p->evals = malloc(p->n * sizeof(size_t));
+    if (!p->x || !p->fv || !p->code || !p->evals)
+        return st_errf(f->err, ST_ENOMEM, "out of memory");
+    for (size_t k = 0; k < p->n; k++) {
+        memcpy(p->x + k * p->np, s->x + s->rk[k].i * np, np * sizeof(double));
+        if (lik)
+            p->x[k * p->np + np] = fit_prob_sigma_start(pf, p->x + k * p->np);
+    }
+    run_ctx r = {NULL, p->np, p->x, p->fv, p->code, p->evals};
+    st_status st = run_many(f, pf, p->np, p->n, 1e-15, 1e-13, 20 * f->opt.max_eval, &r);
+    return st != ST_OK ? st_errf(f->err, st, "could not start the optimiser") : ST_OK;
+}
+
+/* the infinity norm of prob's gradient at x over the free parameters (the first n) */
+static double free_grad_norm(const fit *f, const fit_prob *prob, const double *x, size_t n)
+{
+    double g[FIT_MAX_PAR + 1];
+    fit_prob_eval(prob, x, g);
+    for (size_t j = 0; j < f->law->n_par; j++)
+        if (!isnan(f->fixed[j]))
+            g[j] = 0;
+    return inf_norm(g, n);
+}
+
+/* the warnings of a finished fit: an objective too small to move L-BFGS, an averaged
+ * objective, no convergence, an optimum reached from one start only (n_same starts agree) */
+static void warn_run(fit *f, const starts *s, const polish *p, size_t best, size_t n_same)
+{
+    size_t evals = s->evals[s->rk[best].i];
+    if (f->diag.start_grad < 1e-5 || evals <= 3) {
+        char msg[200];
+        snprintf(msg, sizeof(msg),
+                 "loss scale: the best start's gradient is %.3g and L-BFGS stopped after %zu "
+                 "evaluations; an averaged or tiny objective stops early (use the summed loss)",
+                 f->diag.start_grad, evals);
+        add_warning(f, FIT_WARN_LOSS_SCALE, msg);
+    }
+    if (f->opt.mean)
+        add_warning(f, FIT_WARN_LOSS_SCALE,
+                    "the objective is averaged over points: gradients shrink by 1/n");
+    if (p->code[best] == NLOPT_MAXEVAL_REACHED || p->code[best] == NLOPT_FAILURE)
+        add_warning(f, FIT_WARN_NOT_CONVERGED, "the final L-BFGS polish did not converge");
+    if (n_same < 2 && p->n >= 2 && f->opt.objective != FIT_OBJ_HUBER_LIK)
+        add_warning(f, FIT_WARN_SPREAD, "the optimum was reached from one start only");
+}
+
+/* The best polished start becomes the fit: its parameters, objective, sigma and log
+ * likelihood, and the diagnostics (how many polished starts agree, the others' spread). */
+static void record_best(fit *f, const fit_prob *pg, const fit_prob *pf, const starts *s,
+                        const polish *p, size_t n_fin, size_t tot_ev)
+{
+    size_t np = f->law->n_par, best = 0, n_same = 0;
+    int lik = f->opt.objective == FIT_OBJ_HUBER_LIK;
+    for (size_t k = 0; k < p->n; k++) {
+        tot_ev += p->evals[k];
+        if (p->fv[k] < p->fv[best])
+            best = k;
+    }
+    double spread = 0;
+    for (size_t k = 0; k < p->n; k++) {
+        double rel = fabs(p->fv[k] - p->fv[best]) / fmax(fabs(p->fv[best]), 1e-300);
+        if (rel <= 1e-6)
+            n_same++;
+        else if (isfinite(rel))
+            spread = fmax(spread, rel);
+    }
+    memcpy(f->theta, p->x + best * p->np, p->np * sizeof(double));
+    f->fval = p->fv[best];
+    fit_law_natural(f->law, f->theta, f->nat);
+    f->sigma = lik ? exp(f->theta[np]) : NAN;
+    f->loglik = lik && !f->opt.mean ? -f->fval : NAN;
+    memset(&f->diag, 0, sizeof(f->diag));
+    f->diag.n_starts = s->n;
+    f->diag.n_finite = n_fin;
+    f->diag.best_start = s->rk[best].i;
+    f->diag.n_evals = tot_ev;
+    f->diag.grad_norm = free_grad_norm(f, pf, f->theta, p->np);
+    f->diag.nlopt_code = p->code[best];
+    f->diag.spread = spread;
+    f->diag.start_grad = free_grad_norm(f, pg, s->x0 + s->rk[best].i * np, np);
+    warn_run(f, s, p, best, n_same);
+}
+
 st_status fit_run(fit *f)
 {
     f->err[0] = 0;
@@ -334,142 +515,26 @@ st_status fit_run(fit *f)
     f->fitted = 0;
     if (!f->n)
         return st_errf(f->err, ST_ESTATE, "no data: call fit_set_data first");
-    const fit_law *law = f->law;
-    size_t np = law->n_par, n_starts = 0;
     int lik = f->opt.objective == FIT_OBJ_HUBER_LIK;
-    double *starts = f->n_user_starts ? malloc(f->n_user_starts * np * sizeof(double))
-                                      : default_starts(law, &n_starts);
-    if (f->n_user_starts && starts) {
-        n_starts = f->n_user_starts;
-        memcpy(starts, f->user_starts, n_starts * np * sizeof(double));
-    }
-    double *fv = malloc(n_starts * sizeof(double));
-    int *code = malloc(n_starts * sizeof(int));
-    size_t *evals = malloc(n_starts * sizeof(size_t));
-    rank *rk = malloc(n_starts * sizeof(rank));
-    double *x0 = malloc(n_starts * np * sizeof(double));
-    st_status st = ST_OK;
-    if (!starts || !fv || !code || !evals || !rk || !x0) {
-        st = st_errf(f->err, ST_ENOMEM, "out of memory for %zu starts", n_starts);
-        goto done;
-    }
-    for (size_t i = 0; i < n_starts; i++)
-        for (size_t j = 0; j < np; j++)
-            if (!isnan(f->fixed[j]))
-                starts[i * np + j] = f->fixed[j];
-    memcpy(x0, starts, n_starts * np * sizeof(double));
-
-    /* Stage 1: every start to moderate tolerance, with the plain Huber objective when the
-     * likelihood was asked for (its minimiser in theta is a Huber fit at threshold delta sigma). */
+    /* stage 1 fits the plain Huber objective when the likelihood was asked for (its minimiser
+     * in theta is a Huber fit at threshold delta sigma) */
     fit_prob pg, pf;
     make_prob(f, lik ? FIT_OBJ_HUBER : f->opt.objective, &pg);
     make_prob(f, f->opt.objective, &pf);
-    run_ctx r = {NULL, np, starts, fv, code, evals};
-    st = run_many(f, &pg, np, n_starts, f->opt.ftol_rel, f->opt.xtol_rel, f->opt.max_eval, &r);
-    if (st != ST_OK) {
-        st_errf(f->err, st, "could not start the optimiser");
-        goto done;
-    }
+    starts s;
+    polish p = {0};
     size_t n_fin = 0, tot_ev = 0;
-    for (size_t i = 0; i < n_starts; i++) {
-        rk[i].fv = fv[i];
-        rk[i].i = i;
-        n_fin += isfinite(fv[i]) && fv[i] < HUGE_VAL;
-        tot_ev += evals[i];
+    st_status st = starts_make(f, &s);
+    if (!st)
+        st = stage_starts(f, &pg, &s, &n_fin, &tot_ev);
+    if (!st)
+        st = stage_polish(f, &pf, &s, n_fin, &p);
+    if (!st) {
+        record_best(f, &pg, &pf, &s, &p, n_fin, tot_ev);
+        f->fitted = 1;
     }
-    if (!n_fin) {
-        st = st_errf(f->err, ST_ENUMERIC, "no start gave a finite objective (law '%s')", law->name);
-        goto done;
-    }
-    qsort(rk, n_starts, sizeof(rank), cmp_rank);
-
-    /* Stage 2: polish the best few with tight tolerances and the requested objective. */
-    size_t npol = f->opt.n_polish ? f->opt.n_polish : 1, npp = np + (size_t)lik;
-    if (npol > n_fin)
-        npol = n_fin;
-    double *px = malloc(npol * npp * sizeof(double)), *pfv = malloc(npol * sizeof(double));
-    int *pcode = malloc(npol * sizeof(int));
-    size_t *pev = malloc(npol * sizeof(size_t));
-    if (!px || !pfv || !pcode || !pev) {
-        free(px), free(pfv), free(pcode), free(pev);
-        st = st_errf(f->err, ST_ENOMEM, "out of memory");
-        goto done;
-    }
-    for (size_t k = 0; k < npol; k++) {
-        memcpy(px + k * npp, starts + rk[k].i * np, np * sizeof(double));
-        if (lik)
-            px[k * npp + np] = fit_prob_sigma_start(&pf, px + k * npp);
-    }
-    run_ctx r2 = {NULL, npp, px, pfv, pcode, pev};
-    st = run_many(f, &pf, npp, npol, 1e-15, 1e-13, 20 * f->opt.max_eval, &r2);
-    if (st != ST_OK) {
-        free(px), free(pfv), free(pcode), free(pev);
-        st_errf(f->err, st, "could not start the optimiser");
-        goto done;
-    }
-    size_t best = 0, n_same = 0;
-    for (size_t k = 0; k < npol; k++) {
-        tot_ev += pev[k];
-        if (pfv[k] < pfv[best])
-            best = k;
-    }
-    double spread = 0;
-    for (size_t k = 0; k < npol; k++) {
-        double rel = fabs(pfv[k] - pfv[best]) / fmax(fabs(pfv[best]), 1e-300);
-        if (rel <= 1e-6)
-            n_same++;
-        else if (isfinite(rel))
-            spread = fmax(spread, rel);
-    }
-
-    /* Results and diagnostics. */
-    memcpy(f->theta, px + best * npp, npp * sizeof(double));
-    f->fval = pfv[best];
-    fit_law_natural(law, f->theta, f->nat);
-    f->sigma = lik ? exp(f->theta[np]) : NAN;
-    f->loglik = lik && !f->opt.mean ? -f->fval : NAN;
-    double g[FIT_MAX_PAR + 1];
-    fit_prob_eval(&pf, f->theta, g);
-    for (size_t j = 0; j < np; j++)
-        if (!isnan(f->fixed[j]))
-            g[j] = 0;
-    memset(&f->diag, 0, sizeof(f->diag));
-    f->diag.n_starts = n_starts;
-    f->diag.n_finite = n_fin;
-    f->diag.best_start = rk[best].i;
-    f->diag.n_evals = tot_ev;
-    f->diag.grad_norm = inf_norm(g, npp);
-    f->diag.nlopt_code = pcode[best];
-    f->diag.spread = spread;
-    fit_prob_eval(&pg, x0 + rk[best].i * np, g);
-    for (size_t j = 0; j < np; j++)
-        if (!isnan(f->fixed[j]))
-            g[j] = 0;
-    f->diag.start_grad = inf_norm(g, np);
-    if (f->diag.start_grad < 1e-5 || evals[rk[best].i] <= 3) {
-        char msg[200];
-        snprintf(msg, sizeof(msg),
-                 "loss scale: the best start's gradient is %.3g and L-BFGS stopped after %zu "
-                 "evaluations; an averaged or tiny objective stops early (use the summed loss)",
-                 f->diag.start_grad, evals[rk[best].i]);
-        add_warning(f, FIT_WARN_LOSS_SCALE, msg);
-    }
-    if (f->opt.mean)
-        add_warning(f, FIT_WARN_LOSS_SCALE,
-                    "the objective is averaged over points: gradients shrink by 1/n");
-    if (pcode[best] == NLOPT_MAXEVAL_REACHED || pcode[best] == NLOPT_FAILURE)
-        add_warning(f, FIT_WARN_NOT_CONVERGED, "the final L-BFGS polish did not converge");
-    if (n_same < 2 && npol >= 2 && !lik)
-        add_warning(f, FIT_WARN_SPREAD, "the optimum was reached from one start only");
-    free(px), free(pfv), free(pcode), free(pev);
-    f->fitted = 1;
-done:
-    free(starts);
-    free(fv);
-    free(code);
-    free(evals);
-    free(rk);
-    free(x0);
+    polish_free(&p);
+    starts_free(&s);
     return st;
 }
 
