@@ -405,42 +405,38 @@ static json_t *study_json(const report *r)
     return rec;
 }
 
-st_status report_json_dup(report *r, char **out)
+/* one run: its status, parameters, objective, cost, and the prediction when beyond the fit */
+static json_t *run_json(const report *r, const rp_run *u)
 {
-    *out = NULL;
-    r->errmsg[0] = '\0';
-    json_t *root = json_object(), *runs = json_array(), *front = json_array();
-    json_object_set_new(root, "sweep", json_string(r->sweep));
-    json_object_set_new(root, "objective", json_string(r->objective));
-    json_object_set_new(root, "goal", json_string(r->goal));
-    json_object_set_new(root, "cost_metric", json_string(r->cost_metric));
-    for (size_t i = 0; i < r->n_runs; i++) {
-        const rp_run *u = &r->runs[i];
-        json_t *j = json_object(), *p = json_object();
-        json_object_set_new(j, "id", json_integer((json_int_t)u->id));
-        json_object_set_new(j, "status", json_string(u->status));
-        json_object_set_new(j, "failure", json_string(u->failure));
-        for (size_t k = 0; k < r->n_params; k++)
-            json_object_set_new(p, r->pnames[k], jnum(u->x[k]));
-        json_object_set_new(j, "params", p);
-        json_object_set_new(j, "objective", jnum(u->objective));
-        json_object_set_new(j, "cost", jnum(u->cost));
-        json_object_set_new(j, "attempts", json_integer((json_int_t)u->n_attempts));
-        json_object_set_new(j, "pareto", json_boolean(u->on_front));
-        json_object_set_new(j, "beyond_fit", json_boolean(u->beyond));
-        if (u->validation)
-            json_object_set_new(j, "validation_sweep", json_string(r->validate_sweep));
-        if (u->beyond) {
-            json_t *pr = json_object();
-            json_object_set_new(pr, "objective", jnum(u->pred));
-            json_object_set_new(pr, "lo", jnum(u->pred_lo));
-            json_object_set_new(pr, "hi", jnum(u->pred_hi));
-            json_object_set_new(pr, "p_diverge", jnum(u->pred_p));
-            json_object_set_new(j, "predicted", pr);
-        }
-        json_array_append_new(runs, j);
+    json_t *j = json_object(), *p = json_object();
+    json_object_set_new(j, "id", json_integer((json_int_t)u->id));
+    json_object_set_new(j, "status", json_string(u->status));
+    json_object_set_new(j, "failure", json_string(u->failure));
+    for (size_t k = 0; k < r->n_params; k++)
+        json_object_set_new(p, r->pnames[k], jnum(u->x[k]));
+    json_object_set_new(j, "params", p);
+    json_object_set_new(j, "objective", jnum(u->objective));
+    json_object_set_new(j, "cost", jnum(u->cost));
+    json_object_set_new(j, "attempts", json_integer((json_int_t)u->n_attempts));
+    json_object_set_new(j, "pareto", json_boolean(u->on_front));
+    json_object_set_new(j, "beyond_fit", json_boolean(u->beyond));
+    if (u->validation)
+        json_object_set_new(j, "validation_sweep", json_string(r->validate_sweep));
+    if (u->beyond) {
+        json_t *pr = json_object();
+        json_object_set_new(pr, "objective", jnum(u->pred));
+        json_object_set_new(pr, "lo", jnum(u->pred_lo));
+        json_object_set_new(pr, "hi", jnum(u->pred_hi));
+        json_object_set_new(pr, "p_diverge", jnum(u->pred_p));
+        json_object_set_new(j, "predicted", pr);
     }
-    json_object_set_new(root, "runs", runs);
+    return j;
+}
+
+/* the Pareto front's groups: the run that stands for each, its cost, objective and run count */
+static json_t *front_json(const report *r)
+{
+    json_t *front = json_array();
     for (size_t i = 0; i < r->n_front; i++) {
         const rp_run *u = &r->runs[r->front[i]];
         json_t *j = json_object();
@@ -450,9 +446,13 @@ st_status report_json_dup(report *r, char **out)
         json_object_set_new(j, "runs", json_integer((json_int_t)r->front_count[i]));
         json_array_append_new(front, j);
     }
-    json_object_set_new(root, "pareto", front);
+    return front;
+}
 
-    json_t *fits = json_object(), *loss = json_object(), *hps = json_object();
+/* the front's loss law against cost, with its value at the target, or why there is none */
+static json_t *loss_law_json(const report *r)
+{
+    json_t *loss = json_object();
     json_object_set_new(loss, "law", json_string("saturating: y = E + A C^-alpha"));
     json_object_set_new(loss, "ok", json_boolean(r->loss_law.ok));
     if (r->loss_law.ok) {
@@ -470,32 +470,99 @@ st_status report_json_dup(report *r, char **out)
     } else {
         json_object_set_new(loss, "note", json_string(r->xp ? r->loss_note : r->xp_note));
     }
-    json_object_set_new(fits, "loss_vs_cost", loss);
+    return loss;
+}
+
+/* one hyperparameter's front law against cost, with its value at the target */
+static json_t *hp_law_json(const report *r, const rp_hp *h)
+{
+    json_t *j = json_object();
+    json_object_set_new(j, "space", json_string(space_name(h->space)));
+    if (r->xp)
+        json_object_set_new(j, "role",
+                            json_string(fit_xp_role_name(fit_xp_param_role(r->xp, h->xi))));
+    json_object_set_new(j, "ok", json_boolean(h->ok));
+    if (h->ok) {
+        json_object_set_new(j, "intercept", jnum(h->b0));
+        json_object_set_new(j, "slope", jnum(h->b1));
+        json_object_set_new(j, "slope_interval", jpair(h->b1_lo, h->b1_hi));
+        json_t *at = json_object();
+        json_object_set_new(at, "value", jnum(h->at_target));
+        json_object_set_new(at, "lo", jnum(h->lo));
+        json_object_set_new(at, "hi", jnum(h->hi));
+        json_object_set_new(j, "at_target", at);
+    }
+    return j;
+}
+
+/* the front's laws (loss and each hyperparameter against cost) */
+static json_t *front_laws_json(const report *r)
+{
+    json_t *fits = json_object(), *hps = json_object();
+    json_object_set_new(fits, "loss_vs_cost", loss_law_json(r));
     json_object_set_new(fits, "hyperparameter_law",
                         json_string("b = intercept + slope ln C; b = ln v (log space), "
                                     "ln(v / (1 - v)) (logit), v (linear)"));
-    for (size_t i = 0; i < r->n_hp; i++) {
-        const rp_hp *h = &r->hp[i];
-        json_t *j = json_object();
-        json_object_set_new(j, "space", json_string(space_name(h->space)));
-        if (r->xp)
-            json_object_set_new(j, "role",
-                                json_string(fit_xp_role_name(fit_xp_param_role(r->xp, h->xi))));
-        json_object_set_new(j, "ok", json_boolean(h->ok));
-        if (h->ok) {
-            json_object_set_new(j, "intercept", jnum(h->b0));
-            json_object_set_new(j, "slope", jnum(h->b1));
-            json_object_set_new(j, "slope_interval", jpair(h->b1_lo, h->b1_hi));
-            json_t *at = json_object();
-            json_object_set_new(at, "value", jnum(h->at_target));
-            json_object_set_new(at, "lo", jnum(h->lo));
-            json_object_set_new(at, "hi", jnum(h->hi));
-            json_object_set_new(j, "at_target", at);
-        }
-        json_object_set_new(hps, r->pnames[h->param], j);
-    }
+    for (size_t i = 0; i < r->n_hp; i++)
+        json_object_set_new(hps, r->pnames[r->hp[i].param], hp_law_json(r, &r->hp[i]));
     json_object_set_new(fits, "hyperparameters", hps);
     json_object_set_new(fits, "band_level", json_real(r->o.band_level));
+    return fits;
+}
+
+/* the validation run against the prediction written before it */
+static json_t *validation_json(report *r)
+{
+    json_t *v = json_object();
+    json_object_set_new(v, "run", json_integer((json_int_t)r->val_run));
+    json_object_set_new(v, "actual", jnum(r->val_actual));
+    json_object_set_new(v, "predicted", jnum(r->val_pred));
+    json_object_set_new(v, "lo", jnum(r->val_lo));
+    json_object_set_new(v, "hi", jnum(r->val_hi));
+    json_object_set_new(v, "level", jnum(r->o.band_level));
+    json_object_set_new(v, "rel_error", jnum(r->val_actual / r->val_pred - 1));
+    json_object_set_new(v, "inside",
+                        isfinite(r->val_lo) && isfinite(r->val_hi)
+                            ? json_boolean(r->val_actual >= r->val_lo && r->val_actual <= r->val_hi)
+                            : json_null());
+    json_object_set_new(v, "prediction", json_string(r->val_expected ? "expected" : "model"));
+    report_validation_info vi;
+    report_validation(r, &vi);
+    json_object_set_new(v, "cost", jnum(vi.cost));
+    json_object_set_new(v, "largest_fitted_cost", jnum(vi.largest_fitted_cost));
+    return v;
+}
+
+/* the large run's health alerts */
+static json_t *alerts_json(const report *r)
+{
+    json_t *al = json_array();
+    for (size_t i = 0; i < r->n_val_alerts; i++) {
+        const runner_alert *a = &r->val_alerts[i];
+        json_t *j = json_object();
+        json_object_set_new(j, "run", json_integer((json_int_t)a->run));
+        json_object_set_new(j, "kind", json_string(a->kind));
+        json_object_set_new(j, "step", a->step >= 0 ? json_integer(a->step) : json_null());
+        json_object_set_new(j, "message", json_string(a->message));
+        json_array_append_new(al, j);
+    }
+    return al;
+}
+
+st_status report_json_dup(report *r, char **out)
+{
+    *out = NULL;
+    r->errmsg[0] = '\0';
+    json_t *root = json_object(), *runs = json_array();
+    json_object_set_new(root, "sweep", json_string(r->sweep));
+    json_object_set_new(root, "objective", json_string(r->objective));
+    json_object_set_new(root, "goal", json_string(r->goal));
+    json_object_set_new(root, "cost_metric", json_string(r->cost_metric));
+    for (size_t i = 0; i < r->n_runs; i++)
+        json_array_append_new(runs, run_json(r, &r->runs[i]));
+    json_object_set_new(root, "runs", runs);
+    json_object_set_new(root, "pareto", front_json(r));
+    json_t *fits = front_laws_json(r);
     /* the recommendation and the model's laws: the study's own JSON, written by study/ */
     json_t *rec = study_json(r);
     if (!rec) {
@@ -511,40 +578,10 @@ st_status report_json_dup(report *r, char **out)
     json_object_set_new(root, "fits", fits);
     json_object_set_new(rec, "source", json_string(r->rec_source));
     json_object_set_new(root, "recommendation", rec);
-    if (r->has_validation) {
-        json_t *v = json_object();
-        json_object_set_new(v, "run", json_integer((json_int_t)r->val_run));
-        json_object_set_new(v, "actual", jnum(r->val_actual));
-        json_object_set_new(v, "predicted", jnum(r->val_pred));
-        json_object_set_new(v, "lo", jnum(r->val_lo));
-        json_object_set_new(v, "hi", jnum(r->val_hi));
-        json_object_set_new(v, "level", jnum(r->o.band_level));
-        json_object_set_new(v, "rel_error", jnum(r->val_actual / r->val_pred - 1));
-        json_object_set_new(
-            v, "inside",
-            isfinite(r->val_lo) && isfinite(r->val_hi)
-                ? json_boolean(r->val_actual >= r->val_lo && r->val_actual <= r->val_hi)
-                : json_null());
-        json_object_set_new(v, "prediction", json_string(r->val_expected ? "expected" : "model"));
-        report_validation_info vi;
-        report_validation(r, &vi);
-        json_object_set_new(v, "cost", jnum(vi.cost));
-        json_object_set_new(v, "largest_fitted_cost", jnum(vi.largest_fitted_cost));
-        json_object_set_new(root, "validation", v);
-    }
-    if (r->n_val_alerts) {
-        json_t *al = json_array();
-        for (size_t i = 0; i < r->n_val_alerts; i++) {
-            const runner_alert *a = &r->val_alerts[i];
-            json_t *j = json_object();
-            json_object_set_new(j, "run", json_integer((json_int_t)a->run));
-            json_object_set_new(j, "kind", json_string(a->kind));
-            json_object_set_new(j, "step", a->step >= 0 ? json_integer(a->step) : json_null());
-            json_object_set_new(j, "message", json_string(a->message));
-            json_array_append_new(al, j);
-        }
-        json_object_set_new(root, "validation_alerts", al);
-    }
+    if (r->has_validation)
+        json_object_set_new(root, "validation", validation_json(r));
+    if (r->n_val_alerts)
+        json_object_set_new(root, "validation_alerts", alerts_json(r));
     char *s = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
     json_decref(root);
     if (!s)
