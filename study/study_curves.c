@@ -21,8 +21,10 @@
 #define CURVE_SKIP_FRAC 0.05 /* the law is fitted from this fraction of the steps on */
 #define CURVE_MAX_FIT   400  /* points fitted (evenly thinned beyond), for speed */
 
-/* The schedule lr[0 .. S-1] of steps 1..S from the records (a step without a record keeps the
- * previous step's rate); 0 when a rate is missing at the start or not finite. */
+/* The schedule lr[0 .. S-1] of steps 1..S from the records: a step without a record takes the
+ * rate interpolated linearly between the records around it, and before the first record that
+ * record's rate (a trainer that reports every k steps leaves the start unknown; its warmup is
+ * then counted at the first reported rate). 0 when no record holds a finite rate. */
 static int fill_schedule(const double *steps, const double *rate, size_t n, size_t S, double *lr)
 {
     for (size_t s = 0; s < S; s++)
@@ -32,12 +34,22 @@ static int fill_schedule(const double *steps, const double *rate, size_t n, size
         if (isfinite(st) && st >= 1 && st <= (double)S && isfinite(rate[k]) && rate[k] >= 0)
             lr[(size_t)st - 1] = rate[k];
     }
-    for (size_t s = 0; s < S; s++)
-        if (!isfinite(lr[s])) {
-            if (s == 0)
-                return 0;
-            lr[s] = lr[s - 1];
-        }
+    size_t prev = S; /* the last step with a rate, S before the first */
+    for (size_t s = 0; s < S; s++) {
+        if (!isfinite(lr[s]))
+            continue;
+        if (prev == S)
+            for (size_t t = 0; t < s; t++)
+                lr[t] = lr[s];
+        else
+            for (size_t t = prev + 1; t < s; t++)
+                lr[t] = lr[prev] + (lr[s] - lr[prev]) * (double)(t - prev) / (double)(s - prev);
+        prev = s;
+    }
+    if (prev == S)
+        return 0;
+    for (size_t t = prev + 1; t < S; t++)
+        lr[t] = lr[prev];
     return 1;
 }
 
