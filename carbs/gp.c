@@ -23,8 +23,10 @@
 #define GP_LOG2PI       1.8378770664093453
 #define GP_NOISE_MU     (-4.605170185988091) /* ln 0.01: noise prior LogNormal(mu, s) */
 #define GP_NOISE_S      0.5
-#define GP_JITTER_TRIES 6   /* extra jitter 1e-6 .. 1e-1 times the mean diagonal */
-#define GP_PRED_BLOCK   256 /* test points per BLAS block in gp_predict */
+#define GP_JITTER_TRIES 6    /* extra jitter 1e-6 .. 1e-1 times the mean diagonal */
+#define GP_PRED_BLOCK   256  /* test points per BLAS block in gp_predict */
+#define GP_NB_PTS       16   /* nearest points behind gp_predict_bound's variance bound */
+#define GP_BOUND_SLACK  1e-6 /* its allowance for rounding, relative to k(x,x) */
 
 /* Weak MAP priors (recommended mode, map = 1), on the log hyperparameters:
  *   log variance (sl2, sm2 or s2) ~ Normal(0, 3^2): 1 sd = a factor e^3 = 20;
@@ -348,7 +350,70 @@ static void scale_points(const gp *g, const hyp *h, size_t m, const double *X, d
     }
 }
 
-st_status gp_priv_predict(gp *g, size_t m, const double *Xs, double *mean, double *var)
+/* The GP_NB_PTS nearest training points of one test point (smallest scaled r^2), kept while
+ * its column of K* is built: idx/r2 hold cnt <= GP_NB_PTS entries, r2[worst] the largest. */
+typedef struct nearest {
+    size_t idx[GP_NB_PTS];
+    double r2[GP_NB_PTS];
+    size_t cnt, worst;
+} nearest;
+
+static void nearest_add(nearest *nb, size_t i, double r2)
+{
+    if (nb->cnt < GP_NB_PTS) {
+        nb->idx[nb->cnt] = i;
+        nb->r2[nb->cnt] = r2;
+        if (r2 > nb->r2[nb->worst])
+            nb->worst = nb->cnt;
+        nb->cnt++;
+        return;
+    }
+    if (!(r2 < nb->r2[nb->worst]))
+        return;
+    nb->idx[nb->worst] = i;
+    nb->r2[nb->worst] = r2;
+    for (size_t t = 0; t < GP_NB_PTS; t++)
+        if (nb->r2[t] > nb->r2[nb->worst])
+            nb->worst = t;
+}
+
+/*
+ * An upper bound of the latent variance gp_priv_predict returns at x: the posterior variance
+ * given only the points nb (at the same theta, noise and jitter), since conditioning on more
+ * observations never raises a Gaussian's variance (Rasmussen & Williams 2006, eq. 2.26: the
+ * full variance is this one minus a Schur complement's quadratic form, >= 0), plus
+ * GP_BOUND_SLACK k(x,x) for the rounding of the full solve (at most about n eps cond(L)
+ * relative to k(x,x): < 1e-9 for n = 1000 and the smallest noise + jitter, 1e-4). O(s^3) for s
+ * = nb->cnt points, against the full solve's O(n^2). The prior k(x,x) when the s x s matrix
+ * does not factorise. A: s*s + s doubles of workspace.
+ */
+static double var_bound(const gp *g, const hyp *h, const nearest *nb, const double *x, double *A)
+{
+    size_t s = nb->cnt, d = g->d;
+    double kxx = kern(g, h, x, x), *b = A + s * s, q = 0;
+    for (size_t a = 0; a < s; a++) {
+        const double *xa = g->X + nb->idx[a] * d;
+        b[a] = kern(g, h, xa, x);
+        for (size_t c = 0; c <= a; c++)
+            A[a + c * s] = kern(g, h, xa, g->X + nb->idx[c] * d);
+        A[a + a * s] += h->noise + GP_JITTER + g->jit;
+    }
+    if (s) {
+        lapack_int info =
+            LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', (lapack_int)s, A, (lapack_int)s);
+        if (info != 0)
+            return kxx + GP_BOUND_SLACK * kxx;
+        cblas_dtrsv(CblasColMajor, CblasLower, CblasNoTrans, CblasNonUnit, (int)s, A, (int)s, b, 1);
+        q = cblas_ddot((int)s, b, 1, b, 1);
+    }
+    double v = kxx - q;
+    return (v > 0 ? v : 0) + GP_BOUND_SLACK * kxx;
+}
+
+/* Mean at m points; with var the latent variance (the full solve), with var_ub (and var NULL)
+ * var_bound's upper bound of it instead. */
+static st_status predict(gp *g, size_t m, const double *Xs, double *mean, double *var,
+                         double *var_ub)
 {
     if (!g->factored)
         return ST_ESTATE;
@@ -358,7 +423,9 @@ st_status gp_priv_predict(gp *g, size_t m, const double *Xs, double *mean, doubl
         /* room for 1/8 more points: a kept GP (gpcache.c) grows by a point or two per
          * suggestion, and a fresh 4 MB block each time costs its page faults */
         size_t nn = n > g->n_ks ? n + n / 8 : g->n_ks;
-        double *w = malloc((2 * nn * mb + 2 * nn * d + nn + 2 * d * mb + mb) * sizeof(double));
+        size_t nbw = GP_NB_PTS * (GP_NB_PTS + 1);
+        double *w =
+            malloc((2 * nn * mb + 2 * nn * d + nn + 2 * d * mb + mb + nbw) * sizeof(double));
         if (!w)
             return ST_ENOMEM;
         free(g->pw);
@@ -366,7 +433,7 @@ st_status gp_priv_predict(gp *g, size_t m, const double *Xs, double *mean, doubl
         g->n_ks = nn;
     }
     double *Ks = g->pw, *Ls = Ks + n * mb, *Xt = Ls + n * mb, *Xc = Xt + n * d, *qx = Xc + n * d;
-    double *Zt = qx + n, *Zc = Zt + d * mb, *qz = Zc + d * mb;
+    double *Zt = qx + n, *Zc = Zt + d * mb, *qz = Zc + d * mb, *Aw = qz + mb;
     int ni = (int)n, di = (int)d;
     hyp h;
     hyp_from_theta(g, g->theta, g->il, &h);
@@ -380,6 +447,8 @@ st_status gp_priv_predict(gp *g, size_t m, const double *Xs, double *mean, doubl
                 mean[j0 + j] = 0;
                 if (var)
                     var[j0 + j] = kern(g, &h, xb + j * d, xb + j * d);
+                if (var_ub)
+                    var_ub[j0 + j] = kern(g, &h, xb + j * d, xb + j * d);
             }
             continue;
         }
@@ -394,9 +463,12 @@ st_status gp_priv_predict(gp *g, size_t m, const double *Xs, double *mean, doubl
         for (size_t j = 0; j < bm; j++) {
             double *col = Ks + j * n;
             const double *lcol = Ls + j * n;
+            nearest nb = {.cnt = 0, .worst = 0};
             for (size_t i = 0; i < n; i++) {
                 double r2 = qx[i] + qz[j] - 2 * col[i];
                 r2 = r2 > 0 ? r2 : 0;
+                if (var_ub)
+                    nearest_add(&nb, i, r2);
                 if (mat) {
                     double sr = GP_SQRT3 * sqrt(r2 + GP_R_EPS);
                     col[i] = h.sl2 * lcol[i] + h.sm2 * (1 + sr) * exp(-sr);
@@ -404,6 +476,8 @@ st_status gp_priv_predict(gp *g, size_t m, const double *Xs, double *mean, doubl
                     col[i] = h.sm2 * exp(-0.5 * r2);
                 }
             }
+            if (var_ub)
+                var_ub[j0 + j] = var_bound(g, &h, &nb, xb + j * d, Aw);
         }
         /* mean = K*^T alpha */
         cblas_dgemv(CblasColMajor, CblasTrans, ni, bi, 1.0, Ks, ni, g->alpha, 1, 0.0, mean + j0, 1);
@@ -420,6 +494,16 @@ st_status gp_priv_predict(gp *g, size_t m, const double *Xs, double *mean, doubl
         }
     }
     return ST_OK;
+}
+
+st_status gp_priv_predict(gp *g, size_t m, const double *Xs, double *mean, double *var)
+{
+    return predict(g, m, Xs, mean, var, NULL);
+}
+
+st_status gp_priv_predict_bound(gp *g, size_t m, const double *Xs, double *mean, double *var_ub)
+{
+    return predict(g, m, Xs, mean, NULL, var_ub);
 }
 
 /* Appends model input x as row n of the factor at theta (h), its target 0: the new row of L

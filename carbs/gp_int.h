@@ -53,6 +53,7 @@ struct gp {
  * gp_predict and gp_append (gp_onehot.c) encode the callers' inputs first. */
 st_status gp_priv_set_data(gp *g, size_t n, const double *X, const double *y);
 st_status gp_priv_predict(gp *g, size_t m, const double *Xs, double *mean, double *var);
+st_status gp_priv_predict_bound(gp *g, size_t m, const double *Xs, double *mean, double *var_ub);
 st_status gp_priv_append(gp *g, const double *x, double y);
 st_status gp_priv_extend(gp *g, size_t m, const double *X);
 
