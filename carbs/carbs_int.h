@@ -90,7 +90,7 @@ double gp_objective(gp *g, const double *theta, double *grad, int map);
 st_status gp_predict(gp *g, size_t m, const double *Xs, double *mean, double *var);
 
 /* As gp_predict, with an upper bound of the latent variance in place of the variance: the
- * variance given only each point's 16 nearest training points (in the scaled distance), which
+ * variance given only each point's 8 nearest training points (in the scaled distance), which
  * conditioning on the others can only lower, plus 1e-6 k(x,x) for rounding; >= what gp_predict
  * returns at the same point. O(m n) instead of the full solve's O(m n^2); the mean is gp_predict's,
  * bit for bit. Returns ST_OK, ST_ESTATE, ST_ENOMEM. */

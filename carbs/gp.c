@@ -25,7 +25,7 @@
 #define GP_NOISE_S      0.5
 #define GP_JITTER_TRIES 6    /* extra jitter 1e-6 .. 1e-1 times the mean diagonal */
 #define GP_PRED_BLOCK   256  /* test points per BLAS block in gp_predict */
-#define GP_NB_PTS       16   /* nearest points behind gp_predict_bound's variance bound */
+#define GP_NB_PTS       8    /* nearest points behind gp_predict_bound's variance bound */
 #define GP_BOUND_SLACK  1e-6 /* its allowance for rounding, relative to k(x,x) */
 
 /* Weak MAP priors (recommended mode, map = 1), on the log hyperparameters:
@@ -391,20 +391,29 @@ static double var_bound(const gp *g, const hyp *h, const nearest *nb, const doub
 {
     size_t s = nb->cnt, d = g->d;
     double kxx = kern(g, h, x, x), *b = A + s * s, q = 0;
+    /* A = L_S, the Cholesky factor of K_SS + (noise + 1e-4 + jit) I, row by row (s <= GP_NB_PTS, so
+     * plain loops), and b = L_S^-1 k(X_S, x) alongside: q = |b|^2 */
     for (size_t a = 0; a < s; a++) {
         const double *xa = g->X + nb->idx[a] * d;
-        b[a] = kern(g, h, xa, x);
-        for (size_t c = 0; c <= a; c++)
-            A[a + c * s] = kern(g, h, xa, g->X + nb->idx[c] * d);
-        A[a + a * s] += h->noise + GP_JITTER + g->jit;
-    }
-    if (s) {
-        lapack_int info =
-            LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', (lapack_int)s, A, (lapack_int)s);
-        if (info != 0)
-            return kxx + GP_BOUND_SLACK * kxx;
-        cblas_dtrsv(CblasColMajor, CblasLower, CblasNoTrans, CblasNonUnit, (int)s, A, (int)s, b, 1);
-        q = cblas_ddot((int)s, b, 1, b, 1);
+        double ba = kern(g, h, xa, x);
+        for (size_t c = 0; c <= a; c++) {
+            double v = kern(g, h, xa, g->X + nb->idx[c] * d);
+            if (c == a)
+                v += h->noise + GP_JITTER + g->jit;
+            for (size_t t = 0; t < c; t++)
+                v -= A[a * s + t] * A[c * s + t];
+            if (c < a) {
+                A[a * s + c] = v / A[c * s + c];
+            } else {
+                if (!(v > 0))
+                    return kxx + GP_BOUND_SLACK * kxx;
+                A[a * s + a] = sqrt(v);
+            }
+        }
+        for (size_t t = 0; t < a; t++)
+            ba -= A[a * s + t] * b[t];
+        b[a] = ba / A[a * s + a];
+        q += b[a] * b[a];
     }
     double v = kxx - q;
     return (v > 0 ? v : 0) + GP_BOUND_SLACK * kxx;

@@ -79,8 +79,8 @@ static double log_ei(double mu, double sigma, double v, double xi)
 
 /* The score of candidate j at variance var (>= 0): log EI + log locality + log P(success), or
  * their product in faithful mode. It cannot fall as var grows: EI rises with sigma (its
- * derivative is phi(z) > 0), and log_ei's asymptote below EI = 1e-300 lies above log EI by
- * at most log(1 + 3/z^2) < 0.003 there (z < -30). */
+ * derivative is phi(z) > 0), except where log_ei switches to its asymptote below EI = 1e-300,
+ * which lies above log EI by about 3/z^2 < 0.005 there (|z| > 25). */
 static double score_at(carbs *c, const cands *k, size_t j, double var)
 {
     double sd = sqrt(var > 0 ? var : 0);
@@ -91,7 +91,7 @@ static double score_at(carbs *c, const cands *k, size_t j, double var)
 }
 
 /* Whether a candidate whose score is at most ub can still beat (or tie) an exact score best:
- * the slack covers score_at's 0.003 in log mode and the rounding of EI in faithful mode. */
+ * the slack covers score_at's 0.005 in log mode and the rounding of EI in faithful mode. */
 static int may_beat(carbs *c, double ub, double best)
 {
     double slack = faithful(c) ? 1e-6 * fabs(best) : 0.01;
@@ -108,8 +108,9 @@ static int by_bound(const void *a, const void *b)
     return (x->j > y->j) - (x->j < y->j);
 }
 
-#define EXACT_FIRST 16 /* candidates solved in full before the first cut */
-#define EXACT_BLOCK 64 /* at most this many per full solve after it */
+#define BOUND_MIN_N 200 /* output GP rows from which candidates are scored by bounds first */
+#define EXACT_FIRST 16  /* candidates solved in full before the first cut */
+#define EXACT_BLOCK 64  /* at most this many per full solve after it */
 
 /*
  * Scores every candidate as the full GP would, solving its variance in full (O(n^2) each) only
@@ -153,12 +154,15 @@ static st_status exact_scores(carbs *c, const models *m, cands *k)
 
 static st_status score_cands(carbs *c, const models *m, cands *k)
 {
-    st_status s = gp_predict_bound(m->out, k->n, k->X, k->mu, k->var);
+    /* below BOUND_MIN_N rows a full solve of every candidate costs about what the bounds do */
+    int bounded = gp_n(m->out) >= BOUND_MIN_N;
+    st_status s = bounded ? gp_predict_bound(m->out, k->n, k->X, k->mu, k->var)
+                          : gp_predict(m->out, k->n, k->X, k->mu, k->var);
     if (s != ST_OK)
         return s;
     for (size_t j = 0; j < k->n; j++)
         k->score[j] = k->ok[j] ? score_at(c, k, j, k->var[j]) : -INFINITY;
-    return exact_scores(c, m, k);
+    return bounded ? exact_scores(c, m, k) : ST_OK;
 }
 
 static ptrdiff_t argmax(const cands *k)
