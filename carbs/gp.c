@@ -471,22 +471,17 @@ static st_status predict(gp *g, size_t m, const double *Xs, double *mean, double
                         0.0, Ls, ni);
         for (size_t j = 0; j < bm; j++) {
             double *col = Ks + j * n;
-            const double *lcol = Ls + j * n;
-            nearest nb = {.cnt = 0, .worst = 0};
-            for (size_t i = 0; i < n; i++) {
-                double r2 = qx[i] + qz[j] - 2 * col[i];
-                r2 = r2 > 0 ? r2 : 0;
-                if (var_ub)
-                    nearest_add(&nb, i, r2);
-                if (mat) {
-                    double sr = GP_SQRT3 * sqrt(r2 + GP_R_EPS);
-                    col[i] = h.sl2 * lcol[i] + h.sm2 * (1 + sr) * exp(-sr);
-                } else {
-                    col[i] = h.sm2 * exp(-0.5 * r2);
-                }
-            }
-            if (var_ub)
+            gp_cross_r2(n, col, qx, qz[j]);
+            if (var_ub) {
+                nearest nb = {.cnt = 0, .worst = 0};
+                for (size_t i = 0; i < n; i++)
+                    nearest_add(&nb, i, col[i]);
                 var_ub[j0 + j] = var_bound(g, &h, &nb, xb + j * d, Aw);
+            }
+            if (mat)
+                gp_cross_matern(n, col, Ls + j * n, h.sl2, h.sm2);
+            else
+                gp_cross_rbf(n, col, h.sm2);
         }
         /* mean = K*^T alpha */
         cblas_dgemv(CblasColMajor, CblasTrans, ni, bi, 1.0, Ks, ni, g->alpha, 1, 0.0, mean + j0, 1);

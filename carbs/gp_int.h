@@ -57,6 +57,13 @@ st_status gp_priv_predict_bound(gp *g, size_t m, const double *Xs, double *mean,
 st_status gp_priv_append(gp *g, const double *x, double y);
 st_status gp_priv_extend(gp *g, size_t m, const double *X);
 
+/* gp_cross.c: one column of K* from r^2 (n entries, in place); gp_cross_exp is their exp for
+ * x <= 0 (0 below -700), within 1e-15 relative of libm's. */
+void gp_cross_r2(size_t n, double *col, const double *qx, double qz);
+void gp_cross_matern(size_t n, double *col, const double *lin, double sl2, double sm2);
+void gp_cross_rbf(size_t n, double *col, double s2);
+void gp_cross_exp(size_t n, const double *x, double *y);
+
 #pragma GCC visibility pop
 
 #endif
