@@ -332,22 +332,15 @@ st_status gp_factor(gp *g)
     return ST_ENUMERIC;
 }
 
-/* Scaled (x / l) and centred (x - c) copies of m points (row-major m x d = column-major d x m)
- * and the squared norms of the scaled ones. */
-static void scale_points(const gp *g, const hyp *h, size_t m, const double *X, double *Xt,
-                         double *Xc, double *q)
+/* The m points X (row-major m x d) as d rows of m: XT, and centred (x - c): XcT. */
+static void transpose_points(const gp *g, size_t m, const double *X, double *XT, double *XcT)
 {
     size_t d = g->d;
-    for (size_t a = 0; a < m; a++) {
-        double qa = 0;
+    for (size_t a = 0; a < m; a++)
         for (size_t i = 0; i < d; i++) {
-            double u = X[a * d + i] * h->il[i];
-            Xt[a * d + i] = u;
-            Xc[a * d + i] = X[a * d + i] - g->c[i];
-            qa += u * u;
+            XT[i * m + a] = X[a * d + i];
+            XcT[i * m + a] = X[a * d + i] - g->c[i];
         }
-        q[a] = qa;
-    }
 }
 
 /* The GP_NB_PTS nearest training points of one test point (smallest scaled r^2), kept while
@@ -441,16 +434,16 @@ static st_status predict(gp *g, size_t m, const double *Xs, double *mean, double
         g->pw = w;
         g->n_ks = nn;
     }
-    double *Ks = g->pw, *Ls = Ks + n * mb, *Xt = Ls + n * mb, *Xc = Xt + n * d, *qx = Xc + n * d;
-    double *Zt = qx + n, *Zc = Zt + d * mb, *qz = Zc + d * mb, *Aw = qz + mb;
-    int ni = (int)n, di = (int)d;
+    double *Ks = g->pw, *Ls = Ks + n * mb, *XT = Ls + n * mb, *XcT = XT + n * d;
+    double *zc = XcT + n * d, *Aw = zc + d;
+    int ni = (int)n, bi;
     hyp h;
     hyp_from_theta(g, g->theta, g->il, &h);
-    scale_points(g, &h, n, g->X, Xt, Xc, qx);
+    transpose_points(g, n, g->X, XT, XcT);
     for (size_t j0 = 0; j0 < m; j0 += mb) {
         size_t bm = m - j0 < mb ? m - j0 : mb;
-        int bi = (int)bm;
         const double *xb = Xs + j0 * d;
+        bi = (int)bm;
         if (n == 0) {
             for (size_t j = 0; j < bm; j++) {
                 mean[j0 + j] = 0;
@@ -461,25 +454,22 @@ static st_status predict(gp *g, size_t m, const double *Xs, double *mean, double
             }
             continue;
         }
-        /* K* (n x bm, column-major), column j = k(X, x*_j), from
-         * r^2 = |xt_i|^2 + |zt_j|^2 - 2 xt_i.zt_j and lin = xc_i.zc_j (two dgemm) */
-        scale_points(g, &h, bm, xb, Zt, Zc, qz);
-        cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, ni, bi, di, 1.0, Xt, di, Zt, di, 0.0,
-                    Ks, ni);
-        if (mat)
-            cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, ni, bi, di, 1.0, Xc, di, Zc, di,
-                        0.0, Ls, ni);
+        /* K* (n x bm, column-major), column j = k(X, x*_j): kern's arithmetic, entry for entry,
+         * in gp_cross.c's vectorised loops (only its exp differs from libm's, by an ulp) */
         for (size_t j = 0; j < bm; j++) {
-            double *col = Ks + j * n;
-            gp_cross_r2(n, col, qx, qz[j]);
+            double *col = Ks + j * n, *lin = mat ? Ls + j * n : NULL;
+            const double *z = xb + j * d;
+            for (size_t i = 0; i < d; i++)
+                zc[i] = z[i] - g->c[i];
+            gp_cross_dist(n, d, XT, XcT, z, zc, h.il, mat ? GP_R_EPS : 0.0, col, lin);
             if (var_ub) {
                 nearest nb = {.cnt = 0, .worst = 0};
                 for (size_t i = 0; i < n; i++)
                     nearest_add(&nb, i, col[i]);
-                var_ub[j0 + j] = var_bound(g, &h, &nb, xb + j * d, Aw);
+                var_ub[j0 + j] = var_bound(g, &h, &nb, z, Aw);
             }
             if (mat)
-                gp_cross_matern(n, col, Ls + j * n, h.sl2, h.sm2);
+                gp_cross_matern(n, col, lin, h.sl2, h.sm2);
             else
                 gp_cross_rbf(n, col, h.sm2);
         }

@@ -64,12 +64,41 @@ CX_CLONES void gp_cross_exp(size_t n, const double *restrict x, double *restrict
         y[i] = cross_exp(x[i]);
 }
 
-/* col: r^2 in, k = sl2 lin + sm2 (1 + sr) e^-sr out, sr = sqrt3 sqrt(r^2 + 1e-12) */
+/* r2 = r0 + sum_i ((x_i - z_i) il_i)^2 and lin = sum_i (x_i - c_i)(z_i - c_i) for the n
+ * points XT, XcT (d rows of n: x and x - c) against one point z (zc = z - c); lin may be NULL.
+ * The sums run over i in kern's order from kern's starting values, so they are kern's bits. */
+CX_CLONES void gp_cross_dist(size_t n, size_t d, const double *restrict XT,
+                             const double *restrict XcT, const double *z, const double *zc,
+                             const double *il, double r0, double *restrict r2, double *restrict lin)
+{
+    for (size_t a = 0; a < n; a++)
+        r2[a] = r0;
+    for (size_t i = 0; i < d; i++) {
+        const double *x = XT + i * n;
+        double zi = z[i], li = il[i];
+        for (size_t a = 0; a < n; a++) {
+            double u = (x[a] - zi) * li;
+            r2[a] += u * u;
+        }
+    }
+    if (!lin)
+        return;
+    for (size_t a = 0; a < n; a++)
+        lin[a] = 0;
+    for (size_t i = 0; i < d; i++) {
+        const double *x = XcT + i * n;
+        double w = zc[i];
+        for (size_t a = 0; a < n; a++)
+            lin[a] += x[a] * w;
+    }
+}
+
+/* col: r^2 (with kern's 1e-12) in, k = sl2 lin + sm2 (1 + sr) e^-sr out, sr = sqrt3 r */
 CX_CLONES void gp_cross_matern(size_t n, double *restrict col, const double *restrict lin,
                                double sl2, double sm2)
 {
     for (size_t i = 0; i < n; i++) {
-        double sr = CX_SQRT3 * sqrt(col[i] + CX_R_EPS);
+        double sr = CX_SQRT3 * sqrt(col[i]);
         col[i] = sl2 * lin[i] + sm2 * (1 + sr) * cross_exp(-sr);
     }
 }
@@ -79,13 +108,4 @@ CX_CLONES void gp_cross_rbf(size_t n, double *col, double s2)
 {
     for (size_t i = 0; i < n; i++)
         col[i] = s2 * cross_exp(-0.5 * col[i]);
-}
-
-/* col: the dgemm's xt_i.zt in, r^2 = |xt_i|^2 + |zt|^2 - 2 xt_i.zt (>= 0) out */
-CX_CLONES void gp_cross_r2(size_t n, double *restrict col, const double *restrict qx, double qz)
-{
-    for (size_t i = 0; i < n; i++) {
-        double r2 = qx[i] + qz - 2 * col[i];
-        col[i] = r2 > 0 ? r2 : 0;
-    }
 }

@@ -57,9 +57,10 @@ st_status gp_priv_predict_bound(gp *g, size_t m, const double *Xs, double *mean,
 st_status gp_priv_append(gp *g, const double *x, double y);
 st_status gp_priv_extend(gp *g, size_t m, const double *X);
 
-/* gp_cross.c: one column of K* from r^2 (n entries, in place); gp_cross_exp is their exp for
- * x <= 0 (0 below -700), within 1e-15 relative of libm's. */
-void gp_cross_r2(size_t n, double *col, const double *qx, double qz);
+/* gp_cross.c: one column of K* (n entries): the distances (kern's sums), then the kernel from
+ * them in place; gp_cross_exp is their exp for x <= 0 (0 below -700), within an ulp of libm's. */
+void gp_cross_dist(size_t n, size_t d, const double *XT, const double *XcT, const double *z,
+                   const double *zc, const double *il, double r0, double *r2, double *lin);
 void gp_cross_matern(size_t n, double *col, const double *lin, double sl2, double sm2);
 void gp_cross_rbf(size_t n, double *col, double s2);
 void gp_cross_exp(size_t n, const double *x, double *y);
