@@ -1,9 +1,10 @@
 /*
  * gp.c — exact Gaussian-process regression for CARBS' surrogates (spec carbs.md §4.2-4.3):
  * Linear + ARD Matern-3/2 and RBF kernels, Cholesky of K = k(X,X) + (noise + 1e-4) I with a
- * jitter-retry loop, posterior mean / latent variance by BLAS, the negative log marginal
- * likelihood with its analytic gradient, MAP fitting by NLopt L-BFGS with restarts
- * (recommended) or CARBS' 1000 Adam steps (faithful), and O(n^2) rank-one appends for fantasies.
+ * jitter-retry loop, posterior mean / latent variance by BLAS (the cross-kernel's entries in
+ * gp_cross.c), or an upper bound of the variance from each point's nearest rows instead, the
+ * negative log marginal likelihood with its analytic gradient, MAP fitting by NLopt L-BFGS with
+ * restarts (recommended) or CARBS' 1000 Adam steps (faithful), and O(n^2) rank-one appends.
  * Storage: every n x n matrix is column-major (LAPACK's native order, no LAPACKE transposes);
  * the factor L lives in a cap x cap buffer (leading dimension cap) so rows can be appended.
  */

@@ -4,7 +4,8 @@
  * least-sampled Pareto group), and the Bayesian step: GP models of output, cost, failure and the
  * Pareto front, candidates drawn around Pareto origins from per-dimension truncated normals
  * (no rejection, no 2^D over-generation), scored by expected improvement over the front at the
- * candidate's predicted cost x locality x P(success) x cost cap. Batches place fantasies at the
+ * candidate's predicted cost x locality x P(success) x cost cap (variances solved in full only
+ * for the candidates whose bound can still win, exact_scores). Batches place fantasies at the
  * picks of one fitted model. Never fails for want of a model: a fallback draws near the front.
  */
 #include <gsl/gsl_cdf.h>
