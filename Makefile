@@ -111,6 +111,8 @@ $(BUILD)/tests/fit/test_fit_extrapolate: $(BUILD)/bench/sim.o
 # ---- trainer -------------------------------------------------------------------------------
 # The hot loops want -O3 (vectorised element loops; gpt_int.h adds AVX2 clones at run time).
 $(BUILD)/trainer/%.o: CFLAGS += -O3 -fno-math-errno
+# the GP cross-kernel loops: vectorised (carbs/gp_cross.c)
+$(BUILD)/carbs/gp_cross.o: CFLAGS += -O3 -fno-math-errno -fno-trapping-math
 PROGRAMS += $(BUILD)/scaletune-train
 # linked from the trainer's own archives, so that it builds even when another module does not
 $(BUILD)/scaletune-train: $(BUILD)/trainer/train_main.o $(BUILD)/mod/libtrainer.a \

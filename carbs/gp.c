@@ -1,9 +1,10 @@
 /*
  * gp.c — exact Gaussian-process regression for CARBS' surrogates (spec carbs.md §4.2-4.3):
  * Linear + ARD Matern-3/2 and RBF kernels, Cholesky of K = k(X,X) + (noise + 1e-4) I with a
- * jitter-retry loop, posterior mean / latent variance by BLAS, the negative log marginal
- * likelihood with its analytic gradient, MAP fitting by NLopt L-BFGS with restarts
- * (recommended) or CARBS' 1000 Adam steps (faithful), and O(n^2) rank-one appends for fantasies.
+ * jitter-retry loop, posterior mean / latent variance by BLAS (the cross-kernel's entries in
+ * gp_cross.c), or an upper bound of the variance from each point's nearest rows instead, the
+ * negative log marginal likelihood with its analytic gradient, MAP fitting by NLopt L-BFGS with
+ * restarts (recommended) or CARBS' 1000 Adam steps (faithful), and O(n^2) rank-one appends.
  * Storage: every n x n matrix is column-major (LAPACK's native order, no LAPACKE transposes);
  * the factor L lives in a cap x cap buffer (leading dimension cap) so rows can be appended.
  */
@@ -23,8 +24,10 @@
 #define GP_LOG2PI       1.8378770664093453
 #define GP_NOISE_MU     (-4.605170185988091) /* ln 0.01: noise prior LogNormal(mu, s) */
 #define GP_NOISE_S      0.5
-#define GP_JITTER_TRIES 6   /* extra jitter 1e-6 .. 1e-1 times the mean diagonal */
-#define GP_PRED_BLOCK   256 /* test points per BLAS block in gp_predict */
+#define GP_JITTER_TRIES 6    /* extra jitter 1e-6 .. 1e-1 times the mean diagonal */
+#define GP_PRED_BLOCK   256  /* test points per BLAS block in gp_predict */
+#define GP_NB_PTS       8    /* nearest points behind gp_predict_bound's variance bound */
+#define GP_BOUND_SLACK  1e-6 /* its allowance for rounding, relative to k(x,x) */
 
 /* Weak MAP priors (recommended mode, map = 1), on the log hyperparameters:
  *   log variance (sl2, sm2 or s2) ~ Normal(0, 3^2): 1 sd = a factor e^3 = 20;
@@ -330,25 +333,90 @@ st_status gp_factor(gp *g)
     return ST_ENUMERIC;
 }
 
-/* Scaled (x / l) and centred (x - c) copies of m points (row-major m x d = column-major d x m)
- * and the squared norms of the scaled ones. */
-static void scale_points(const gp *g, const hyp *h, size_t m, const double *X, double *Xt,
-                         double *Xc, double *q)
+/* The m points X (row-major m x d) as d rows of m: XT, and centred (x - c): XcT. */
+static void transpose_points(const gp *g, size_t m, const double *X, double *XT, double *XcT)
 {
     size_t d = g->d;
-    for (size_t a = 0; a < m; a++) {
-        double qa = 0;
+    for (size_t a = 0; a < m; a++)
         for (size_t i = 0; i < d; i++) {
-            double u = X[a * d + i] * h->il[i];
-            Xt[a * d + i] = u;
-            Xc[a * d + i] = X[a * d + i] - g->c[i];
-            qa += u * u;
+            XT[i * m + a] = X[a * d + i];
+            XcT[i * m + a] = X[a * d + i] - g->c[i];
         }
-        q[a] = qa;
-    }
 }
 
-st_status gp_priv_predict(gp *g, size_t m, const double *Xs, double *mean, double *var)
+/* The GP_NB_PTS nearest training points of one test point (smallest scaled r^2), kept while
+ * its column of K* is built: idx/r2 hold cnt <= GP_NB_PTS entries, r2[worst] the largest. */
+typedef struct nearest {
+    size_t idx[GP_NB_PTS];
+    double r2[GP_NB_PTS];
+    size_t cnt, worst;
+} nearest;
+
+static void nearest_add(nearest *nb, size_t i, double r2)
+{
+    if (nb->cnt < GP_NB_PTS) {
+        nb->idx[nb->cnt] = i;
+        nb->r2[nb->cnt] = r2;
+        if (r2 > nb->r2[nb->worst])
+            nb->worst = nb->cnt;
+        nb->cnt++;
+        return;
+    }
+    if (!(r2 < nb->r2[nb->worst]))
+        return;
+    nb->idx[nb->worst] = i;
+    nb->r2[nb->worst] = r2;
+    for (size_t t = 0; t < GP_NB_PTS; t++)
+        if (nb->r2[t] > nb->r2[nb->worst])
+            nb->worst = t;
+}
+
+/*
+ * An upper bound of the latent variance gp_priv_predict returns at x: the posterior variance
+ * given only the points nb (at the same theta, noise and jitter), since conditioning on more
+ * observations never raises a Gaussian's variance (Rasmussen & Williams 2006, eq. 2.26: the
+ * full variance is this one minus a Schur complement's quadratic form, >= 0), plus
+ * GP_BOUND_SLACK k(x,x) for the rounding of the full solve (at most about n eps cond(L)
+ * relative to k(x,x): < 1e-9 for n = 1000 and the smallest noise + jitter, 1e-4). O(s^3) for s
+ * = nb->cnt points, against the full solve's O(n^2). The prior k(x,x) when the s x s matrix
+ * does not factorise. A: s*s + s doubles of workspace.
+ */
+static double var_bound(const gp *g, const hyp *h, const nearest *nb, const double *x, double *A)
+{
+    size_t s = nb->cnt, d = g->d;
+    double kxx = kern(g, h, x, x), *b = A + s * s, q = 0;
+    /* A = L_S, the Cholesky factor of K_SS + (noise + 1e-4 + jit) I, row by row (s <= GP_NB_PTS, so
+     * plain loops), and b = L_S^-1 k(X_S, x) alongside: q = |b|^2 */
+    for (size_t a = 0; a < s; a++) {
+        const double *xa = g->X + nb->idx[a] * d;
+        double ba = kern(g, h, xa, x);
+        for (size_t c = 0; c <= a; c++) {
+            double v = kern(g, h, xa, g->X + nb->idx[c] * d);
+            if (c == a)
+                v += h->noise + GP_JITTER + g->jit;
+            for (size_t t = 0; t < c; t++)
+                v -= A[a * s + t] * A[c * s + t];
+            if (c < a) {
+                A[a * s + c] = v / A[c * s + c];
+            } else {
+                if (!(v > 0))
+                    return kxx + GP_BOUND_SLACK * kxx;
+                A[a * s + a] = sqrt(v);
+            }
+        }
+        for (size_t t = 0; t < a; t++)
+            ba -= A[a * s + t] * b[t];
+        b[a] = ba / A[a * s + a];
+        q += b[a] * b[a];
+    }
+    double v = kxx - q;
+    return (v > 0 ? v : 0) + GP_BOUND_SLACK * kxx;
+}
+
+/* Mean at m points; with var the latent variance (the full solve), with var_ub (and var NULL)
+ * var_bound's upper bound of it instead. */
+static st_status predict(gp *g, size_t m, const double *Xs, double *mean, double *var,
+                         double *var_ub)
 {
     if (!g->factored)
         return ST_ESTATE;
@@ -358,52 +426,53 @@ st_status gp_priv_predict(gp *g, size_t m, const double *Xs, double *mean, doubl
         /* room for 1/8 more points: a kept GP (gpcache.c) grows by a point or two per
          * suggestion, and a fresh 4 MB block each time costs its page faults */
         size_t nn = n > g->n_ks ? n + n / 8 : g->n_ks;
-        double *w = malloc((2 * nn * mb + 2 * nn * d + nn + 2 * d * mb + mb) * sizeof(double));
+        size_t nbw = GP_NB_PTS * (GP_NB_PTS + 1);
+        double *w =
+            malloc((2 * nn * mb + 2 * nn * d + nn + 2 * d * mb + mb + nbw) * sizeof(double));
         if (!w)
             return ST_ENOMEM;
         free(g->pw);
         g->pw = w;
         g->n_ks = nn;
     }
-    double *Ks = g->pw, *Ls = Ks + n * mb, *Xt = Ls + n * mb, *Xc = Xt + n * d, *qx = Xc + n * d;
-    double *Zt = qx + n, *Zc = Zt + d * mb, *qz = Zc + d * mb;
-    int ni = (int)n, di = (int)d;
+    double *Ks = g->pw, *Ls = Ks + n * mb, *XT = Ls + n * mb, *XcT = XT + n * d;
+    double *zc = XcT + n * d, *Aw = zc + d;
+    int ni = (int)n, bi;
     hyp h;
     hyp_from_theta(g, g->theta, g->il, &h);
-    scale_points(g, &h, n, g->X, Xt, Xc, qx);
+    transpose_points(g, n, g->X, XT, XcT);
     for (size_t j0 = 0; j0 < m; j0 += mb) {
         size_t bm = m - j0 < mb ? m - j0 : mb;
-        int bi = (int)bm;
         const double *xb = Xs + j0 * d;
+        bi = (int)bm;
         if (n == 0) {
             for (size_t j = 0; j < bm; j++) {
                 mean[j0 + j] = 0;
                 if (var)
                     var[j0 + j] = kern(g, &h, xb + j * d, xb + j * d);
+                if (var_ub)
+                    var_ub[j0 + j] = kern(g, &h, xb + j * d, xb + j * d);
             }
             continue;
         }
-        /* K* (n x bm, column-major), column j = k(X, x*_j), from
-         * r^2 = |xt_i|^2 + |zt_j|^2 - 2 xt_i.zt_j and lin = xc_i.zc_j (two dgemm) */
-        scale_points(g, &h, bm, xb, Zt, Zc, qz);
-        cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, ni, bi, di, 1.0, Xt, di, Zt, di, 0.0,
-                    Ks, ni);
-        if (mat)
-            cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, ni, bi, di, 1.0, Xc, di, Zc, di,
-                        0.0, Ls, ni);
+        /* K* (n x bm, column-major), column j = k(X, x*_j): kern's arithmetic, entry for entry,
+         * in gp_cross.c's vectorised loops (only its exp differs from libm's, by an ulp) */
         for (size_t j = 0; j < bm; j++) {
-            double *col = Ks + j * n;
-            const double *lcol = Ls + j * n;
-            for (size_t i = 0; i < n; i++) {
-                double r2 = qx[i] + qz[j] - 2 * col[i];
-                r2 = r2 > 0 ? r2 : 0;
-                if (mat) {
-                    double sr = GP_SQRT3 * sqrt(r2 + GP_R_EPS);
-                    col[i] = h.sl2 * lcol[i] + h.sm2 * (1 + sr) * exp(-sr);
-                } else {
-                    col[i] = h.sm2 * exp(-0.5 * r2);
-                }
+            double *col = Ks + j * n, *lin = mat ? Ls + j * n : NULL;
+            const double *z = xb + j * d;
+            for (size_t i = 0; i < d; i++)
+                zc[i] = z[i] - g->c[i];
+            gp_cross_dist(n, d, XT, XcT, z, zc, h.il, mat ? GP_R_EPS : 0.0, col, lin);
+            if (var_ub) {
+                nearest nb = {.cnt = 0, .worst = 0};
+                for (size_t i = 0; i < n; i++)
+                    nearest_add(&nb, i, col[i]);
+                var_ub[j0 + j] = var_bound(g, &h, &nb, z, Aw);
             }
+            if (mat)
+                gp_cross_matern(n, col, lin, h.sl2, h.sm2);
+            else
+                gp_cross_rbf(n, col, h.sm2);
         }
         /* mean = K*^T alpha */
         cblas_dgemv(CblasColMajor, CblasTrans, ni, bi, 1.0, Ks, ni, g->alpha, 1, 0.0, mean + j0, 1);
@@ -420,6 +489,16 @@ st_status gp_priv_predict(gp *g, size_t m, const double *Xs, double *mean, doubl
         }
     }
     return ST_OK;
+}
+
+st_status gp_priv_predict(gp *g, size_t m, const double *Xs, double *mean, double *var)
+{
+    return predict(g, m, Xs, mean, var, NULL);
+}
+
+st_status gp_priv_predict_bound(gp *g, size_t m, const double *Xs, double *mean, double *var_ub)
+{
+    return predict(g, m, Xs, mean, NULL, var_ub);
 }
 
 /* Appends model input x as row n of the factor at theta (h), its target 0: the new row of L
@@ -447,18 +526,18 @@ static st_status append_row(gp *g, const hyp *h, const double *x)
     return ST_OK;
 }
 
-/* alpha = K^-1 y from the factor. */
+/* alpha = K^-1 y from the factor: L^-1 then L^-T, two triangular solves with one right-hand
+ * side (dtrsv; dpotrs' dtrsm packs L for a single column, 2-3x slower here at n = 1000). */
 static st_status solve_alpha(gp *g)
 {
     size_t n = g->n;
     memcpy(g->alpha, g->y, n * sizeof(double));
-    lapack_int info = n ? LAPACKE_dpotrs_work(LAPACK_COL_MAJOR, 'L', (lapack_int)n, 1, g->L,
-                                              (lapack_int)g->cap, g->alpha, (lapack_int)n)
-                        : 0;
-    if (info != 0) {
-        g->factored = 0;
-        return ST_ENUMERIC;
-    }
+    if (!n)
+        return ST_OK;
+    cblas_dtrsv(CblasColMajor, CblasLower, CblasNoTrans, CblasNonUnit, (int)n, g->L, (int)g->cap,
+                g->alpha, 1);
+    cblas_dtrsv(CblasColMajor, CblasLower, CblasTrans, CblasNonUnit, (int)n, g->L, (int)g->cap,
+                g->alpha, 1);
     return ST_OK;
 }
 

@@ -53,8 +53,17 @@ struct gp {
  * gp_predict and gp_append (gp_onehot.c) encode the callers' inputs first. */
 st_status gp_priv_set_data(gp *g, size_t n, const double *X, const double *y);
 st_status gp_priv_predict(gp *g, size_t m, const double *Xs, double *mean, double *var);
+st_status gp_priv_predict_bound(gp *g, size_t m, const double *Xs, double *mean, double *var_ub);
 st_status gp_priv_append(gp *g, const double *x, double y);
 st_status gp_priv_extend(gp *g, size_t m, const double *X);
+
+/* gp_cross.c: one column of K* (n entries): the distances (kern's sums), then the kernel from
+ * them in place; gp_cross_exp is their exp for x <= 0 (0 below -700), within an ulp of libm's. */
+void gp_cross_dist(size_t n, size_t d, const double *XT, const double *XcT, const double *z,
+                   const double *zc, const double *il, double r0, double *r2, double *lin);
+void gp_cross_matern(size_t n, double *col, const double *lin, double sl2, double sm2);
+void gp_cross_rbf(size_t n, double *col, double s2);
+void gp_cross_exp(size_t n, const double *x, double *y);
 
 #pragma GCC visibility pop
 

@@ -124,6 +124,19 @@ st_status gp_predict(gp *g, size_t m, const double *Xs, double *mean, double *va
     return s;
 }
 
+st_status gp_predict_bound(gp *g, size_t m, const double *Xs, double *mean, double *var_ub)
+{
+    if (!g->factored)
+        return ST_ESTATE;
+    double *buf;
+    const double *E = encode(g, m, Xs, &buf);
+    if (!E && g->levels)
+        return ST_ENOMEM;
+    st_status s = gp_priv_predict_bound(g, m, E, mean, var_ub);
+    free(buf);
+    return s;
+}
+
 st_status gp_append(gp *g, const double *x, double y)
 {
     double *buf;

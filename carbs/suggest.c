@@ -4,7 +4,8 @@
  * least-sampled Pareto group), and the Bayesian step: GP models of output, cost, failure and the
  * Pareto front, candidates drawn around Pareto origins from per-dimension truncated normals
  * (no rejection, no 2^D over-generation), scored by expected improvement over the front at the
- * candidate's predicted cost x locality x P(success) x cost cap. Batches place fantasies at the
+ * candidate's predicted cost x locality x P(success) x cost cap (variances solved in full only
+ * for the candidates whose bound can still win, exact_scores). Batches place fantasies at the
  * picks of one fitted model. Never fails for want of a model: a fallback draws near the front.
  */
 #include <gsl/gsl_cdf.h>
@@ -20,6 +21,12 @@
 
 /* ---- candidates and scores --------------------------------------------------------------- */
 
+/* A candidate and the upper bound of its score. */
+typedef struct bound {
+    double ub;
+    size_t j;
+} bound;
+
 typedef struct cands {
     size_t n;
     double *X;    /* n*D basic, rounded */
@@ -32,6 +39,9 @@ typedef struct cands {
     double *mu, *var;
     double *score;
     double *ltmp; /* 2*D: locality()'s workspace */
+    bound *ord;   /* n: candidates by their score's upper bound (exact_scores) */
+    double *Xg;   /* n*D: candidates whose variance is solved in full */
+    double *mg, *vg;
 } cands;
 
 static void cands_clear(cands *k)
@@ -47,6 +57,10 @@ static void cands_clear(cands *k)
     free(k->var);
     free(k->score);
     free(k->ltmp);
+    free(k->ord);
+    free(k->Xg);
+    free(k->mg);
+    free(k->vg);
     memset(k, 0, sizeof(*k));
 }
 
@@ -64,24 +78,92 @@ static double log_ei(double mu, double sigma, double v, double xi)
     return log(sigma) - 0.5 * z * z - 0.5 * log(2 * M_PI) - 2 * log(-z);
 }
 
-static st_status score_cands(carbs *c, const models *m, cands *k)
+/* The score of candidate j at variance var (>= 0): log EI + log locality + log P(success), or
+ * their product in faithful mode. It cannot fall as var grows: EI rises with sigma (its
+ * derivative is phi(z) > 0), except where log_ei switches to its asymptote below EI = 1e-300,
+ * which lies above log EI by about 3/z^2 < 0.005 there (|z| > 25). */
+static double score_at(carbs *c, const cands *k, size_t j, double var)
 {
-    st_status s = gp_predict(m->out, k->n, k->X, k->mu, k->var);
-    if (s != ST_OK)
-        return s;
-    (void)m;
-    for (size_t j = 0; j < k->n; j++) {
-        double sd = sqrt(k->var[j] > 0 ? k->var[j] : 0);
-        if (!k->ok[j]) {
-            k->score[j] = -INFINITY;
-        } else if (faithful(c)) {
-            k->score[j] = acq_ei(k->mu[j], sd, k->v[j], xi_of(c)) * k->w[j] * k->ps[j];
-        } else {
-            k->score[j] = log_ei(k->mu[j], sd, k->v[j], xi_of(c)) + log(k->w[j]) +
-                          log(k->ps[j] > 1e-300 ? k->ps[j] : 1e-300);
+    double sd = sqrt(var > 0 ? var : 0);
+    if (faithful(c))
+        return acq_ei(k->mu[j], sd, k->v[j], xi_of(c)) * k->w[j] * k->ps[j];
+    return log_ei(k->mu[j], sd, k->v[j], xi_of(c)) + log(k->w[j]) +
+           log(k->ps[j] > 1e-300 ? k->ps[j] : 1e-300);
+}
+
+/* Whether a candidate whose score is at most ub can still beat (or tie) an exact score best:
+ * the slack covers score_at's 0.005 in log mode and the rounding of EI in faithful mode. */
+static int may_beat(carbs *c, double ub, double best)
+{
+    double slack = faithful(c) ? 1e-6 * fabs(best) : 0.01;
+    return !(ub < best - slack);
+}
+
+/* Highest bound first (NaN first of all: solved in full), then by index. */
+static int by_bound(const void *a, const void *b)
+{
+    const bound *x = a, *y = b;
+    double u = isnan(x->ub) ? INFINITY : x->ub, w = isnan(y->ub) ? INFINITY : y->ub;
+    if (u != w)
+        return u > w ? -1 : 1;
+    return (x->j > y->j) - (x->j < y->j);
+}
+
+#define BOUND_MIN_N 200 /* output GP rows from which candidates are scored by bounds first */
+#define EXACT_FIRST 16  /* candidates solved in full before the first cut */
+#define EXACT_BLOCK 64  /* at most this many per full solve after it */
+
+/*
+ * Scores every candidate as the full GP would, solving its variance in full (O(n^2) each) only
+ * where it can matter: k->score holds upper bounds (from gp_predict_bound's variance bound) on
+ * entry; the candidates are solved in full in order of their bound, and once the best exact
+ * score is more than may_beat's slack above a candidate's bound, that candidate and all after
+ * it keep their bounds, which are below the best and so never picked. The pick and the
+ * variance and score of every candidate that ties or beats it are those of a full solve of all
+ * candidates (each column of the solve is independent of the others).
+ */
+static st_status exact_scores(carbs *c, const models *m, cands *k)
+{
+    size_t n_ok = 0, d = c->d;
+    for (size_t j = 0; j < k->n; j++)
+        if (k->ok[j])
+            k->ord[n_ok++] = (bound){k->score[j], j};
+    qsort(k->ord, n_ok, sizeof(bound), by_bound);
+    double best = -INFINITY;
+    for (size_t t0 = 0; t0 < n_ok;) {
+        size_t cap = t0 == 0 ? EXACT_FIRST : EXACT_BLOCK, nb = 0;
+        while (t0 + nb < n_ok && nb < cap && (t0 == 0 || may_beat(c, k->ord[t0 + nb].ub, best)))
+            nb++;
+        if (nb == 0)
+            break;
+        for (size_t t = 0; t < nb; t++)
+            memcpy(k->Xg + t * d, k->X + k->ord[t0 + t].j * d, d * sizeof(double));
+        st_status s = gp_predict(m->out, nb, k->Xg, k->mg, k->vg);
+        if (s != ST_OK)
+            return s;
+        for (size_t t = 0; t < nb; t++) {
+            size_t j = k->ord[t0 + t].j;
+            k->var[j] = k->vg[t];
+            k->score[j] = score_at(c, k, j, k->vg[t]);
+            if (k->score[j] > best)
+                best = k->score[j];
         }
+        t0 += nb;
     }
     return ST_OK;
+}
+
+static st_status score_cands(carbs *c, const models *m, cands *k)
+{
+    /* below BOUND_MIN_N rows a full solve of every candidate costs about what the bounds do */
+    int bounded = gp_n(m->out) >= BOUND_MIN_N;
+    st_status s = bounded ? gp_predict_bound(m->out, k->n, k->X, k->mu, k->var)
+                          : gp_predict(m->out, k->n, k->X, k->mu, k->var);
+    if (s != ST_OK)
+        return s;
+    for (size_t j = 0; j < k->n; j++)
+        k->score[j] = k->ok[j] ? score_at(c, k, j, k->var[j]) : -INFINITY;
+    return bounded ? exact_scores(c, m, k) : ST_OK;
 }
 
 static ptrdiff_t argmax(const cands *k)
@@ -175,9 +257,13 @@ static st_status make_cands(carbs *c, models *m, cands *k)
     k->var = malloc(N * sizeof(double));
     k->score = malloc(N * sizeof(double));
     k->ltmp = malloc(2 * d * sizeof(double));
+    k->ord = malloc(N * sizeof(bound));
+    k->Xg = malloc(N * d * sizeof(double));
+    k->mg = malloc(N * sizeof(double));
+    k->vg = malloc(N * sizeof(double));
     double *tmp = malloc(2 * N * sizeof(double));
     if (!k->X || !k->w || !k->ps || !k->v || !k->chat || !k->capv || !k->ok || !k->mu || !k->var ||
-        !k->score || !k->ltmp || !tmp) {
+        !k->score || !k->ltmp || !k->ord || !k->Xg || !k->mg || !k->vg || !tmp) {
         free(tmp);
         return ST_ENOMEM;
     }
