@@ -135,8 +135,9 @@ fit_xp_options fit_xp_options_default(void);
 #define FIT_XP_WARN_NARROW_ND  256u /* N or D spans less than a factor 4: Chinchilla weak */
 #define FIT_XP_WARN_RATIO      512u /* the law's optimal D/N lies outside the runs' D/N range */
 #define FIT_XP_WARN_FEW_LEVEL                                                                      \
-    1024u /* a categorical's level had too few successful runs to be                               \
-             recommended (fit_xp_options.min_level_ok) */
+    1024u                        /* a categorical's level had too few successful runs to be        \
+                                    recommended (fit_xp_options.min_level_ok) */
+#define FIT_XP_WARN_CURVES 2048u /* the curve points disagreed with the runs' finals: left out */
 
 typedef struct fit_xp fit_xp;
 

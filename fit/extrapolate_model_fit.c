@@ -70,6 +70,13 @@ static const double START_EXP[] = {0.2, 0.35, 0.6};
  * boundary's ln N slope -g_LN / g_LR and the fitted optimum's slope along the compute-optimal path.
  */
 #define BOUNDARY_TIE_SD   0.1
+/* Curve points are left out when, under the fit on the runs' finals alone, they sit off the law
+ * relative to their own run's final (the mean over runs of the points' mean residual minus the
+ * run's) by more than CURVE_BIAS_Z standard errors and CURVE_BIAS_SIGMA residual sds: a
+ * trainer whose curves the curve law does not describe would otherwise move the laws and
+ * narrow the interval with points that are wrong together. */
+#define CURVE_BIAS_Z      3.0
+#define CURVE_BIAS_SIGMA  0.25
 
 /* ---- choosing what to model ----------------------------------------------------------------- */
 
@@ -815,6 +822,83 @@ static st_status bootstrap(fit_xp *xp, fit_work *w, xp_jm_data *d, xp_lg_data *L
     return ST_OK;
 }
 
+/* ---- curve points against the finals ----------------------------------------------------- */
+
+/* The weights of the curve points' rows (n .. n + n_cp - 1) saved into keep and set to 0, so
+ * that a fit sees the runs' finals alone; curve_weights_restore puts them back. */
+static void curve_weights_zero(const fit_xp *xp, fit_work *w, double *keep)
+{
+    for (size_t c = 0; c < xp->n_cp; c++) {
+        keep[c] = w->wt[xp->n + c];
+        w->wt[xp->n + c] = 0;
+    }
+}
+
+static void curve_weights_restore(const fit_xp *xp, fit_work *w, const double *keep)
+{
+    for (size_t c = 0; c < xp->n_cp; c++)
+        w->wt[xp->n + c] = keep[c];
+}
+
+/* Under th (fitted on the finals alone): the mean over usable runs with points of (their points'
+ * mean residual in ln loss - the run's own residual), its standard error, and how many runs. */
+static size_t curve_bias(const fit_xp *xp, const fit_work *w, const xp_jm_data *d, const double *th,
+                         double *bias, double *se)
+{
+    double s = 0, ss = 0;
+    size_t m = 0;
+    for (size_t t = 0; t < w->n_okr; t++) {
+        size_t i = w->ok_rows[t], k = xp->cp_off[i + 1] - xp->cp_off[i];
+        if (!k)
+            continue;
+        double ri = w->ly[i] - xp_jm_row_eval(d, th, i, NULL), rc = 0;
+        for (size_t c = xp->cp_off[i]; c < xp->cp_off[i + 1]; c++)
+            rc += (w->ly[xp->n + c] - xp_jm_row_eval(d, th, xp->n + c, NULL)) / (double)k;
+        s += rc - ri;
+        ss += (rc - ri) * (rc - ri);
+        m++;
+    }
+    *bias = m ? s / (double)m : 0;
+    double var = m > 1 ? (ss - (double)m * *bias * *bias) / (double)(m - 1) : INFINITY;
+    *se = sqrt(fmax(var, 0) / (double)(m ? m : 1));
+    return m;
+}
+
+/* With curve points: the first fit on the finals alone, the points' bias under it (curve_bias),
+ * then, when they agree, the first fit again with them; when they do not, they stay out (weight
+ * 0 in every fit after, the bootstrap's too) with a warning. Without points: the first fit. */
+static st_status first_fit_curves(fit_xp *xp, fit_work *w, xp_jm_data *d, size_t k_wd, double *th)
+{
+    if (!xp->n_cp)
+        return first_fit(xp, w, d, k_wd, th);
+    double *keep = malloc(xp->n_cp * sizeof(double)), bias, se;
+    if (!keep)
+        return ST_ENOMEM;
+    curve_weights_zero(xp, w, keep);
+    st_status s = first_fit(xp, w, d, k_wd, th);
+    if (s != ST_OK) {
+        free(keep);
+        return s;
+    }
+    double dof = (double)w->n_okr - (double)d->n_free;
+    double sigma = residual_sd(d, w, th, dof);
+    size_t m = curve_bias(xp, w, d, th, &bias, &se);
+    if (m && fabs(bias) > CURVE_BIAS_Z * se && fabs(bias) > CURVE_BIAS_SIGMA * sigma) {
+        char msg[320];
+        snprintf(msg, sizeof(msg),
+                 "curve points left out: on %zu runs they lie %+.2f%% off the law fitted on the "
+                 "finals, relative to their own run's final (%.1f standard errors): the curve "
+                 "law does not describe these runs' curves",
+                 m, 100 * (exp(bias) - 1), fabs(bias) / fmax(se, 1e-300));
+        xp_add_warning(xp, FIT_XP_WARN_CURVES, msg);
+    } else {
+        curve_weights_restore(xp, w, keep);
+        s = first_fit(xp, w, d, k_wd, th);
+    }
+    free(keep);
+    return s;
+}
+
 /* ---- the stages ------------------------------------------------------------------------- */
 
 /* Fits everything from the runs into xp->m (its point fit and R replicates). */
@@ -835,7 +919,7 @@ static st_status model_fit(fit_xp *xp, fit_work *w)
     xp_jm_data d;
     jm_setup(xp, w, k_wd, &d);
     double th[XP_NTH];
-    s = first_fit(xp, w, &d, k_wd, th);
+    s = first_fit_curves(xp, w, &d, k_wd, th);
     if (s != ST_OK)
         return s;
     refit_with_priors(xp, w, &d, k_wd, th);

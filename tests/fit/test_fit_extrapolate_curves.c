@@ -5,7 +5,10 @@
  * nothing change the prediction by not one bit (the bootstrap draws the same runs); (3) points
  * that carry their run's error (correlated: each run's offset repeats in its points) kept with
  * their run give a wider interval than the same points given as independent runs — the engine
- * does not count points from one run as independent; (4) argument checks.
+ * does not count points from one run as independent; (4) argument checks; (5) points that sit
+ * off the law relative to their own run (a curve law that does not describe the trainer's
+ * curves) are left out with a warning: the prediction is the one without points, bit for bit;
+ * points on the law are kept, without the warning.
  */
 #include "common/st.h"
 #include "fit/extrapolate.h"
@@ -226,6 +229,37 @@ static void test_args(void)
     fit_xp_destroy(xp);
 }
 
+/* (5) points off the law by a common factor relative to their run: left out, with the warning;
+ * the same points on the law: kept. */
+static void test_biased_left_out(void)
+{
+    sweep w;
+    make_sweep(12, 0.02, &w);
+    fit_xp_param p[3];
+    params(p);
+    double y0, lo0, hi0, y1, lo1, hi1;
+    fit_xp *xp = engine(30, 0.05);
+    CHECK_ST(fit_xp_set_runs(xp, 3, p, NR, w.x, w.cost, w.obj, w.failed, NULL, NULL), ST_OK);
+    predict_at_target(xp, &w, &y0, &lo0, &hi0);
+    CHECK_ST(fit_xp_set_curve_points(xp, w.n_cp, w.cp_run, w.cp_D, w.cp_obj, 0.5), ST_OK);
+    predict_at_target(xp, &w, &y1, &lo1, &hi1);
+    fit_xp_result r;
+    fit_xp_get_result(xp, &r);
+    CHECK(!(r.warnings & FIT_XP_WARN_CURVES));
+    CHECK(y1 != y0); /* kept: they move the fit */
+    double biased[NR * NF];
+    for (size_t c = 0; c < w.n_cp; c++)
+        biased[c] = w.cp_obj[c] * 0.96; /* 4% lower than the law says at their tokens */
+    CHECK_ST(fit_xp_set_curve_points(xp, w.n_cp, w.cp_run, w.cp_D, biased, 0.5), ST_OK);
+    predict_at_target(xp, &w, &y1, &lo1, &hi1);
+    fit_xp_get_result(xp, &r);
+    CHECK(r.warnings & FIT_XP_WARN_CURVES);
+    printf("biased points: y %.6f [%.6f, %.6f], without points %.6f [%.6f, %.6f]\n", y1, lo1, hi1,
+           y0, lo0, hi0);
+    CHECK(y0 == y1 && lo0 == lo1 && hi0 == hi1);
+    fit_xp_destroy(xp);
+}
+
 int main(void)
 {
     st_global_init();
@@ -233,5 +267,6 @@ int main(void)
     test_exact();
     test_weight_zero();
     test_correlated_widens();
+    test_biased_left_out();
     return check_summary("test_fit_extrapolate_curves");
 }
