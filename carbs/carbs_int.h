@@ -246,6 +246,8 @@ struct carbs {
     st_rng *rng;               /* reseeded from (seed, next_id) at each suggestion: a suggestion
                                   is a function of the state, whoever rebuilt it */
     carbs_suggestion_info info;
+    double radius; /* the radius of the Bayesian candidates being drawn (sample.c's trust
+                      region); 0 otherwise: search_radius */
     char errmsg[ST_ERRMSG_MAX];
 };
 
@@ -369,6 +371,16 @@ double carbs_priv_locality(const carbs *c, const double *b, size_t n_origins, co
                            double *tmp);
 void carbs_priv_draw_near(carbs *c, size_t n_origins, const double *origins, double *b);
 void carbs_priv_random_point(carbs *c, double *b);
+/* sample.c, the trust region of the Bayesian candidates (recommended mode). */
+#define TRUST_STALL  3 /* stalled successes per halving of the candidates' radius */
+#define TRUST_LEVELS 3 /* halvings before the radius is search_radius again */
+/* Successful observations since the last one that no earlier success dominated (at most its
+ * cost and at least as good): 0 when the latest success improved the front. */
+size_t carbs_priv_stall_count(const carbs *c);
+/* The radius of the Bayesian candidates: search_radius, halved after every TRUST_STALL
+ * successive stalls down to search_radius / 2^TRUST_LEVELS, then back to search_radius;
+ * search_radius in faithful mode. */
+double carbs_priv_trust_radius(const carbs *c);
 /* Whether the next suggestion comes from the initial design (sample.c). */
 int carbs_priv_random_phase(const carbs *c);
 

@@ -111,9 +111,48 @@ st_status carbs_priv_fit_gp(carbs *c, size_t n, const double *X, const double *y
     return s;
 }
 
+/* ---- repeats: is the objective deterministic? ------------------------------------------- */
+
+typedef struct row_key {
+    size_t d;
+    const double *x;
+    double y;
+} row_key;
+
+static int cmp_row(const void *pa, const void *pb)
+{
+    const row_key *a = pa, *b = pb;
+    for (size_t i = 0; i < a->d; i++)
+        if (a->x[i] != b->x[i])
+            return (a->x[i] > b->x[i]) - (a->x[i] < b->x[i]);
+    return 0;
+}
+
+int carbs_priv_repeats_agree(const carbs *c, const models *m)
+{
+    if (faithful(c) || m->ns < 2)
+        return 0;
+    row_key *k = malloc(m->ns * sizeof(*k));
+    if (!k)
+        return 0;
+    for (size_t j = 0; j < m->ns; j++)
+        k[j] = (row_key){c->d, m->Xs + j * c->d, c->obs_y[m->obs_idx[j]]};
+    qsort(k, m->ns, sizeof(*k), cmp_row);
+    int repeats = 0, agree = 1;
+    for (size_t j = 1; j < m->ns && agree; j++)
+        if (!cmp_row(&k[j - 1], &k[j])) {
+            repeats = 1;
+            agree = fabs(k[j].y - k[j - 1].y) <= 1e-12 * fmax(fabs(k[j].y), fabs(k[j - 1].y));
+        }
+    free(k);
+    return repeats && agree;
+}
+
 /* Groups and the Pareto front of the successes, origins = first member of each front group. */
 st_status carbs_priv_fit_pareto(carbs *c, models *m, int conservative)
 {
+    if (conservative && carbs_priv_repeats_agree(c, m))
+        conservative = 0; /* a single run is as sure as a repeated one */
     double sg = sign_of(c);
     double *value = malloc(m->ns * sizeof(double));
     if (!value)

@@ -61,6 +61,10 @@ typedef struct models {
 void carbs_priv_models_clear(models *m);
 /* The successes, in observation order: basic inputs, costs and their observation indices. */
 st_status carbs_priv_load_successes(const carbs *c, models *m);
+/* Recommended mode: whether some successes were run at the same inputs and every such repeat
+ * reproduced its objective (to 1e-12 relative): a deterministic objective, which resampling
+ * cannot teach anything and whose single runs the conservative Pareto rule need not doubt. */
+int carbs_priv_repeats_agree(const carbs *c, const models *m);
 /* Groups and the Pareto front of the successes, origins = first member of each front group. */
 st_status carbs_priv_fit_pareto(carbs *c, models *m, int conservative);
 /* The successes in surrogate space and the output, cost and success models (and, with

@@ -268,8 +268,11 @@ static st_status make_cands(carbs *c, models *m, cands *k)
         return ST_ENOMEM;
     }
 
-    /* 1. samples around the origins, those over the cost cap dropped and redrawn */
+    /* 1. samples around the origins, those over the cost cap dropped and redrawn, within the
+     *    trust region's radius */
+    c->radius = carbs_priv_trust_radius(c);
     st_status s = draw_cands(c, m, k, N);
+    c->radius = 0;
     size_t n = k->n;
     if (s == ST_OK && n == 0)
         s = ST_EEMPTY;
@@ -363,7 +366,7 @@ static int try_resample(carbs *c, double *x)
     int done = 0;
     if (cap_init(c, &cm) != ST_OK)
         return 0;
-    if (carbs_priv_load_successes(c, &m) == ST_OK) {
+    if (carbs_priv_load_successes(c, &m) == ST_OK && !carbs_priv_repeats_agree(c, &m)) {
         if (carbs_priv_fit_pareto(c, &m, 0) == ST_OK && m.n_sel > 0) {
             size_t best = 0, best_count = SIZE_MAX;
             double best_v = NAN;

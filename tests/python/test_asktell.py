@@ -30,10 +30,12 @@ optimizer: {num_random_samples: 4, resample_frequency: 4}
 N = 60
 
 
-def outcome(p):
-    """(objective, cost, failed) of a run: a bowl, failed for x > 2.3, cost growing with w."""
+def outcome(p, i):
+    """(objective, cost, failed) of the i-th run told: a bowl with noise 1e-3 sin(i) (repeats
+    differ, so resampling goes on: a deterministic objective stops it once a repeat agrees),
+    failed for x > 2.3, cost growing with w."""
     failed = p["x"] > 2.3
-    return 1.0 + (p["x"] - 0.4) ** 2 + 8.0 / p["w"], 1e9 * p["w"], failed
+    return 1.0 + (p["x"] - 0.4) ** 2 + 8.0 / p["w"] + 1e-3 * math.sin(i), 1e9 * p["w"], failed
 
 
 def reference():
@@ -44,7 +46,7 @@ def reference():
 
 def run_reference(inflight=1):
     """N suggestions with `inflight` runs open, told oldest first: (params list, resamples)."""
-    opt, out, open_, resamples = reference(), [], [], 0
+    opt, out, open_, resamples, told = reference(), [], [], 0, 0
     for _ in range(N):
         p, sid = opt.suggest()
         resamples += opt.last_info()["phase"] == "resample"
@@ -52,7 +54,8 @@ def run_reference(inflight=1):
         open_.append((p, sid))
         if len(open_) >= inflight:
             q, qid = open_.pop(0)
-            obj, cost, failed = outcome(q)
+            obj, cost, failed = outcome(q, told)
+            told += 1
             opt.observe(qid, float("nan") if failed else obj, cost, failed)
     opt.close()
     return out, resamples
@@ -83,7 +86,7 @@ class TestAskTellEqualsLive(unittest.TestCase):
             self.create(name)
             want, resamples = run_reference(inflight)
             self.assertGreaterEqual(resamples, 4)
-            got, open_ = [], []
+            got, open_, told = [], [], 0
             with Sweep(self.db, name) as s:
                 for _ in range(N):
                     p, rid = s.ask()
@@ -92,7 +95,8 @@ class TestAskTellEqualsLive(unittest.TestCase):
                     open_.append((p, rid))
                     if len(open_) >= inflight:
                         q, qid = open_.pop(0)
-                        obj, cost, failed = outcome(q)
+                        obj, cost, failed = outcome(q, told)
+                        told += 1
                         if failed:
                             s.tell(qid, failed=True, cost=cost)
                         else:
@@ -110,7 +114,7 @@ class TestAskTellEqualsLive(unittest.TestCase):
             kv = dict(line.split("=", 1) for line in r.stdout.split())
             p = {"x": float(kv["x"]), "w": float(kv["w"])}
             self.assertTrue(same(p, want[i]), "ask %d: %s, in process %s" % (i, p, want[i]))
-            obj, cost, failed = outcome(p)
+            obj, cost, failed = outcome(p, i)
             args = ["--failed"] if failed else ["--objective", repr(obj), "--cost", repr(cost)]
             stutil.run([stutil.CLI, "sweep", "tell", kv["SUGGESTION_ID"], "--sweep", "cli",
                         "--db", self.db] + args)

@@ -69,7 +69,8 @@ class TestOptimizer(unittest.TestCase):
 
 class TestDefaultScale(unittest.TestCase):
     """An integer in [1, 12] started at 3 with its optimum at 9: with the default scale (the
-    range's) 40 trials reach 9 for every seed; with CARBS' scale 1 they did not leave 3-8."""
+    range's) 40 trials reach 9 for every seed; with CARBS' scale 1 not every seed does (none of 4
+    did before the trust region of 2026-11-28, 2 of 4 since: 9, 8, 9, 7)."""
 
     def run40(self, seed, scale):
         sp = Space([Param("n", "linear", center=3, min=1, max=12, integer=True, scale=scale),
@@ -86,7 +87,7 @@ class TestDefaultScale(unittest.TestCase):
             self.assertEqual(o.space.params[0].scale, None)
             self.assertEqual(o.best()["params"]["n"], 9, "seed %d" % seed)
         stuck = [self.run40(seed, 1.0).best()["params"]["n"] for seed in range(4)]
-        self.assertTrue(all(n != 9 for n in stuck), stuck)  # the issue this default fixes
+        self.assertLess(sum(n == 9 for n in stuck), 4, stuck)  # what this default fixes
 
 
 @unittest.skipUnless(os.path.exists(stutil.CLI), "no scaletune CLI in the build directory")

@@ -123,6 +123,7 @@ static size_t compare(size_t inflight, size_t *repeats, size_t *resamples)
         while (told + inflight <= k + 1 && told <= k) {
             double out, cost;
             int failed = evaluate(xs[told], &out, &cost);
+            out += 1e-3 * sin((double)told); /* noisy: repeats differ, resampling goes on */
             CHECK_ST(carbs_observe(c, cid[told], NULL, out, cost, failed), ST_OK);
             CHECK_ST(runner_store_tell(s, name, sid[told], failed ? NAN : out, cost, failed),
                      ST_OK);
