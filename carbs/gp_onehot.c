@@ -111,7 +111,11 @@ st_status gp_set_data(gp *g, size_t n, const double *X, const double *y)
     return s;
 }
 
-st_status gp_predict(gp *g, size_t m, const double *Xs, double *mean, double *var)
+typedef st_status (*predict_fn)(gp *g, size_t m, const double *Xs, double *mean, double *var);
+
+/* a prediction at m points Xs, one-hot encoded first when g has categorical inputs */
+static st_status predict_encoded(gp *g, size_t m, const double *Xs, double *mean, double *var,
+                                 predict_fn fn)
 {
     if (!g->factored)
         return ST_ESTATE;
@@ -119,22 +123,19 @@ st_status gp_predict(gp *g, size_t m, const double *Xs, double *mean, double *va
     const double *E = encode(g, m, Xs, &buf);
     if (!E && g->levels)
         return ST_ENOMEM;
-    st_status s = gp_priv_predict(g, m, E, mean, var);
+    st_status s = fn(g, m, E, mean, var);
     free(buf);
     return s;
 }
 
+st_status gp_predict(gp *g, size_t m, const double *Xs, double *mean, double *var)
+{
+    return predict_encoded(g, m, Xs, mean, var, gp_priv_predict);
+}
+
 st_status gp_predict_bound(gp *g, size_t m, const double *Xs, double *mean, double *var_ub)
 {
-    if (!g->factored)
-        return ST_ESTATE;
-    double *buf;
-    const double *E = encode(g, m, Xs, &buf);
-    if (!E && g->levels)
-        return ST_ENOMEM;
-    st_status s = gp_priv_predict_bound(g, m, E, mean, var_ub);
-    free(buf);
-    return s;
+    return predict_encoded(g, m, Xs, mean, var_ub, gp_priv_predict_bound);
 }
 
 st_status gp_append(gp *g, const double *x, double y)
