@@ -220,6 +220,131 @@ static st_status import_cost_obs(rbuf *r, carbs *c, double *x, char *msg)
     return ST_OK;
 }
 
+/* The magic, version and byte order; the version into *v. */
+static st_status import_header(rbuf *r, uint32_t *v, char *msg)
+{
+    char magic[8];
+    uint32_t bom;
+    get(r, magic, 8);
+    get(r, v, 4);
+    get(r, &bom, 4);
+    if (r->bad || memcmp(magic, MAGIC, 8))
+        return st_errf(msg, ST_EFORMAT, "not a scaletune optimizer state (bad magic)");
+    if (bom != BOM)
+        return st_errf(msg, ST_EFORMAT,
+                       "optimizer state was written on a machine of the other "
+                       "byte order");
+    if (*v < 1 || *v > VERSION)
+        return st_errf(msg, ST_EFORMAT,
+                       "optimizer state version %u; this build reads versions 1 to %u", *v,
+                       VERSION);
+    return ST_OK;
+}
+
+/* A length-prefixed string of at most 4096 bytes into a fresh *out, its length into *len;
+ * r->bad when it does not fit. ST_ENOMEM, else ST_OK. */
+static st_status get_str(rbuf *r, char **out, uint64_t *len)
+{
+    *len = get_u64(r);
+    if (r->bad || *len > r->n - r->at || *len > 4096) {
+        r->bad = 1;
+        return ST_OK;
+    }
+    *out = calloc(*len + 1, 1);
+    if (!*out)
+        return ST_ENOMEM;
+    get(r, *out, *len);
+    return ST_OK;
+}
+
+/* The d parameters of a version v state into params; their strings into names (names, then
+ * active_if). */
+static st_status import_params(rbuf *r, uint32_t v, size_t d, carbs_param *params, char **names,
+                               char *msg)
+{
+    for (size_t i = 0; i < d && !r->bad; i++) {
+        uint64_t nl, cl;
+        if (get_str(r, &names[i], &nl) != ST_OK)
+            return st_errf(msg, ST_ENOMEM, "out of memory");
+        if (r->bad)
+            break;
+        params[i].name = names[i];
+        params[i].space = (carbs_space_kind)get_u64(r);
+        params[i].min = get_f64(r);
+        params[i].max = get_f64(r);
+        params[i].center = get_f64(r);
+        params[i].scale = get_f64(r);
+        params[i].base = get_f64(r);
+        params[i].is_integer = (int)get_u64(r);
+        params[i].rounding = get_f64(r);
+        if (v >= 3) {
+            params[i].n_choices = (size_t)get_u64(r);
+            params[i].active_mask = get_u64(r);
+            if (get_str(r, &names[d + i], &cl) != ST_OK)
+                return st_errf(msg, ST_ENOMEM, "out of memory");
+            if (r->bad)
+                break;
+            params[i].active_if = cl ? names[d + i] : NULL;
+        }
+    }
+    if (r->bad)
+        return st_errf(msg, ST_EFORMAT, "optimizer state is truncated or corrupt (parameters)");
+    return ST_OK;
+}
+
+/* The search centre (inside its bounds), the counters and the observations, into c. */
+static st_status import_observations(rbuf *r, carbs *c, double *x, char *msg)
+{
+    size_t d = c->d;
+    get(r, c->center_b, d * sizeof(double));
+    for (size_t i = 0; i < d && !r->bad; i++)
+        if (!(c->center_b[i] > c->lo_b[i] && c->center_b[i] < c->hi_b[i]))
+            return st_errf(msg, ST_EFORMAT,
+                           "optimizer state: search centre of '%s' is outside its "
+                           "bounds",
+                           c->params[i].name);
+    c->next_id = get_u64(r);
+    c->n_suggest = get_u64(r);
+    c->resample_count = get_u64(r);
+    c->n_design = get_u64(r);
+    uint64_t n_obs = get_u64(r);
+    if (r->bad || n_obs > (r->n - r->at) / (8 * (d + 3)))
+        return st_errf(msg, ST_EFORMAT, "optimizer state is truncated or corrupt (observations)");
+    for (uint64_t k = 0; k < n_obs; k++) {
+        get(r, x, d * sizeof(double));
+        double y = get_f64(r), cost = get_f64(r);
+        int failed = (int)get_u64(r);
+        if (r->bad)
+            break;
+        if (carbs_priv_observe(c, 0, x, y, cost, failed) != ST_OK) /* as saved, unchecked */
+            return st_errf(msg, ST_EFORMAT, "optimizer state: observation %llu: %s",
+                           (unsigned long long)k, carbs_errmsg(c));
+    }
+    return ST_OK;
+}
+
+/* The outstanding suggestions, with their ages (carbs_add_outstanding counts them again: the
+ * caller restores the counters). */
+static st_status import_outstanding(rbuf *r, carbs *c, double *x, char *msg)
+{
+    size_t d = c->d;
+    uint64_t n_out = get_u64(r);
+    if (r->bad || n_out > (r->n - r->at) / (8 * (d + 2)))
+        return st_errf(msg, ST_EFORMAT, "optimizer state is truncated or corrupt (suggestions)");
+    for (uint64_t k = 0; k < n_out; k++) {
+        uint64_t id = get_u64(r);
+        get(r, x, d * sizeof(double));
+        uint64_t born = get_u64(r);
+        if (r->bad)
+            break;
+        if (carbs_add_outstanding(c, id, x) != ST_OK)
+            return st_errf(msg, ST_EFORMAT, "optimizer state: suggestion %llu: %s",
+                           (unsigned long long)id, carbs_errmsg(c));
+        c->out_born[c->n_out - 1] = (size_t)born;
+    }
+    return ST_OK;
+}
+
 st_status carbs_import(const void *buf, size_t len, carbs **out, char *errmsg)
 {
     char scratch[ST_ERRMSG_MAX];
@@ -227,20 +352,10 @@ st_status carbs_import(const void *buf, size_t len, carbs **out, char *errmsg)
     msg[0] = 0;
     *out = NULL;
     rbuf r = {buf, len, 0, 0};
-    char magic[8];
-    uint32_t v, bom;
-    get(&r, magic, 8);
-    get(&r, &v, 4);
-    get(&r, &bom, 4);
-    if (r.bad || memcmp(magic, MAGIC, 8))
-        return st_errf(msg, ST_EFORMAT, "not a scaletune optimizer state (bad magic)");
-    if (bom != BOM)
-        return st_errf(msg, ST_EFORMAT,
-                       "optimizer state was written on a machine of the other "
-                       "byte order");
-    if (v < 1 || v > VERSION)
-        return st_errf(msg, ST_EFORMAT,
-                       "optimizer state version %u; this build reads versions 1 to %u", v, VERSION);
+    uint32_t v;
+    st_status s = import_header(&r, &v, msg);
+    if (s != ST_OK)
+        return s;
     carbs_options o;
     get_opts(&r, &o, v);
     uint64_t d = get_u64(&r);
@@ -248,127 +363,32 @@ st_status carbs_import(const void *buf, size_t len, carbs **out, char *errmsg)
         return st_errf(msg, ST_EFORMAT, "optimizer state is truncated or corrupt (dimension)");
     carbs_param *params = calloc(d ? d : 1, sizeof(*params));
     char **names = calloc(d ? 2 * d : 1, sizeof(*names)); /* names, then active_if */
+    double *x = malloc((d ? d : 1) * sizeof(double));
     carbs *c = NULL;
-    double *x = NULL;
-    st_status s = ST_OK;
-    if (!params || !names) {
+    if (!params || !names || !x)
         s = st_errf(msg, ST_ENOMEM, "out of memory");
-        goto done;
+    if (s == ST_OK)
+        s = import_params(&r, v, d, params, names, msg);
+    if (s == ST_OK && (s = carbs_create(params, d, &o, &c, msg)) == ST_EINVAL)
+        s = ST_EFORMAT;
+    if (s == ST_OK)
+        s = import_observations(&r, c, x, msg);
+    uint64_t next_id = 0, n_suggest = 0, n_design = 0; /* as saved */
+    if (s == ST_OK) {
+        next_id = c->next_id;
+        n_suggest = c->n_suggest;
+        n_design = c->n_design;
+        s = import_outstanding(&r, c, x, msg);
     }
-    for (size_t i = 0; i < d && !r.bad; i++) {
-        uint64_t nl = get_u64(&r);
-        if (nl > len - r.at || nl > 4096) {
-            r.bad = 1;
-            break;
-        }
-        names[i] = calloc(nl + 1, 1);
-        if (!names[i]) {
-            s = st_errf(msg, ST_ENOMEM, "out of memory");
-            goto done;
-        }
-        get(&r, names[i], nl);
-        params[i].name = names[i];
-        params[i].space = (carbs_space_kind)get_u64(&r);
-        params[i].min = get_f64(&r);
-        params[i].max = get_f64(&r);
-        params[i].center = get_f64(&r);
-        params[i].scale = get_f64(&r);
-        params[i].base = get_f64(&r);
-        params[i].is_integer = (int)get_u64(&r);
-        params[i].rounding = get_f64(&r);
-        if (v >= 3) {
-            params[i].n_choices = (size_t)get_u64(&r);
-            params[i].active_mask = get_u64(&r);
-            uint64_t cl = get_u64(&r);
-            if (r.bad || cl > len - r.at || cl > 4096) {
-                r.bad = 1;
-                break;
-            }
-            names[d + i] = calloc(cl + 1, 1);
-            if (!names[d + i]) {
-                s = st_errf(msg, ST_ENOMEM, "out of memory");
-                goto done;
-            }
-            get(&r, names[d + i], cl);
-            params[i].active_if = cl ? names[d + i] : NULL;
-        }
-    }
-    if (r.bad) {
-        s = st_errf(msg, ST_EFORMAT, "optimizer state is truncated or corrupt (parameters)");
-        goto done;
-    }
-    s = carbs_create(params, d, &o, &c, msg);
-    if (s != ST_OK) {
-        if (s == ST_EINVAL)
-            s = ST_EFORMAT;
-        goto done;
-    }
-    get(&r, c->center_b, d * sizeof(double));
-    for (size_t i = 0; i < d && !r.bad; i++)
-        if (!(c->center_b[i] > c->lo_b[i] && c->center_b[i] < c->hi_b[i])) {
-            s = st_errf(msg, ST_EFORMAT,
-                        "optimizer state: search centre of '%s' is outside its "
-                        "bounds",
-                        c->params[i].name);
-            goto done;
-        }
-    c->next_id = get_u64(&r);
-    c->n_suggest = get_u64(&r);
-    c->resample_count = get_u64(&r);
-    c->n_design = get_u64(&r);
-    uint64_t n_obs = get_u64(&r);
-    x = malloc((d ? d : 1) * sizeof(double));
-    if (!x) {
-        s = st_errf(msg, ST_ENOMEM, "out of memory");
-        goto done;
-    }
-    if (r.bad || n_obs > (len - r.at) / (8 * (d + 3))) {
-        s = st_errf(msg, ST_EFORMAT, "optimizer state is truncated or corrupt (observations)");
-        goto done;
-    }
-    for (uint64_t k = 0; k < n_obs; k++) {
-        get(&r, x, d * sizeof(double));
-        double y = get_f64(&r), cost = get_f64(&r);
-        int failed = (int)get_u64(&r);
-        if (r.bad)
-            break;
-        s = carbs_priv_observe(c, 0, x, y, cost, failed); /* as saved, bounds unchecked */
-        if (s != ST_OK) {
-            s = st_errf(msg, ST_EFORMAT, "optimizer state: observation %llu: %s",
-                        (unsigned long long)k, carbs_errmsg(c));
-            goto done;
-        }
-    }
-    uint64_t n_out = get_u64(&r);
-    if (r.bad || n_out > (len - r.at) / (8 * (d + 2))) {
-        s = st_errf(msg, ST_EFORMAT, "optimizer state is truncated or corrupt (suggestions)");
-        goto done;
-    }
-    uint64_t next_id = c->next_id, n_suggest = c->n_suggest, n_design = c->n_design;
-    for (uint64_t k = 0; k < n_out; k++) {
-        uint64_t id = get_u64(&r);
-        get(&r, x, d * sizeof(double));
-        uint64_t born = get_u64(&r);
-        if (r.bad)
-            break;
-        s = carbs_add_outstanding(c, id, x);
-        if (s != ST_OK) {
-            s = st_errf(msg, ST_EFORMAT, "optimizer state: suggestion %llu: %s",
-                        (unsigned long long)id, carbs_errmsg(c));
-            goto done;
-        }
-        c->out_born[c->n_out - 1] = (size_t)born;
-    }
-    if (v >= 2 && (s = import_cost_obs(&r, c, x, msg)) != ST_OK)
-        goto done;
-    if (r.bad || r.at != len) {
+    if (s == ST_OK && v >= 2)
+        s = import_cost_obs(&r, c, x, msg);
+    if (s == ST_OK && (r.bad || r.at != len))
         s = st_errf(msg, ST_EFORMAT, "optimizer state is truncated or has trailing bytes");
-        goto done;
+    if (s == ST_OK) {
+        c->next_id = next_id > c->next_id ? next_id : c->next_id;
+        c->n_suggest = n_suggest;
+        c->n_design = n_design;
     }
-    c->next_id = next_id > c->next_id ? next_id : c->next_id;
-    c->n_suggest = n_suggest; /* carbs_add_outstanding counted them again */
-    c->n_design = n_design;
-done:
     for (size_t i = 0; names && i < 2 * d; i++)
         free(names[i]);
     free(names);
