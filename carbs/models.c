@@ -39,6 +39,7 @@ st_status carbs_priv_load_successes(const carbs *c, models *m)
 {
     size_t d = c->d, ns = c->n_succ, k = 0;
     m->ns = ns;
+    m->agree = -1;
     m->Xs = malloc((ns ? ns : 1) * d * sizeof(double));
     m->cs = malloc((ns ? ns : 1) * sizeof(double));
     m->obs_idx = malloc((ns ? ns : 1) * sizeof(size_t));
@@ -128,13 +129,14 @@ static int cmp_row(const void *pa, const void *pb)
     return 0;
 }
 
-int carbs_priv_repeats_agree(const carbs *c, const models *m)
+/* whether repeats exist and all reproduced their objective (carbs_priv_repeats_agree) */
+static int compute_agree(const carbs *c, const models *m)
 {
     if (faithful(c) || m->ns < 2)
         return 0;
     row_key *k = malloc(m->ns * sizeof(*k));
     if (!k)
-        return 0;
+        return -1;
     for (size_t j = 0; j < m->ns; j++)
         k[j] = (row_key){c->d, m->Xs + j * c->d, c->obs_y[m->obs_idx[j]]};
     qsort(k, m->ns, sizeof(*k), cmp_row);
@@ -146,6 +148,15 @@ int carbs_priv_repeats_agree(const carbs *c, const models *m)
         }
     free(k);
     return repeats && agree;
+}
+
+/* computed once per load of the successes: a suggestion asks in the Pareto fit and again for
+ * the trust region */
+int carbs_priv_repeats_agree(const carbs *c, models *m)
+{
+    if (m->agree < 0)
+        m->agree = compute_agree(c, m);
+    return m->agree > 0;
 }
 
 /* Groups and the Pareto front of the successes, origins = first member of each front group. */

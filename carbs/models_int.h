@@ -52,6 +52,7 @@ typedef struct models {
     size_t *sub_pri; /* the same, in subset.c's priority order */
     size_t n_sub;
     unsigned borrowed; /* BORROW_*: out, cost, succ are the cache's (gpcache.c) */
+    int agree;         /* carbs_priv_repeats_agree's answer for these successes; -1: not yet */
 } models;
 
 #define BORROW_OUT  1u
@@ -64,7 +65,7 @@ st_status carbs_priv_load_successes(const carbs *c, models *m);
 /* Recommended mode: whether some successes were run at the same inputs and every such repeat
  * reproduced its objective (to 1e-12 relative): a deterministic objective, which resampling
  * cannot teach anything and whose single runs the conservative Pareto rule need not doubt. */
-int carbs_priv_repeats_agree(const carbs *c, const models *m);
+int carbs_priv_repeats_agree(const carbs *c, models *m);
 /* Groups and the Pareto front of the successes, origins = first member of each front group. */
 st_status carbs_priv_fit_pareto(carbs *c, models *m, int conservative);
 /* The successes in surrogate space and the output, cost and success models (and, with
