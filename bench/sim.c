@@ -12,6 +12,7 @@
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_min.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 sim_law sim_law_default(void)
@@ -55,6 +56,9 @@ sim_law sim_law_default(void)
     /* Ours (sim.h): Lion's learning rate at 0.3x AdamW's, its loss 1% below. */
     w.lion_lr = 0.3;
     w.lion_loss = 0.99;
+    /* Ours (sim.h): a full decay lowers the loss by 3%; the paper's momentum. */
+    w.anneal_frac = 0.03;
+    w.anneal_lambda = 0.999;
     return w;
 }
 
@@ -396,6 +400,92 @@ static double schedule_lr(const sim_setting *s, double k, double S)
     return s->lr * (0.1 + 0.45 * (1.0 + cos(M_PI * fmin(1.0, p))));
 }
 
+/* Steps beyond this many are summed in blocks (run_areas). */
+#define SIM_AREA_BLOCKS 2000000.0
+
+/* A schedule's areas after some step (Tissue et al. 2024): S1 = sum of the rates, S2 = sum of m_i
+ * = lambda m_{i-1} + max(0, eta_{i-1} - eta_i) (eta_0 = eta_1; a rising rate is no annealing). */
+typedef struct sim_areas {
+    double S1, S2;
+} sim_areas;
+
+/*
+ * The areas after each of the steps at[0..n-1] (non-decreasing, in 1..S) into out[0..n-1], and
+ * after S into out[n]. Step by step up to SIM_AREA_BLOCKS steps; beyond, in blocks of h steps
+ * over which the rate moves linearly (the sums of the momentum over a block in closed form).
+ */
+static void run_areas(const sim_setting *s, double S, double lambda, const double *at, int n,
+                      sim_areas *out)
+{
+    double h = fmax(1.0, ceil(S / SIM_AREA_BLOCKS));
+    double S1 = 0, S2 = 0, m = 0, prev = schedule_lr(s, 1.0, S), done = 0;
+    int q = 0;
+    while (done < S) {
+        double next = fmin(S, done + h);
+        if (q < n && at[q] > done && at[q] < next)
+            next = at[q];
+        double len = next - done, eta = schedule_lr(s, next, S);
+        double drop = fmax(0.0, prev - eta) / len; /* per step */
+        double lh = pow(lambda, len), geo = lambda * (1.0 - lh) / (1.0 - lambda);
+        S1 += len == 1.0 ? eta : 0.5 * len * (prev + eta);
+        S2 += m * geo + drop / (1.0 - lambda) * (len - geo);
+        m = lh * m + drop * (1.0 - lh) / (1.0 - lambda);
+        prev = eta;
+        done = next;
+        while (q < n && at[q] <= done)
+            out[q++] = (sim_areas){S1, S2};
+    }
+    while (q < n)
+        out[q++] = (sim_areas){S1, S2};
+    out[n] = (sim_areas){S1, S2};
+}
+
+/* The curve law's constants of one run (sim_law.anneal_frac): Ac S1^-beta - C S2 (+ L0). */
+typedef struct sim_curve {
+    double Ac, C, beta;
+} sim_curve;
+
+/*
+ * The run's curve constants from its areas at the end: the S1 term is pen B D_eff^-beta,
+ * D_eff = D S1(s) / S1(S), and the curve ends anneal_frac of `final` below the same law at a
+ * constant peak rate (S1 = lr S, S2 = 0) after as many steps: C S2(S) = anneal_frac final +
+ * pen B D^-beta (1 - rho^beta), rho = S1(S) / (lr S).
+ */
+static sim_curve curve_constants(const sim_law *law, const sim_setting *s, double pen, double final,
+                                 double S, sim_areas end)
+{
+    sim_curve c;
+    double dterm = pen * law->B * pow(s->D, -law->beta);
+    double rho = end.S1 / (s->lr * S);
+    double drop = law->anneal_frac * final + dterm * (1.0 - pow(rho, law->beta));
+    c.beta = law->beta;
+    c.C = end.S2 > 0 ? drop / end.S2 : 0.0;
+    c.Ac = pen * law->B * pow(s->D / end.S1, -law->beta);
+    return c;
+}
+
+/* The true loss of a run of the setting's schedule stopped after `step` of its S steps: the
+ * final loss of a run of the tokens seen so far (every penalty at that length; a diverging
+ * setting's loss as if it had not), plus what the law says the run has not yet annealed: the law
+ * at this point of the run's schedule less the law at the end of a schedule of `step` steps.
+ * Returns NAN when the shorter setting is not valid. */
+static double curve_loss(const sim_law *law, const sim_setting *s, const sim_curve *c, double step,
+                         sim_areas here)
+{
+    sim_setting sh = *s;
+    sh.D = fmin(s->D, step * s->batch);
+    sim_terms t;
+    if (sim_eval(law, &sh, &t, NULL) != ST_OK)
+        return NAN;
+    double pen =
+        (1.0 + t.pen_lr_bs + t.pen_warmup + t.pen_wd) * (s->optimizer == 1 ? law->lion_loss : 1.0);
+    sim_areas fresh;
+    run_areas(&sh, step, law->anneal_lambda, NULL, 0, &fresh);
+    double excess =
+        c->Ac * (pow(here.S1, -c->beta) - pow(fresh.S1, -c->beta)) - c->C * (here.S2 - fresh.S2);
+    return t.loss_nd * pen + excess;
+}
+
 st_status sim_emit(const sim_law *law, const sim_setting *s, uint64_t seed, int n_report, FILE *out,
                    int *exit_code, char *errmsg)
 {
@@ -405,25 +495,34 @@ st_status sim_emit(const sim_law *law, const sim_setting *s, uint64_t seed, int 
         return st;
     if (n_report < 1)
         n_report = 1;
-    st_rng *r;
-    if (st_rng_create(seed, &r) != ST_OK)
+    double *at = malloc((size_t)n_report * sizeof(double));
+    sim_areas *areas = malloc(((size_t)n_report + 1) * sizeof(sim_areas));
+    st_rng *r = NULL;
+    if (!at || !areas || st_rng_create(seed, &r) != ST_OK) {
+        free(at);
+        free(areas);
         return ST_ENOMEM;
+    }
     double z_final = st_rng_gaussian(r); /* the first draw, as in sim_run */
     double S = fmax(1.0, floor(t.steps));
     double stop = t.diverged ? divergence_step(s, &t) : INFINITY;
     double pen =
         (1.0 + t.pen_lr_bs + t.pen_warmup + t.pen_wd) * (s->optimizer == 1 ? law->lion_loss : 1.0);
+    for (int k = 1; k <= n_report; k++)
+        at[k - 1] = fmax(1.0, round((double)k * S / n_report));
+    run_areas(s, S, law->anneal_lambda, at, n_report, areas);
+    sim_curve c = curve_constants(law, s, pen, t.loss_nd * pen, S, areas[n_report]);
 
-    /* Report points k S / n_report; the noise of a partial run grows as 1/sqrt(fraction done). */
+    /* Report points k S / n_report: the curve times the run's noise draw and half of one of
+     * their own. */
     for (int k = 1; k <= n_report; k++) {
-        double step = fmax(1.0, round((double)k * S / n_report));
+        double step = at[k - 1];
         if (step >= stop)
             break;
         double seen = fmin(s->D, step * s->batch);
-        double curve = sim_loss_nd(law, s->N, seen) * pen;
-        double sd = law->noise_sd * sqrt(S / step);
-        double train = curve * (1.0 + sd * st_rng_gaussian(r));
-        double val = curve * (1.0 + sd * st_rng_gaussian(r));
+        double curve = k == n_report ? t.loss_nd * pen : curve_loss(law, s, &c, step, areas[k - 1]);
+        double train = curve * (1.0 + law->noise_sd * (z_final + 0.5 * st_rng_gaussian(r)));
+        double val = curve * (1.0 + law->noise_sd * (z_final + 0.5 * st_rng_gaussian(r)));
         if (k == n_report)
             val = t.loss * (1.0 + law->noise_sd * z_final);
         fprintf(out,
@@ -432,6 +531,8 @@ st_status sim_emit(const sim_law *law, const sim_setting *s, uint64_t seed, int 
                 step, train, seen, 6.0 * s->N * seen, schedule_lr(s, step, S));
         fprintf(out, "{\"event\":\"eval\",\"step\":%.0f,\"val_loss\":%.17g}\n", step, val);
     }
+    free(at);
+    free(areas);
     st_rng_destroy(r);
 
     if (t.diverged) {

@@ -56,6 +56,14 @@ typedef struct sim_law {
      * losses close to AdamW's). Its weight decay's optimum follows from the AdamW timescale in
      * lr, 3.3x AdamW's. The same in every world (sim_law_draw leaves them). */
     double lion_lr, lion_loss;
+    /* The learning curve under the run's schedule (sim_emit), the loss-curve law of Tissue et al.
+     * 2024 (eq. 1): L(s) = L0 + Ac S1(s)^-beta - C S2(s), S1 the forward area (the sum of the
+     * learning rates of steps 1..s), S2 the annealing area with momentum anneal_lambda (0.999,
+     * the paper's). Per run, Ac, L0 and C are set so that the curve ends at the final loss, the
+     * term in S1 is B D_eff^-beta with D_eff = D S1(s) / S1(S) (times the run's penalties), and
+     * the whole decay lowers the loss by anneal_frac of the final loss (ours: 0.03, the size of
+     * the cooldown drops in Hagele et al. 2024 and Tissue et al. 2024). The same in every world. */
+    double anneal_frac, anneal_lambda;
 } sim_law;
 
 /* Fills the default world (values in sim.c and docs/benchmarks.md). */
@@ -175,8 +183,10 @@ st_status sim_run(const sim_law *law, const sim_setting *s, uint64_t seed, doubl
 /*
  * Writes a run as the metrics protocol (JSON lines) to `out`: n_report step+eval pairs at evenly
  * spaced steps, then {"event":"final",...}, or {"event":"diverged",...} at the divergence step.
- * Intermediate losses follow loss_nd at the tokens seen so far times the penalties, with noise
- * that shrinks as training goes on; the last eval equals the final loss of sim_run.
+ * Intermediate losses follow the run's learning curve under its schedule (sim_law.anneal_frac:
+ * linear warmup, cosine decay to 10%), which ends at the true final loss; every point carries
+ * the run's own noise draw (the final's, a seed's lasting offset) plus an independent draw of
+ * half its sd. The last eval equals the final loss of sim_run.
  * *exit_code: 0 for a finished run, 3 for a diverged one. Returns as sim_eval.
  */
 st_status sim_emit(const sim_law *law, const sim_setting *s, uint64_t seed, int n_report, FILE *out,

@@ -4,7 +4,8 @@
  * References: the formulas evaluated independently in Python (values pasted with 15 digits),
  * Chinchilla's closed-form allocation for the oracle, local perturbation of the oracle's optimum
  * in every coordinate, the divergence boundary on both sides, seeded noise (same seed, same
- * value; the sample sd over many seeds), the metrics protocol as sim_emit writes it, and the
+ * value; the sample sd over many seeds), the metrics protocol as sim_emit writes it, its learning
+ * curve against the documented construction summed step by step in this file, and the
  * family of drawn worlds (sim_law_draw: ranges from issue 15; the oracle in every world against
  * local perturbation and random settings of the same cost).
  */
@@ -296,6 +297,127 @@ static void test_emit(const sim_law *law)
     CHECK(n_div == 1);
 }
 
+/* ---- the learning curve under the schedule (sim_emit; sim.h, anneal_frac) ---- */
+
+/* The schedule again, from its documentation: linear warmup over w S steps, then cosine from lr
+ * to lr / 10 over the rest; the rate of step i is this at k = i. */
+static double ref_rate(const sim_setting *s, double k, double S)
+{
+    double W = s->warmup * S;
+    if (k < W)
+        return s->lr * k / W;
+    double p = S > W ? fmin(1.0, (k - W) / (S - W)) : 1.0;
+    return s->lr * (0.1 + 0.45 * (1.0 + cos(M_PI * p)));
+}
+
+/* Tissue et al.'s areas after step `upto` of a schedule of S steps, one step at a time. */
+static void ref_areas(const sim_setting *s, double S, double upto, double lambda, double *S1,
+                      double *S2)
+{
+    double m = 0, prev = ref_rate(s, 1, S);
+    *S1 = *S2 = 0;
+    for (double i = 1; i <= upto; i++) {
+        double eta = ref_rate(s, i, S);
+        m = lambda * m + (prev > eta ? prev - eta : 0.0);
+        *S1 += eta;
+        *S2 += m;
+        prev = eta;
+    }
+}
+
+/* The noise-free training loss of a run at n_rep report points, by sim_emit; 0 when it failed. */
+static int emitted_curve(const sim_law *law, const sim_setting *s, int n_rep, uint64_t seed,
+                         double *step, double *loss, double *final)
+{
+    FILE *f = tmpfile();
+    if (!f)
+        return 0;
+    int code = -1, k = 0;
+    st_status st = sim_emit(law, s, seed, n_rep, f, &code, NULL);
+    rewind(f);
+    char line[512];
+    const char *v;
+    while (st == ST_OK && fgets(line, sizeof(line), f)) {
+        if (strstr(line, "\"event\":\"step\"") && k < n_rep) {
+            step[k] = strtod(strstr(line, "\"step\":") + 7, NULL);
+            loss[k++] = strtod(strstr(line, "\"loss\":") + 7, NULL);
+        }
+        if (strstr(line, "\"event\":\"final\"") && (v = strstr(line, "\"val_loss\":")))
+            *final = strtod(v + 11, NULL);
+    }
+    fclose(f);
+    return st == ST_OK && code == 0 && k == n_rep;
+}
+
+/* The curve's value at step st of s's S steps from the documented construction, with the areas
+ * summed step by step: the true loss of the run of the tokens seen, plus the law's value here
+ * less its value at the end of a schedule of st steps. */
+static double ref_curve(const sim_law *law, const sim_setting *s, double S, double st)
+{
+    sim_terms full, here;
+    sim_setting sh = *s;
+    sh.D = fmin(s->D, st * s->batch);
+    if (sim_eval(law, s, &full, NULL) != ST_OK || sim_eval(law, &sh, &here, NULL) != ST_OK)
+        return NAN;
+    double pen = 1 + full.pen_lr_bs + full.pen_warmup + full.pen_wd;
+    double pen_h = 1 + here.pen_lr_bs + here.pen_warmup + here.pen_wd;
+    double final = full.loss_nd * pen, b = law->beta, lam = law->anneal_lambda;
+    double S1e, S2e, S1h, S2h, S1f, S2f;
+    ref_areas(s, S, S, lam, &S1e, &S2e);
+    ref_areas(s, S, st, lam, &S1h, &S2h);
+    ref_areas(&sh, st, st, lam, &S1f, &S2f);
+    double dterm = pen * law->B * pow(s->D, -b);
+    double C = (law->anneal_frac * final + dterm * (1 - pow(S1e / (s->lr * S), b))) / S2e;
+    double Ac = dterm * pow(S1e, b); /* Ac S1e^-b = dterm */
+    return here.loss_nd * pen_h + Ac * (pow(S1h, -b) - pow(S1f, -b)) - C * (S2h - S2f);
+}
+
+static void test_emit_curve(const sim_law *law0)
+{
+    sim_law law = *law0;
+    law.noise_sd = 0;
+    enum { NR = 10 };
+    double step[NR], loss[NR], final = NAN;
+
+    /* 6250 steps, summed one by one */
+    sim_setting s = {1e7, 2e8, 0.004, 32000, 0.02, 0.1, 0};
+    CHECK(emitted_curve(&law, &s, NR, 3, step, loss, &final));
+    CHECK(loss[NR - 1] == final);
+    for (int k = 0; k < NR; k++)
+        CHECK_REL(loss[k], ref_curve(&law, &s, 6250, step[k]), 1e-9);
+    for (int k = 1; k < NR; k++) /* after the warmup the curve only falls */
+        CHECK(loss[k] < loss[k - 1]);
+    /* 3e6 steps (batch 1): summed in blocks of 2 steps; against the step-by-step sums */
+    sim_setting big = {1e5, 3e6, 0.01, 1, 0.01, 0.0, 0};
+    CHECK(emitted_curve(&law, &big, NR, 3, step, loss, &final));
+    CHECK(loss[NR - 1] == final);
+    for (int k = 0; k < NR; k += 3)
+        CHECK_REL(loss[k], ref_curve(&law, &big, 3e6, step[k]), 1e-6);
+
+    /* noise: every point carries the final's draw plus half of its own; over seeds the relative
+     * deviation at mid-run has sd noise_sd sqrt(1.25) and correlation 1 / sqrt(1.25) with the
+     * final's */
+    law.noise_sd = 0.01;
+    double clean[NR], cstep[NR], cfinal;
+    sim_law quiet = law;
+    quiet.noise_sd = 0;
+    CHECK(emitted_curve(&quiet, &s, NR, 1, cstep, clean, &cfinal));
+    enum { NS = 800 };
+    double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0;
+    for (uint64_t seed = 1; seed <= NS; seed++) {
+        if (!emitted_curve(&law, &s, NR, seed, step, loss, &final)) {
+            CHECK(0);
+            return;
+        }
+        double x = loss[4] / clean[4] - 1, y = final / cfinal - 1;
+        sx += x, sy += y, sxx += x * x, syy += y * y, sxy += x * y;
+    }
+    double vx = sxx / NS - (sx / NS) * (sx / NS), vy = syy / NS - (sy / NS) * (sy / NS);
+    double cxy = sxy / NS - (sx / NS) * (sy / NS);
+    CHECK_REL(sqrt(vx), 0.01 * sqrt(1.25), 0.1);
+    CHECK_ABS(cxy / sqrt(vx * vy), 1 / sqrt(1.25), 0.04);
+}
+
 /* A random setting of cost C: N within 30x of the optimum's either way, every hyperparameter
  * over a range wider than any sweep's. */
 static void random_setting(st_rng *r, double C, double N_opt, sim_setting *s)
@@ -433,6 +555,7 @@ int main(void)
     test_divergence(&law);
     test_noise(&law);
     test_emit(&law);
+    test_emit_curve(&law);
     test_family(&law);
     test_lion(&law);
     st_global_cleanup();
