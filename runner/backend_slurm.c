@@ -790,89 +790,103 @@ static void classify_ended(slurm *s, slurm_cached *c, runner_job *j, int file_ki
     }
 }
 
-static st_status slurm_poll(void *state, runner_job *jobs, size_t n, char *errmsg)
-{
-    slurm *s = state;
-    const runner_slurm_config *sc = s->sc;
-    double now = mono();
-    const char **ids = malloc((n ? n : 1) * sizeof(char *));
-    slurm_info *info = calloc(n ? n : 1, sizeof(slurm_info));
-    int *kind = calloc(n ? n : 1, sizeof(int)), *val = calloc(n ? n : 1, sizeof(int));
-    size_t *idx = malloc((n ? n : 1) * sizeof(size_t));
-    st_status rc = ST_OK;
-    if (!ids || !info || !kind || !val || !idx) {
-        rc = ST_ENOMEM;
-        goto out;
-    }
+/* The scratch of one poll: the jobs still asked about (ids[0..m-1], their indices in jobs
+ * idx), Slurm's answers (info) and each job's exit file (kind, val: read_exit). */
+typedef struct poll_work {
+    const char **ids;
+    slurm_info *info;
+    int *kind, *val;
+    size_t *idx, m;
+} poll_work;
 
-    /* 1. the files: an "exit N" settles a job whatever Slurm says */
-    size_t m = 0;
+/* 1. The files: an "exit N" settles a job whatever Slurm says; the others with a job id are
+ * left to ask about. */
+static void poll_files(runner_job *jobs, size_t n, poll_work *w)
+{
+    w->m = 0;
     for (size_t i = 0; i < n; i++) {
         runner_job *j = &jobs[i];
         j->state = RUNNER_JOB_RUNNING;
         j->exit_code = j->signal = 0;
-        kind[i] = read_exit(j->dir, &val[i], j);
-        if (kind[i] == 1) {
+        w->kind[i] = read_exit(j->dir, &w->val[i], j);
+        if (w->kind[i] == 1) {
             j->state = RUNNER_JOB_EXITED;
-            j->exit_code = val[i];
+            j->exit_code = w->val[i];
             continue;
         }
         if (!j->job_id[0])
             continue;
-        idx[m] = i;
-        ids[m++] = j->job_id;
+        w->idx[w->m] = i;
+        w->ids[w->m++] = j->job_id;
     }
+}
 
-    /* 2. one query for the others, when due */
-    if (m && now >= s->next_query) {
-        char em[ST_ERRMSG_MAX] = "";
-        st_status q = s->route->query(s, ids, m, info, em);
-        if (q == ST_ENOMEM) {
-            rc = q;
-            goto out;
-        }
-        if (q) {
-            s->n_failures++;
-            double b = sc->poll_min_seconds * pow(2.0, (double)s->n_failures);
-            s->next_query = now + (b < sc->poll_max_seconds ? b : sc->poll_max_seconds);
-            snprintf(s->down_msg, sizeof(s->down_msg), "%s", em);
-        } else {
-            int changed = 0;
-            s->n_failures = 0;
-            for (size_t k = 0; k < m; k++) {
-                slurm_cached *c = cache_get(s, ids[k], 1);
-                if (!c) {
-                    rc = ST_ENOMEM;
-                    goto out;
-                }
-                changed |= !c->seen || c->info.known != info[k].known ||
-                           strcmp(c->info.state, info[k].state);
-                c->seen = 1;
-                int had_exit = c->info.has_exit;
-                slurm_info keep = c->info;
-                c->info = info[k];
-                if (had_exit && !info[k].has_exit) { /* from scontrol: keep it */
-                    c->info.has_exit = 1;
-                    c->info.exit_status = keep.exit_status;
-                }
-                int ended = info[k].known && !state_is(info[k].state, active_states);
-                if (ended && c->ended_seen == 0)
-                    c->ended_seen = now;
-                if (!info[k].known && c->lost_seen == 0)
-                    c->lost_seen = now;
-                if (info[k].known)
-                    c->lost_seen = 0;
-            }
-            s->interval = changed ? sc->poll_min_seconds : s->interval * 1.5;
-            if (s->interval > sc->poll_max_seconds)
-                s->interval = sc->poll_max_seconds;
-            s->next_query = now + s->interval;
-        }
+/* Slurm's answer about one job into its cache entry (created if new); 1 when its state is
+ * news, 0 when not, -1 when out of memory. An exit status learnt from scontrol is kept. */
+static int record_answer(slurm *s, const char *id, const slurm_info *info, double now)
+{
+    slurm_cached *c = cache_get(s, id, 1);
+    if (!c)
+        return -1;
+    int changed = !c->seen || c->info.known != info->known || strcmp(c->info.state, info->state);
+    c->seen = 1;
+    int had_exit = c->info.has_exit;
+    slurm_info keep = c->info;
+    c->info = *info;
+    if (had_exit && !info->has_exit) { /* from scontrol: keep it */
+        c->info.has_exit = 1;
+        c->info.exit_status = keep.exit_status;
     }
+    int ended = info->known && !state_is(info->state, active_states);
+    if (ended && c->ended_seen == 0)
+        c->ended_seen = now;
+    if (!info->known && c->lost_seen == 0)
+        c->lost_seen = now;
+    if (info->known)
+        c->lost_seen = 0;
+    return changed;
+}
 
-    /* 3. the verdicts, from the files and the last answer */
-    for (size_t k = 0; k < m; k++) {
-        size_t i = idx[k];
+/* 2. One query for the jobs left, when due: its answers into the cache and the next query's
+ * time (sooner after news, later when nothing changed, backing off while Slurm fails). Returns
+ * ST_OK (also when Slurm did not answer: s->n_failures counts it) or ST_ENOMEM. */
+static st_status poll_query(slurm *s, poll_work *w, double now)
+{
+    const runner_slurm_config *sc = s->sc;
+    if (!w->m || now < s->next_query)
+        return ST_OK;
+    char em[ST_ERRMSG_MAX] = "";
+    st_status q = s->route->query(s, w->ids, w->m, w->info, em);
+    if (q == ST_ENOMEM)
+        return q;
+    if (q) {
+        s->n_failures++;
+        double b = sc->poll_min_seconds * pow(2.0, (double)s->n_failures);
+        s->next_query = now + (b < sc->poll_max_seconds ? b : sc->poll_max_seconds);
+        snprintf(s->down_msg, sizeof(s->down_msg), "%s", em);
+        return ST_OK;
+    }
+    int changed = 0;
+    s->n_failures = 0;
+    for (size_t k = 0; k < w->m; k++) {
+        int r = record_answer(s, w->ids[k], &w->info[k], now);
+        if (r < 0)
+            return ST_ENOMEM;
+        changed |= r;
+    }
+    s->interval = changed ? sc->poll_min_seconds : s->interval * 1.5;
+    if (s->interval > sc->poll_max_seconds)
+        s->interval = sc->poll_max_seconds;
+    s->next_query = now + s->interval;
+    return ST_OK;
+}
+
+/* 3. The verdicts, from the files and the last answer. */
+static void poll_verdicts(slurm *s, runner_job *jobs, const poll_work *w, double now)
+{
+    const runner_slurm_config *sc = s->sc;
+    for (size_t k = 0; k < w->m; k++) {
+        size_t i = w->idx[k];
         runner_job *j = &jobs[i];
         slurm_cached *c = cache_get(s, j->job_id, 0);
         if (!c || !c->seen)
@@ -880,9 +894,9 @@ static st_status slurm_poll(void *state, runner_job *jobs, size_t n, char *errms
         if (!c->info.known) {
             if (now - c->lost_seen < sc->files_grace_seconds)
                 continue;
-            if (kind[i] == 2) {
+            if (w->kind[i] == 2) {
                 j->state = RUNNER_JOB_SIGNALED;
-                j->signal = val[i];
+                j->signal = w->val[i];
             } else {
                 j->state = RUNNER_JOB_LOST;
                 snprintf(j->reason, sizeof(j->reason),
@@ -892,10 +906,13 @@ static st_status slurm_poll(void *state, runner_job *jobs, size_t n, char *errms
         }
         if (state_is(c->info.state, active_states))
             continue;
-        classify_ended(s, c, j, kind[i], val[i], now);
+        classify_ended(s, c, j, w->kind[i], w->val[i], now);
     }
+}
 
-    /* 4. the node each ended job ran on, as its script recorded it */
+/* 4. The node each ended job ran on, as its script recorded it. */
+static void poll_nodes(runner_job *jobs, size_t n)
+{
     for (size_t i = 0; i < n; i++) {
         runner_job *j = &jobs[i];
         char buf[sizeof(j->node)];
@@ -904,8 +921,11 @@ static st_status slurm_poll(void *state, runner_job *jobs, size_t n, char *errms
             snprintf(j->node, sizeof(j->node), "%s", buf);
         }
     }
+}
 
-    /* 5. forget the jobs nobody asks about any more */
+/* 5. Forget the jobs nobody asks about any more. */
+static void cache_forget(slurm *s, const runner_job *jobs, size_t n)
+{
     for (size_t c = 0; c < s->n_cache;) {
         int used = 0;
         for (size_t i = 0; i < n && !used; i++)
@@ -915,14 +935,35 @@ static st_status slurm_poll(void *state, runner_job *jobs, size_t n, char *errms
         else
             s->cache[c] = s->cache[--s->n_cache];
     }
-    if (s->n_failures)
-        rc = st_errf(errmsg, ST_ENETWORK, "%s", s->down_msg);
-out:
-    free(ids);
-    free(info);
-    free(kind);
-    free(val);
-    free(idx);
+}
+
+static st_status slurm_poll(void *state, runner_job *jobs, size_t n, char *errmsg)
+{
+    slurm *s = state;
+    double now = mono();
+    size_t cap = n ? n : 1;
+    poll_work w = {malloc(cap * sizeof(char *)), calloc(cap, sizeof(slurm_info)),
+                   calloc(cap, sizeof(int)),     calloc(cap, sizeof(int)),
+                   malloc(cap * sizeof(size_t)), 0};
+    st_status rc = ST_OK;
+    if (!w.ids || !w.info || !w.kind || !w.val || !w.idx)
+        rc = ST_ENOMEM;
+    if (!rc) {
+        poll_files(jobs, n, &w);
+        rc = poll_query(s, &w, now);
+    }
+    if (!rc) {
+        poll_verdicts(s, jobs, &w, now);
+        poll_nodes(jobs, n);
+        cache_forget(s, jobs, n);
+        if (s->n_failures)
+            rc = st_errf(errmsg, ST_ENETWORK, "%s", s->down_msg);
+    }
+    free(w.ids);
+    free(w.info);
+    free(w.kind);
+    free(w.val);
+    free(w.idx);
     return rc;
 }
 
