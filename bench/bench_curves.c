@@ -11,7 +11,9 @@
  *   power   the peer: a plain power law in steps, L = E + A s^-a (the same fitter, lr = 1, C = 0);
  * and prints each one's error on the final validation loss, then the median and worst relative
  * error per method ("BENCH curves.<method>.median_rel_err <value>", ... .worst_rel_err).
- * --seq-len and --batch change the runs' shape (default 64 x 4). Not a timing benchmark. Needs
+ * --seq-len and --batch change the runs' shape (default 64 x 4), --tokens-scale X multiplies every
+ * run's tokens (default 1: 3e5-5e5 tokens; longer runs leave the byte-level plateaus of their first
+ * part sooner, docs/benchmarks.md section 6). Not a timing benchmark. Needs
  * data/kjv (scripts/prepare-data).
  */
 #include <math.h>
@@ -299,7 +301,7 @@ int main(int argc, char **argv)
 {
     const char *out = "build/bench/curves.tsv", *data = "data/kjv";
     int retrain = 0, seq_len = 64, batch = 4;
-    double frac = 0.3, skip = 0.1;
+    double frac = 0.3, skip = 0.1, tokens_scale = 1.0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--retrain"))
             retrain = 1;
@@ -315,11 +317,18 @@ int main(int argc, char **argv)
             seq_len = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
             batch = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--tokens-scale") && i + 1 < argc)
+            tokens_scale = atof(argv[++i]);
         else {
-            fprintf(stderr, "usage: bench_curves [--out FILE] [--data DIR] [--frac F] "
-                            "[--skip F] [--seq-len T] [--batch B] [--retrain]\n");
+            fprintf(stderr,
+                    "usage: bench_curves [--out FILE] [--data DIR] [--frac F] "
+                    "[--skip F] [--seq-len T] [--batch B] [--tokens-scale X] [--retrain]\n");
             return 2;
         }
+    }
+    if (!(tokens_scale > 0) || !isfinite(tokens_scale)) {
+        fprintf(stderr, "bench_curves: --tokens-scale must be a positive number\n");
+        return 2;
     }
     static curve cs[MAX_RUNS];
     int n = retrain ? -1 : read_curves(out, cs);
@@ -334,7 +343,9 @@ int main(int argc, char **argv)
             curve_free(&cs[k]);
             memset(&cs[k], 0, sizeof(cs[k]));
             fprintf(stderr, "bench_curves: training run %zu of %zu\n", k + 1, N_RUNS);
-            if (train_one(&RUNS[k], data, seq_len, batch, &cs[k]) != 0)
+            run_cfg r = RUNS[k];
+            r.tokens *= tokens_scale;
+            if (train_one(&r, data, seq_len, batch, &cs[k]) != 0)
                 return 1;
         }
         n = (int)N_RUNS;
