@@ -121,8 +121,12 @@ fit_curve_interval_options fit_curve_interval_options_default(void);
  * overshoots there moves the interval down, not only wider). The bootstrap alone covers the
  * noise of the points only: a drop the points have not seen yet (a second learning phase, an
  * anneal the fit cannot separate) is in the errors. Needs at least half of the refits to
- * succeed. Returns ST_OK, ST_EINVAL (as fit_curve_fit; level, step or errors out of range),
- * ST_ENOMEM, ST_ENUMERIC.
+ * succeed. A prediction or interval that is not a positive loss is refused with ST_ENUMERIC:
+ * with C free, points that have seen little of the schedule's annealing let C·S2 run away (on
+ * the first 30% of the reference trainer's cosine runs the law extrapolated to -2.3 and -1.0 for
+ * runs that ended at 1.45 and 1.56); callers fall back to the power law in steps (C = 0).
+ * Returns ST_OK, ST_EINVAL (as fit_curve_fit; level, step or errors out of range), ST_ENOMEM,
+ * ST_ENUMERIC.
  */
 st_status fit_curve_predict_interval(const double *lr, size_t n_steps, const size_t *steps,
                                      const double *loss, size_t n_points,

@@ -157,6 +157,11 @@ st_status fit_curve_predict_interval(const double *lr, size_t n_steps, const siz
          * predicted = actual (1 + e): the actual is the prediction / (1 + e) */
         *lo = fmin(quantile(boot, n_ok, a), *pred) / (1 + e_hi);
         *hi = fmax(quantile(boot, n_ok, 1.0 - a), *pred) / (1 + e_lo);
+        if (!(*lo > 0)) /* a loss is positive: the annealing term ran away (C free, few points) */
+            s = st_errf(err, ST_ENUMERIC,
+                        "curve interval: the law extrapolates to %.4g [%.4g, %.4g] at step %zu, "
+                        "not a positive loss (its annealing term is not fixed by these points)",
+                        *pred, *lo, *hi, step);
     }
     free(fitted);
     return s;

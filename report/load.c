@@ -155,11 +155,45 @@ static int read_lr(runner_store *s, int64_t id, size_t n_steps, double *lr)
     return n > 0 && got == n_steps;
 }
 
+/* The law fitted on the m points (ps, loss) extrapolated to PRED_GRID of the records after
+ * first_after (x, steps), into blk (4 PRED_GRID: x, prediction, lo, hi); the count, or -1 when
+ * the law did not extrapolate to a positive loss at one of them (fit_curve_predict_interval's
+ * ST_ENUMERIC: C ran away). */
+static long predict_grid(const rp_curve *c, const double *steps, size_t first_after,
+                         const double *lr, size_t n_steps, const size_t *ps, const double *loss,
+                         size_t m, const fit_curve_options *o, double *blk)
+{
+    fit_curve_interval_options io = fit_curve_interval_options_default();
+    io.n_boot = 60;
+    io.seed = (uint64_t)c->run;
+    size_t n_after = c->n - first_after, k_out = 0;
+    for (size_t g = 0; g < PRED_GRID; g++) {
+        size_t i = first_after + g * (n_after - 1) / (PRED_GRID - 1);
+        if (k_out && blk[k_out - 1] == c->x[i])
+            continue;
+        double p, lo, hi, k = round(steps[i]);
+        if (!(k >= 1 && k <= (double)n_steps))
+            continue;
+        st_status st = fit_curve_predict_interval(lr, n_steps, ps, loss, m, o, &io, (size_t)k, &p,
+                                                  &lo, &hi, NULL);
+        if (st == ST_ENUMERIC && !o->fix_C)
+            return -1;
+        if (st != ST_OK)
+            continue;
+        blk[k_out] = c->x[i];
+        blk[PRED_GRID + k_out] = p;
+        blk[2 * PRED_GRID + k_out] = lo;
+        blk[3 * PRED_GRID + k_out++] = hi;
+    }
+    return (long)k_out;
+}
+
 /* A validation run's curve predicted from its own early points: the law (Tissue et al. 2024
- * under the lr its step records carry, else the power law in steps) fitted on its records in
- * [PRED_FIRST, PRED_LAST] of its last step, extrapolated to PRED_GRID of its later records
- * with fit_curve_predict_interval's interval. Leaves n_pred 0 when it cannot (too few points, a
- * failed fit): the figure then shows the curve alone. */
+ * under the lr its step records carry, else, or when that law does not extrapolate to a positive
+ * loss, the power law in steps) fitted on its records in [PRED_FIRST, PRED_LAST] of its last
+ * step, extrapolated to PRED_GRID of its later records with fit_curve_predict_interval's
+ * interval. Leaves n_pred 0 when it cannot (too few points, a failed fit): the figure then shows
+ * the curve alone. */
 static st_status predict_curve(runner_store *s, rp_curve *c, const double *steps)
 {
     double last = c->n ? round(steps[c->n - 1]) : 0;
@@ -182,37 +216,24 @@ static st_status predict_curve(runner_store *s, rp_curve *c, const double *steps
     }
     fit_curve_options o = fit_curve_options_default();
     int tissue = !rc && read_lr(s, c->run, n_steps, lr);
-    if (!tissue) {
-        for (size_t k = 0; lr && k < n_steps; k++)
-            lr[k] = 1.0;
-        o.fix_C = 1;
-    }
-    fit_curve_interval_options io = fit_curve_interval_options_default();
-    io.n_boot = 60;
-    io.seed = (uint64_t)c->run;
-    size_t n_after = c->n - first_after, k_out = 0;
-    if (!rc && m >= 6 && n_after >= 2) {
-        for (size_t g = 0; g < PRED_GRID; g++) {
-            size_t i = first_after + g * (n_after - 1) / (PRED_GRID - 1);
-            if (k_out && blk[k_out - 1] == c->x[i])
-                continue;
-            double p, lo, hi, k = round(steps[i]);
-            if (!(k >= 1 && k <= last) ||
-                fit_curve_predict_interval(lr, n_steps, ps, loss, m, &o, &io, (size_t)k, &p, &lo,
-                                           &hi, NULL) != ST_OK)
-                continue;
-            blk[k_out] = c->x[i];
-            blk[PRED_GRID + k_out] = p;
-            blk[2 * PRED_GRID + k_out] = lo;
-            blk[3 * PRED_GRID + k_out++] = hi;
+    long k_out = 0;
+    for (int pass = 0; pass < 2 && !rc && m >= 6 && c->n - first_after >= 2; pass++) {
+        if (!tissue) {
+            for (size_t k = 0; k < n_steps; k++)
+                lr[k] = 1.0;
+            o.fix_C = 1;
         }
+        k_out = predict_grid(c, steps, first_after, lr, n_steps, ps, loss, m, &o, blk);
+        if (k_out >= 0)
+            break;
+        tissue = 0; /* the law under the schedule ran away: the power law */
     }
     if (k_out >= 2) {
         c->pred_x = blk;
         c->pred_y = blk + PRED_GRID;
         c->pred_lo = blk + 2 * PRED_GRID;
         c->pred_hi = blk + 3 * PRED_GRID;
-        c->n_pred = k_out;
+        c->n_pred = (size_t)k_out;
         c->pred_law = tissue ? "Tissue" : "power";
         c->pred_from = (double)ps[m - 1];
         blk = NULL;

@@ -118,13 +118,45 @@ static st_status sweep_misfit(const runner_config *cfg, const char *db_path, dou
     return ST_OK;
 }
 
-st_status runner_curve_interval(const runner_config *cfg, const char *db_path,
-                                const runner_curve *c, double *pred, double *lo, double *hi,
-                                char *errmsg)
+/* The interval by one law: under the schedule (Tissue et al.; C fitted, the default range of
+ * errors) when `schedule`, else the power law in steps with the range measured on the sweep's
+ * finished runs. steps/loss: the m usable points; lr: scratch of n_steps. */
+static st_status interval_by(const runner_config *cfg, const char *db_path, const runner_curve *c,
+                             int schedule, const size_t *steps, const double *loss, size_t m,
+                             size_t n_steps, double *lr, double *pred, double *lo, double *hi,
+                             char *errmsg)
+{
+    int need = schedule ? MIN_POINTS + 1 : MIN_POINTS; /* C free: one more unknown */
+    if (m < (size_t)need)
+        return st_errf(errmsg, ST_EINVAL, "curve interval: %zu usable points, %d needed", m, need);
+    fit_curve_interval_options io = fit_curve_interval_options_default();
+    io.n_boot = 60;
+    io.seed = c->run;
+    fit_curve_options o = fit_curve_options_default();
+    if (schedule) {
+        memcpy(lr, c->lr, n_steps * sizeof(double)); /* Tissue et al. under its schedule */
+    } else {
+        st_status rc =
+            sweep_misfit(cfg, db_path, fmin(c->fraction, 0.95), &io.err_min, &io.err_max, errmsg);
+        if (rc)
+            return rc;
+        for (size_t i = 0; i < n_steps; i++)
+            lr[i] = 1.0; /* the schedule is unknown: a power law in steps stands in */
+        o.fix_C = 1;
+    }
+    return fit_curve_predict_interval(lr, n_steps, steps, loss, m, &o, &io, n_steps, pred, lo, hi,
+                                      errmsg);
+}
+
+st_status runner_curve_interval_law(const runner_config *cfg, const char *db_path,
+                                    const runner_curve *c, double *pred, double *lo, double *hi,
+                                    int *schedule_used, char *errmsg)
 {
     char tmp[ST_ERRMSG_MAX];
     if (!errmsg)
         errmsg = tmp;
+    if (schedule_used)
+        *schedule_used = 0;
     if (!(c->planned_steps >= 1) || !isfinite(c->planned_steps) || !(c->fraction > 0))
         return st_errf(errmsg, ST_EINVAL, "curve interval: the run's planned steps are unknown");
     size_t n_steps = (size_t)c->planned_steps;
@@ -132,30 +164,28 @@ st_status runner_curve_interval(const runner_config *cfg, const char *db_path,
     double *loss = malloc((c->n + 1) * sizeof(double)), *lr = malloc(n_steps * sizeof(double));
     st_status rc = steps && loss && lr ? ST_OK : ST_ENOMEM;
     size_t m = rc ? 0 : usable_points(c->step, c->loss, c->n, (double)n_steps, steps, loss);
-    int need = c->lr ? MIN_POINTS + 1 : MIN_POINTS; /* C free: one more unknown */
-    if (!rc && m < (size_t)need)
-        rc = st_errf(errmsg, ST_EINVAL, "curve interval: %zu usable points, %d needed", m, need);
-    fit_curve_interval_options io = fit_curve_interval_options_default();
-    io.n_boot = 60;
-    io.seed = c->run;
-    if (!rc && !c->lr)
-        rc = sweep_misfit(cfg, db_path, fmin(c->fraction, 0.95), &io.err_min, &io.err_max, errmsg);
-    if (!rc) {
-        fit_curve_options o = fit_curve_options_default();
-        if (c->lr) {
-            memcpy(lr, c->lr, n_steps * sizeof(double)); /* Tissue et al. under its schedule */
-        } else {
-            for (size_t i = 0; i < n_steps; i++)
-                lr[i] = 1.0; /* the schedule is unknown: a power law in steps stands in */
-            o.fix_C = 1;
-        }
-        rc = fit_curve_predict_interval(lr, n_steps, steps, loss, m, &o, &io, n_steps, pred, lo, hi,
-                                        errmsg);
+    int schedule = c->lr != NULL;
+    if (!rc)
+        rc = interval_by(cfg, db_path, c, schedule, steps, loss, m, n_steps, lr, pred, lo, hi,
+                         errmsg);
+    if (schedule && rc == ST_ENUMERIC) {
+        /* the law under the schedule ran away (not a positive loss): the power law */
+        schedule = 0;
+        rc = interval_by(cfg, db_path, c, 0, steps, loss, m, n_steps, lr, pred, lo, hi, errmsg);
     }
+    if (!rc && schedule_used)
+        *schedule_used = schedule;
     free(steps);
     free(loss);
     free(lr);
     return rc;
+}
+
+st_status runner_curve_interval(const runner_config *cfg, const char *db_path,
+                                const runner_curve *c, double *pred, double *lo, double *hi,
+                                char *errmsg)
+{
+    return runner_curve_interval_law(cfg, db_path, c, pred, lo, hi, NULL, errmsg);
 }
 
 st_status runner_stop_check_front(void *ctx, const runner_config *cfg, const char *db_path,

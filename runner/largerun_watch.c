@@ -186,7 +186,8 @@ static st_status on_eval(runner_watch *w, const runner_metrics_line *l, size_t *
         c.lr = w->lr;
     double pred, lo, hi;
     char em[ST_ERRMSG_MAX];
-    if (runner_curve_interval(cfg, w->db_path, &c, &pred, &lo, &hi, em) != ST_OK)
+    int by_schedule = 0;
+    if (runner_curve_interval_law(cfg, w->db_path, &c, &pred, &lo, &hi, &by_schedule, em) != ST_OK)
         return ST_OK; /* too few points yet: no verdict */
     int out = hi < w->o.expect_lo || lo > w->o.expect_hi;
     st_status rc = ST_OK;
@@ -195,8 +196,10 @@ static st_status on_eval(runner_watch *w, const runner_metrics_line *l, size_t *
                    "the curve extrapolates to %s %.5g [%.5g, %.5g] at step %.0f, outside the "
                    "predicted [%.5g, %.5g] (%s%s)",
                    cfg->objective, pred, lo, hi, w->planned_steps, w->o.expect_lo, w->o.expect_hi,
-                   c.lr ? "Tissue law, schedule " : "power law in steps: schedule unknown",
-                   c.lr ? runner_schedule_name(w->sched.kind) : "");
+                   by_schedule ? "Tissue law, schedule "
+                   : c.lr      ? "power law in steps: the law under the schedule ran away"
+                               : "power law in steps: schedule unknown",
+                   by_schedule ? runner_schedule_name(w->sched.kind) : "");
     w->curve_out = out;
     return rc;
 }

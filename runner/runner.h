@@ -807,12 +807,18 @@ void runner_stop_rule_front(double bound, double planned_cost, const double *fro
  * FIT_CURVE_MISFIT_DEFAULT when fewer than three). With c->lr (the run's schedule, planned_steps
  * values), the law of Tissue et al. 2024 (fit/curve.h, C fitted: at least 5 points) under that
  * schedule, extrapolated the same way with the default range of errors (the sweep's other runs
- * carry no schedule to measure it on). ST_OK, ST_EINVAL (too few points, unknown planned
- * steps), ST_ENUMERIC, ST_EDB.
+ * carry no schedule to measure it on); when that law does not extrapolate to a positive loss
+ * (its annealing term ran away: fit_curve_predict_interval's ST_ENUMERIC), the power law as
+ * without c->lr. ST_OK, ST_EINVAL (too few points, unknown planned steps), ST_ENUMERIC, ST_EDB.
  */
 st_status runner_curve_interval(const runner_config *cfg, const char *db_path,
                                 const runner_curve *c, double *pred, double *lo, double *hi,
                                 char *errmsg);
+/* The same, and *schedule_used (may be NULL) 1 when the law under the schedule gave the
+ * interval, 0 when the power law in steps did. */
+st_status runner_curve_interval_law(const runner_config *cfg, const char *db_path,
+                                    const runner_curve *c, double *pred, double *lo, double *hi,
+                                    int *schedule_used, char *errmsg);
 
 /* The built-in CARBS-mode check (ctx NULL): runner_curve_interval's lower end against the
  * sweep's Pareto front (runner_store_pareto) with runner_stop_rule_front and cfg->es_margin. */

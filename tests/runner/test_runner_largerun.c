@@ -581,17 +581,13 @@ static void test_schedule_parse(void)
     CHECK_ST(runner_schedule_lr(&sc, 10, lr), ST_EINVAL);
 }
 
-/* The eval curve up to `upto` of the Tissue run: the law under the schedule (lr) or, without
- * it, the power law; *pred, *lo, *hi at the planned end. */
-static st_status ts_interval(int upto, const double *lr, double *pred, double *lo, double *hi)
+/* runner_curve_interval_law on the eval points (step, loss: n) of a run of TS_STEPS steps cut
+ * at `upto`, under the schedule lr (NULL: unknown), in a one-run sweep's store; *used: which law
+ * gave the interval (1: under the schedule). */
+static st_status ts_interval_points(const double *step, const double *loss, size_t n, int upto,
+                                    const double *lr, double *pred, double *lo, double *hi,
+                                    int *used)
 {
-    double step[TS_STEPS / 10], loss[TS_STEPS / 10], sched[TS_STEPS];
-    ts_schedule(sched);
-    size_t n = 0;
-    for (int s = 10; s <= upto; s += 10, n++) {
-        step[n] = s;
-        loss[n] = ts_loss(sched, s);
-    }
     char text[512], em[ST_ERRMSG_MAX];
     snprintf(text, sizeof(text),
              "name: ts\ncommand: ['/bin/true']\nobjective: {metric: val_loss}\n"
@@ -613,11 +609,61 @@ static st_status ts_interval(int upto, const double *lr, double *pred, double *l
     c.planned_tokens = c.planned_cost = NAN;
     c.fraction = (double)upto / TS_STEPS;
     c.lr = lr;
-    st_status rc = runner_curve_interval(cfg, db, &c, pred, lo, hi, em);
+    st_status rc = runner_curve_interval_law(cfg, db, &c, pred, lo, hi, used, em);
     if (rc)
         fprintf(stderr, "curve interval: %s\n", em);
     runner_config_destroy(cfg);
     return rc;
+}
+
+/* The eval curve up to `upto` of the Tissue run: the law under the schedule (lr) or, without
+ * it, the power law; *pred, *lo, *hi at the planned end. */
+static st_status ts_interval(int upto, const double *lr, double *pred, double *lo, double *hi)
+{
+    double step[TS_STEPS / 10], loss[TS_STEPS / 10], sched[TS_STEPS];
+    ts_schedule(sched);
+    size_t n = 0;
+    for (int s = 10; s <= upto; s += 10, n++) {
+        step[n] = s;
+        loss[n] = ts_loss(sched, s);
+    }
+    int used = -1;
+    st_status rc = ts_interval_points(step, loss, n, upto, lr, pred, lo, hi, &used);
+    CHECK(rc || used == (lr != NULL));
+    return rc;
+}
+
+/* Points that fall in a straight line from 10% to 40% of a cosine run: under the schedule, the
+ * law puts the fall in its annealing term and extrapolates to a negative loss; the interval is
+ * then the power law's, positive, and says so. */
+static void test_curve_runaway(void)
+{
+    double lr[TS_STEPS], step[TS_STEPS / 10], loss[TS_STEPS / 10];
+    ts_schedule(lr);
+    size_t n = 0;
+    for (int s = 20; s <= 80; s += 5, n++) {
+        step[n] = s;
+        loss[n] = 3.0 - 2.0 * s / TS_STEPS;
+    }
+    double pred, lo, hi, ppred, plo, phi;
+    int used = -1;
+    CHECK_ST(ts_interval_points(step, loss, n, 80, lr, &pred, &lo, &hi, &used), ST_OK);
+    CHECK(used == 0 && lo > 0 && lo <= pred && pred <= hi);
+    CHECK_ST(ts_interval_points(step, loss, n, 80, NULL, &ppred, &plo, &phi, &used), ST_OK);
+    CHECK(used == 0 && ppred == pred && plo == lo && phi == hi);
+    /* the law under the schedule alone refuses: not a positive loss */
+    fit_curve_options o = fit_curve_options_default();
+    fit_curve_interval_options io = fit_curve_interval_options_default();
+    io.n_boot = 60;
+    size_t ps[TS_STEPS / 10];
+    for (size_t k = 0; k < n; k++)
+        ps[k] = (size_t)step[k];
+    char em[ST_ERRMSG_MAX] = "";
+    CHECK_ST(fit_curve_predict_interval(lr, TS_STEPS, ps, loss, n, &o, &io, TS_STEPS, &pred, &lo,
+                                        &hi, em),
+             ST_ENUMERIC);
+    CHECK(strstr(em, "not a positive loss") != NULL);
+    printf("runaway: %s; the power law instead: %.4f [%.4f, %.4f]\n", em, ppred, plo, phi);
 }
 
 static void test_curve_law(void)
@@ -727,6 +773,7 @@ int main(int argc, char **argv)
     test_alerts();
     test_schedule_parse();
     test_curve_law();
+    test_curve_runaway();
     test_straggler_restart();
     char data[4200];
     snprintf(data, sizeof(data), "%s", tu_path("text.txt"));
