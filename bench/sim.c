@@ -440,7 +440,8 @@ static void run_areas(const sim_setting *s, double S, double lambda, const doubl
     out[n] = (sim_areas){S1, S2};
 }
 
-/* The curve law's constants of one run (sim_law.anneal_frac): Ac S1^-beta - C S2 (+ L0). */
+/* The curve law's constants of one run (sim_law.anneal_frac): its varying part Ac S1^-beta - C S2.
+ */
 typedef struct sim_curve {
     double Ac, C, beta;
 } sim_curve;
@@ -468,7 +469,8 @@ static sim_curve curve_constants(const sim_law *law, const sim_setting *s, doubl
  * final loss of a run of the tokens seen so far (every penalty at that length; a diverging
  * setting's loss as if it had not), plus what the law says the run has not yet annealed: the law
  * at this point of the run's schedule less the law at the end of a schedule of `step` steps.
- * Returns NAN when the shorter setting is not valid. */
+ * L_ND(N, tokens seen) alone when the shorter setting is not valid (not expected: its tokens are
+ * at least one batch), so that no record carries a NaN. */
 static double curve_loss(const sim_law *law, const sim_setting *s, const sim_curve *c, double step,
                          sim_areas here)
 {
@@ -476,7 +478,7 @@ static double curve_loss(const sim_law *law, const sim_setting *s, const sim_cur
     sh.D = fmin(s->D, step * s->batch);
     sim_terms t;
     if (sim_eval(law, &sh, &t, NULL) != ST_OK)
-        return NAN;
+        return sim_loss_nd(law, s->N, sh.D);
     double pen =
         (1.0 + t.pen_lr_bs + t.pen_warmup + t.pen_wd) * (s->optimizer == 1 ? law->lion_loss : 1.0);
     sim_areas fresh;
