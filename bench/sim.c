@@ -154,6 +154,13 @@ static int bad(double x)
     return !isfinite(x);
 }
 
+/* The factor on L_ND of a setting's terms: 1 + its penalties, times Lion's loss ratio. */
+static double loss_factor(const sim_law *law, const sim_setting *s, const sim_terms *t)
+{
+    return (1.0 + t->pen_lr_bs + t->pen_warmup + t->pen_wd) *
+           (s->optimizer == 1 ? law->lion_loss : 1.0);
+}
+
 st_status sim_eval(const sim_law *law, const sim_setting *s, sim_terms *t, char *errmsg)
 {
     char scratch[ST_ERRMSG_MAX];
@@ -213,9 +220,7 @@ st_status sim_eval(const sim_law *law, const sim_setting *s, sim_terms *t, char 
     }
 
     t->diverged = s->lr > t->lr_max;
-    t->loss = t->diverged ? INFINITY
-                          : t->loss_nd * (1.0 + t->pen_lr_bs + t->pen_warmup + t->pen_wd) *
-                                (s->optimizer == 1 ? law->lion_loss : 1.0);
+    t->loss = t->diverged ? INFINITY : t->loss_nd * loss_factor(law, s, t);
     return ST_OK;
 }
 
@@ -479,8 +484,7 @@ static double curve_loss(const sim_law *law, const sim_setting *s, const sim_cur
     sim_terms t;
     if (sim_eval(law, &sh, &t, NULL) != ST_OK)
         return sim_loss_nd(law, s->N, sh.D);
-    double pen =
-        (1.0 + t.pen_lr_bs + t.pen_warmup + t.pen_wd) * (s->optimizer == 1 ? law->lion_loss : 1.0);
+    double pen = loss_factor(law, s, &t);
     sim_areas fresh;
     run_areas(&sh, step, law->anneal_lambda, NULL, 0, &fresh);
     double excess =
@@ -508,8 +512,7 @@ st_status sim_emit(const sim_law *law, const sim_setting *s, uint64_t seed, int 
     double z_final = st_rng_gaussian(r); /* the first draw, as in sim_run */
     double S = fmax(1.0, floor(t.steps));
     double stop = t.diverged ? divergence_step(s, &t) : INFINITY;
-    double pen =
-        (1.0 + t.pen_lr_bs + t.pen_warmup + t.pen_wd) * (s->optimizer == 1 ? law->lion_loss : 1.0);
+    double pen = loss_factor(law, s, &t);
     for (int k = 1; k <= n_report; k++)
         at[k - 1] = fmax(1.0, round((double)k * S / n_report));
     run_areas(s, S, law->anneal_lambda, at, n_report, areas);
