@@ -30,13 +30,15 @@ static void usage(FILE *f)
                "  --factor F            target compute = F x the largest successful run\n"
                "  --config FILE         override the stored sweep file's parameter spaces,\n"
                "                        bounds and rounding (default: the stored sweep file)\n"
-               "  --role NAME=ROLE      what a parameter is: N, D, size, lr, batch, other\n"
-               "                        (default: from its name; repeatable)\n"
+               "  --role NAME=ROLE      what a parameter is: N, D, size, steps, lr, batch,\n"
+               "                        other (default: from its name; repeatable)\n"
                "  --method M            auto (default), front (CARBS' Pareto laws), model\n"
                "  --bootstrap R         replicates (default 200)\n"
                "  --seed S              bootstrap seed (default 42)\n"
                "  --level L             interval level (default 0.9)\n"
                "  --max-p-diverge P     largest accepted P(diverge) (default 0.05)\n"
+               "  --prior-ab-sd S       sd of the prior on alpha - beta (default 0.05; 0 turns\n"
+               "                        it off)\n"
                "  --prior-law-sd S      scale of the literature priors on the hyperparameter\n"
                "                        laws (default 1; 0 turns them off)\n"
                "  --prior-wd-sd S       sd of the weight decay's timescale prior (default\n"
@@ -96,7 +98,7 @@ static int parse_role(const char *s, fit_xp_role *r)
         fit_xp_role role;
     } t[] = {{"N", FIT_XP_N},      {"D", FIT_XP_D},         {"size", FIT_XP_SIZE},
              {"lr", FIT_XP_LR},    {"batch", FIT_XP_BATCH}, {"other", FIT_XP_OTHER},
-             {"auto", FIT_XP_AUTO}};
+             {"steps", FIT_XP_STEPS}, {"auto", FIT_XP_AUTO}};
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
         if (!strcasecmp(s, t[i].name)) {
             *r = t[i].role;
@@ -212,7 +214,7 @@ static int parse_args(int argc, char **argv, args *a)
             }
             a->o.max_p_diverge = d;
         } else if (!strcmp(s, "--prior-law-sd") || !strcmp(s, "--prior-wd-sd") ||
-                   !strcmp(s, "--prior-draw")) {
+                   !strcmp(s, "--prior-ab-sd") || !strcmp(s, "--prior-draw")) {
             if (!parse_double(v, &d) || d < 0) {
                 cli_error(NULL, "%s: '%s' is not a number >= 0", s, v);
                 return 2;
@@ -221,6 +223,8 @@ static int parse_args(int argc, char **argv, args *a)
                 a->o.prior_law_sd = d;
             else if (!strcmp(s, "--prior-draw"))
                 a->o.prior_draw = d;
+            else if (!strcmp(s, "--prior-ab-sd"))
+                a->o.prior_ab_sd = d;
             else
                 a->o.prior_wd_sd = d;
         } else if (!strcmp(s, "--method")) {
@@ -238,7 +242,7 @@ static int parse_args(int argc, char **argv, args *a)
             const char *eq = strchr(v, '=');
             fit_xp_role r;
             if (!eq || eq == v || !parse_role(eq + 1, &r) || a->n_roles >= 32) {
-                cli_error("e.g. --role d_model=size (roles: N, D, size, lr, batch, other)",
+                cli_error("e.g. --role d_model=size (roles: N, D, size, steps, lr, batch, other)",
                           "--role: cannot read '%s'", v);
                 return 2;
             }

@@ -118,6 +118,10 @@ fit_xp_role fit_xp_role_guess(const char *name)
                                           "depth",   "n_head", "n_heads", "d_ff",    NULL};
     static const char *const lr_names[] = {"lr", "learning_rate", "eta", "peak_lr", NULL};
     static const char *const b_names[] = {"batch", "batch_size", "bs", "batch_tokens", NULL};
+    static const char *const t_names[] = {"steps",       "max_steps",   "max_iters",
+                                          "iters",       "num_steps",   "train_steps",
+                                          "total_steps", "n_steps",     "iterations",
+                                          "train_iters", "num_iters",   NULL};
     if (!name)
         return FIT_XP_OTHER;
     if (name_in(name, n_names))
@@ -130,6 +134,8 @@ fit_xp_role fit_xp_role_guess(const char *name)
         return FIT_XP_LR;
     if (name_in(name, b_names))
         return FIT_XP_BATCH;
+    if (name_in(name, t_names))
+        return FIT_XP_STEPS;
     return FIT_XP_OTHER;
 }
 
@@ -150,6 +156,8 @@ const char *fit_xp_role_name(fit_xp_role r)
         return "lr";
     case FIT_XP_BATCH:
         return "batch";
+    case FIT_XP_STEPS:
+        return "steps";
     }
     return "?";
 }

@@ -40,16 +40,19 @@ typedef enum fit_xp_role {
     FIT_XP_SIZE = 3,  /* sets the model size with others (d_model, n_layer); N comes from runs */
     FIT_XP_LR = 4,    /* the (peak) learning rate: also the axis of the stability boundary */
     FIT_XP_BATCH = 5, /* the batch size */
+    FIT_XP_STEPS = 6, /* sets the training tokens with the batch (max_steps, max_iters); D comes
+                         from runs */
 } fit_xp_role;
 
 /* Names: "N": n, params, n_params, model_size; "D": d, tokens, n_tokens, train_tokens, data;
  * "SIZE": d_model, n_embd, width, n_layer(s), depth, n_head(s); "LR": lr, learning_rate, eta;
- * "BATCH": batch, batch_size, bs; anything else OTHER. Case-insensitive. */
+ * "BATCH": batch, batch_size, bs; "STEPS": steps, max_steps, max_iters, iters, num_steps,
+ * train_steps, total_steps, n_steps, iterations; anything else OTHER. Case-insensitive. */
 fit_xp_role fit_xp_role_guess(const char *name);
 /* 1 when the name is a warmup's (it contains "warmup"): the engine's fixed-steps prior and
  * study/'s log-scale policy apply to it. */
 int fit_xp_is_warmup(const char *name);
-/* "auto", "other", "N", "D", "size", "lr", "batch" (static). */
+/* "auto", "other", "N", "D", "size", "lr", "batch", "steps" (static). */
 const char *fit_xp_role_name(fit_xp_role r);
 
 /* One parameter of the sweep, in the sweep's order. */

@@ -80,6 +80,11 @@ typedef struct xp_model {
     /* ln N = size_c[0] + sum_j size_c[1+j] b_j over the SIZE parameters (NAN when none) */
     size_t n_size, size_param[XP_MAX_HP];
     double size_c[1 + XP_MAX_HP];
+    /* ln D = tok_c[0] + sum_j tok_c[1+j] ln x_j over the STEPS and BATCH parameters when a STEPS
+     * parameter sets the tokens and D comes from the runs (n_tok 0 otherwise); tok_solve is the
+     * index into tok_param of the STEPS parameter the recommendation solves for */
+    size_t n_tok, tok_param[XP_MAX_HP], tok_solve;
+    double tok_c[1 + XP_MAX_HP];
     double fail_loss;
     size_t n_rep;
     /* categorical factors: parameter indices, reference levels, their levels' first slot index
@@ -203,6 +208,8 @@ void xp_level_terms(const fit_xp *xp, const double *th, const double *b, double 
                     double *lr_shift);
 /* ln N of a parameter row x (via the N parameter or the SIZE regression), NAN if unknown. */
 double xp_model_lnN(const fit_xp *xp, const double *x);
+/* ln D of the full row x: the D parameter's, else the STEPS regression's (m->tok_c), else NAN. */
+double xp_model_lnD(const fit_xp *xp, const double *x);
 
 /* ---- the model's objectives and minimisers (extrapolate_model.c) ---------------------------- */
 

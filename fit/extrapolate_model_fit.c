@@ -183,7 +183,65 @@ void xp_level_terms(const fit_xp *xp, const double *th, const double *b, double 
     }
 }
 
-/* ln N on the SIZE parameters' basic coordinates by OLS (GSL) over runs with N known. */
+/* Regressor q of run i: the basic coordinate of parameter idx[q], or with ln_values the log of
+ * its value (NAN when not positive). */
+static double regressor(const fit_xp *xp, size_t i, size_t j, int ln_values)
+{
+    double x = xp->x[i * xp->P + j];
+    return ln_values ? (x > 0 ? log(x) : NAN) : xp->b[i * xp->P + j];
+}
+
+/* OLS (GSL) of ln v[i], over the runs where v and every regressor are known, on the parameters
+ * idx[0..k-1] (regressor()): c[0] + sum_j c[1+j] r_j. *ok = 0 when there are too few such runs
+ * or the fit fails (a parameter that never varied). */
+static st_status log_regression(const fit_xp *xp, const double *v, const size_t *idx, size_t k,
+                                int ln_values, double *c, int *ok)
+{
+    size_t n = 0, p = 1 + k;
+    *ok = 0;
+    for (size_t i = 0; i < xp->n; i++) {
+        int use = isfinite(v[i]) && v[i] > 0;
+        for (size_t q = 0; use && q < k; q++)
+            use = isfinite(regressor(xp, i, idx[q], ln_values));
+        n += use;
+    }
+    if (n < p + 1)
+        return ST_OK;
+    gsl_matrix *X = gsl_matrix_alloc(n, p), *cov = gsl_matrix_alloc(p, p);
+    gsl_vector *y = gsl_vector_alloc(n), *cv = gsl_vector_alloc(p);
+    gsl_multifit_linear_workspace *w = gsl_multifit_linear_alloc(n, p);
+    st_status s = ST_OK;
+    if (!X || !cov || !y || !cv || !w) {
+        s = ST_ENOMEM;
+    } else {
+        size_t r = 0;
+        for (size_t i = 0; i < xp->n && r < n; i++) {
+            int use = isfinite(v[i]) && v[i] > 0;
+            for (size_t q = 0; use && q < k; q++)
+                use = isfinite(regressor(xp, i, idx[q], ln_values));
+            if (!use)
+                continue;
+            gsl_matrix_set(X, r, 0, 1.0);
+            for (size_t q = 0; q < k; q++)
+                gsl_matrix_set(X, r, 1 + q, regressor(xp, i, idx[q], ln_values));
+            gsl_vector_set(y, r, log(v[i]));
+            r++;
+        }
+        double chisq;
+        *ok = gsl_multifit_linear(X, y, cv, cov, &chisq, w) == 0;
+        for (size_t q = 0; *ok && q < p; q++)
+            *ok = isfinite(c[q] = gsl_vector_get(cv, q));
+    }
+    gsl_matrix_free(X);
+    gsl_matrix_free(cov);
+    gsl_vector_free(y);
+    gsl_vector_free(cv);
+    gsl_multifit_linear_free(w);
+    return s;
+}
+
+/* ln N on the logs of the SIZE parameters' values over runs with N known: exact for
+ * N ~ n_layer d_model^2 whatever their spaces (n_layer is often linear). */
 static st_status fit_size_regression(fit_xp *xp)
 {
     xp_model *m = &xp->m;
@@ -193,43 +251,48 @@ static st_status fit_size_regression(fit_xp *xp)
             m->size_param[m->n_size++] = j;
     if (!m->n_size)
         return ST_OK;
-    size_t n = 0, p = 1 + m->n_size;
-    for (size_t i = 0; i < xp->n; i++)
-        if (isfinite(xp->N[i]))
-            n++;
-    if (n < p + 1) {
+    int ok;
+    st_status s = log_regression(xp, xp->N, m->size_param, m->n_size, 1, m->size_c, &ok);
+    if (!ok)
         m->n_size = 0;
+    return s;
+}
+
+/* ln D on the logs of the STEPS and BATCH parameters' values over runs with D known (a sweep
+ * that sets its tokens as steps x batch: nanoGPT's max_iters, a trainer's max_steps; exact
+ * whatever their spaces). Without a D parameter only; the STEPS parameter with the largest
+ * coefficient is the one solved for. */
+static st_status fit_tokens_regression(fit_xp *xp)
+{
+    xp_model *m = &xp->m;
+    size_t n_steps = 0;
+    m->n_tok = 0;
+    m->tok_solve = NONE;
+    for (size_t j = 0; j < xp->P; j++)
+        if (xp->role[j] == FIT_XP_D)
+            return ST_OK;
+    for (size_t j = 0; j < xp->P && m->n_tok < XP_MAX_HP; j++)
+        if ((xp->role[j] == FIT_XP_STEPS || xp->role[j] == FIT_XP_BATCH) &&
+            !xp->par[j].n_levels) {
+            n_steps += xp->role[j] == FIT_XP_STEPS;
+            m->tok_param[m->n_tok++] = j;
+        }
+    if (!n_steps) {
+        m->n_tok = 0;
         return ST_OK;
     }
-    gsl_matrix *X = gsl_matrix_alloc(n, p), *cov = gsl_matrix_alloc(p, p);
-    gsl_vector *y = gsl_vector_alloc(n), *c = gsl_vector_alloc(p);
-    gsl_multifit_linear_workspace *w = gsl_multifit_linear_alloc(n, p);
-    st_status s = ST_OK;
-    if (!X || !cov || !y || !c || !w) {
-        s = ST_ENOMEM;
-    } else {
-        size_t r = 0;
-        for (size_t i = 0; i < xp->n; i++) {
-            if (!isfinite(xp->N[i]))
-                continue;
-            gsl_matrix_set(X, r, 0, 1.0);
-            for (size_t k = 0; k < m->n_size; k++)
-                gsl_matrix_set(X, r, 1 + k, xp->b[i * xp->P + m->size_param[k]]);
-            gsl_vector_set(y, r, log(xp->N[i]));
-            r++;
+    int ok;
+    st_status s = log_regression(xp, xp->D, m->tok_param, m->n_tok, 1, m->tok_c, &ok);
+    double cmax = 0;
+    for (size_t q = 0; ok && q < m->n_tok; q++)
+        if (xp->role[m->tok_param[q]] == FIT_XP_STEPS && fabs(m->tok_c[1 + q]) > cmax) {
+            cmax = fabs(m->tok_c[1 + q]);
+            m->tok_solve = q;
         }
-        double chisq;
-        if (gsl_multifit_linear(X, y, c, cov, &chisq, w) != 0)
-            m->n_size = 0;
-        else
-            for (size_t k = 0; k < p; k++)
-                m->size_c[k] = gsl_vector_get(c, k);
+    if (!ok || !(cmax > 1e-6)) { /* no STEPS parameter moves the tokens */
+        m->n_tok = 0;
+        m->tok_solve = NONE;
     }
-    gsl_matrix_free(X);
-    gsl_matrix_free(cov);
-    gsl_vector_free(y);
-    gsl_vector_free(c);
-    gsl_multifit_linear_free(w);
     return s;
 }
 
@@ -238,6 +301,20 @@ void xp_model_clear(xp_model *m)
     free(m->th_rep);
     free(m->g_rep);
     memset(m, 0, sizeof(*m));
+}
+
+double xp_model_lnD(const fit_xp *xp, const double *x)
+{
+    const xp_model *m = &xp->m;
+    for (size_t j = 0; j < xp->P; j++)
+        if (xp->role[j] == FIT_XP_D)
+            return log(x[j]);
+    if (!m->n_tok)
+        return NAN;
+    double l = m->tok_c[0];
+    for (size_t q = 0; q < m->n_tok; q++)
+        l += m->tok_c[1 + q] * (x[m->tok_param[q]] > 0 ? log(x[m->tok_param[q]]) : NAN);
+    return l;
 }
 
 double xp_model_lnN(const fit_xp *xp, const double *x)
@@ -249,10 +326,8 @@ double xp_model_lnN(const fit_xp *xp, const double *x)
     if (!m->n_size)
         return NAN;
     double l = m->size_c[0];
-    for (size_t s = 0; s < m->n_size; s++) {
-        size_t j = m->size_param[s];
-        l += m->size_c[1 + s] * xp_to_basic(xp->par[j].space, x[j]);
-    }
+    for (size_t s = 0; s < m->n_size; s++)
+        l += m->size_c[1 + s] * (x[m->size_param[s]] > 0 ? log(x[m->size_param[s]]) : NAN);
     return l;
 }
 
@@ -341,7 +416,7 @@ static st_status assemble_runs(fit_xp *xp, fit_work *w)
     w->n_okr = 0;
     for (size_t i = 0; i < n; i++) {
         double lN = isfinite(xp->N[i]) ? log(xp->N[i]) : xp_model_lnN(xp, &xp->x[i * P]);
-        double lD = isfinite(xp->D[i]) ? log(xp->D[i]) : NAN;
+        double lD = isfinite(xp->D[i]) ? log(xp->D[i]) : xp_model_lnD(xp, &xp->x[i * P]);
         w->lN[i] = lN;
         w->lD[i] = lD;
         w->ly[i] = xp->failed[i] ? NAN : log(xp->obj[i]);
@@ -579,7 +654,8 @@ static void refit_with_priors(fit_xp *xp, const fit_work *w, xp_jm_data *d, size
     xp_model *m = &xp->m;
     double dof = (double)w->n_okr - (double)d->n_free;
     m->sigma = residual_sd(d, w, th, dof);
-    double sg = fmax(m->sigma, PRIOR_SIGMA_MIN), sd = xp->o.prior_ab_sd;
+    double smin = getenv("XP_SIGMA_MIN") ? atof(getenv("XP_SIGMA_MIN")) : PRIOR_SIGMA_MIN;
+    double sg = fmax(m->sigma, smin), sd = xp->o.prior_ab_sd;
     if (k_wd != NONE)
         xp_wd_prior_set(xp, d, k_wd, sg);
     xp_law_priors_set(xp, d, k_wd, sg);
@@ -909,6 +985,8 @@ static st_status model_fit(fit_xp *xp, fit_work *w)
     st_status s = choose_factors(xp);
     if (s == ST_OK)
         s = fit_size_regression(xp);
+    if (s == ST_OK)
+        s = fit_tokens_regression(xp);
     if (s == ST_OK)
         s = work_alloc(w, xp->n, xp->n_cp, xp->cp_max, m->n_hp ? m->n_hp : 1, m->n_fac);
     if (s == ST_OK)

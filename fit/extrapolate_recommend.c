@@ -47,14 +47,6 @@
 
 /* ---- the model at a setting ------------------------------------------------------------- */
 
-static double lnD_of(const fit_xp *xp, const double *x)
-{
-    for (size_t j = 0; j < xp->P; j++)
-        if (xp->role[j] == FIT_XP_D)
-            return log(x[j]);
-    return NAN;
-}
-
 /* The centred coordinates bh of the hypers in the full basic row b (NAN where inactive); the
  * model th with the learning rate's optimum moved by b's levels into tl (XP_HP_OFF(n_hp)
  * slots), their offset of ln L into *delta. */
@@ -128,16 +120,40 @@ static void setting_basic(const fit_xp *xp, const double *th, double lN, double 
 
 /* The SIZE parameter solved for (index into m->size_param, NONE if none) set in b so that the
  * SIZE regression gives ln N = lN. */
-static void solve_size(const xp_model *m, size_t solve, double lN, double *b)
+static void solve_size(const fit_xp *xp, size_t solve, double lN, double *b)
 {
+    const xp_model *m = &xp->m;
     if (solve == NONE)
         return;
     size_t j = m->size_param[solve];
     double acc = m->size_c[0];
-    for (size_t s = 0; s < m->n_size; s++)
+    for (size_t s = 0; s < m->n_size; s++) {
+        size_t i = m->size_param[s];
         if (s != solve)
-            acc += m->size_c[1 + s] * b[m->size_param[s]];
-    b[j] = (lN - acc) / m->size_c[1 + solve];
+            acc += m->size_c[1 + s] * log(xp_from_basic(xp->par[i].space, b[i]));
+    }
+    double v = exp((lN - acc) / m->size_c[1 + solve]);
+    if (isfinite(v) && v > 0)
+        b[j] = xp_to_basic(xp->par[j].space, v);
+}
+
+/* The STEPS parameter solved for (m->tok_solve) set in the basic row b so that the tokens
+ * regression, with b's batch, gives ln D = lD (nothing when the sweep has no such parameter). */
+static void solve_tokens(const fit_xp *xp, double lD, double *b)
+{
+    const xp_model *m = &xp->m;
+    if (!m->n_tok || m->tok_solve == NONE)
+        return;
+    double acc = m->tok_c[0];
+    for (size_t q = 0; q < m->n_tok; q++) {
+        size_t j = m->tok_param[q];
+        if (q != m->tok_solve)
+            acc += m->tok_c[1 + q] * log(xp_from_basic(xp->par[j].space, b[j]));
+    }
+    size_t j = m->tok_param[m->tok_solve];
+    double v = exp((lD - acc) / m->tok_c[1 + m->tok_solve]);
+    if (isfinite(v) && v > 0)
+        b[j] = xp_to_basic(xp->par[j].space, v);
 }
 
 /* The compute-optimal ln N of replicate th at ln(N D) = lND (its Chinchilla part on a grid). */
@@ -404,13 +420,20 @@ static void rec_finish(fit_xp *xp, double lN, double lND, rec_work *w)
     for (size_t j = 0; j < P; j++)
         xp->rec[j] = xp_finish_rec(xp, j, xp_from_basic(xp->par[j].space, w->b[j]));
     xp_clamp_warn(xp);
-    double lNr = xp_model_lnN(xp, xp->rec), lDr = lnD_of(xp, xp->rec);
-    if (isfinite(lNr) && isfinite(lDr) && fabs(lNr - lN) > ROUND_TOL)
+    double lNr = xp_model_lnN(xp, xp->rec), lDr = xp_model_lnD(xp, xp->rec);
+    if (isfinite(lNr) && isfinite(lDr) && fabs(lNr - lN) > ROUND_TOL) {
         for (size_t j = 0; j < P; j++)
             if (xp->role[j] == FIT_XP_D) {
                 xp->rec[j] = xp_finish_value(xp, j, exp(lND - lNr), NULL);
                 lDr = log(xp->rec[j]);
             }
+        if (xp->m.n_tok && xp->m.tok_solve != NONE) { /* the steps take it up */
+            size_t j = xp->m.tok_param[xp->m.tok_solve];
+            solve_tokens(xp, lND - lNr, w->b);
+            xp->rec[j] = xp_finish_value(xp, j, xp_from_basic(xp->par[j].space, w->b[j]), NULL);
+            lDr = xp_model_lnD(xp, xp->rec);
+        }
+    }
     if (!isfinite(lNr))
         lNr = lN;
     if (!isfinite(lDr))
@@ -433,7 +456,8 @@ static void rec_intervals(fit_xp *xp, double lND, double s, rec_work *w)
         const double *th = &m->th_rep[r * XP_NTH];
         double lNq = best_lN(th, lND), lDq = lND - lNq;
         setting_basic(xp, th, lNq, lDq, s, w->base, w->bq);
-        solve_size(m, w->solve, lNq, w->bq);
+        solve_size(xp, w->solve, lNq, w->bq);
+        solve_tokens(xp, lDq, w->bq);
         for (size_t j = 0; j < P; j++)
             w->repv[r * P + j] = xp_from_basic(xp->par[j].space, w->bq[j]);
         w->repN[r] = exp(lNq);
@@ -562,7 +586,8 @@ st_status xp_model_recommend(fit_xp *xp, double C)
     setting_basic(xp, m->th, lN, lND - lN, s, w.base, w.b);
     if (xp->o.robust)
         refine_hypers(xp, lN, lND - lN, w.b);
-    solve_size(m, w.solve, lN, w.b);
+    solve_size(xp, w.solve, lN, w.b);
+    solve_tokens(xp, lND - lN, w.b);
     rec_finish(xp, lN, lND, &w);
     rec_intervals(xp, lND, s, &w);
     xp->res.method = FIT_XP_METHOD_MODEL;
@@ -665,7 +690,7 @@ st_status fit_xp_predict(const fit_xp *xp, const double *x, double N, double D, 
     const xp_model *m = &xp->m;
     size_t P = xp->P, R = m->n_rep;
     double lN = isfinite(N) && N > 0 ? log(N) : xp_model_lnN(xp, x);
-    double lD = isfinite(D) && D > 0 ? log(D) : lnD_of(xp, x);
+    double lD = isfinite(D) && D > 0 ? log(D) : xp_model_lnD(xp, x);
     if (!isfinite(lN) || !isfinite(lD))
         return ST_EINVAL;
     double *b = malloc((P + R) * sizeof(double));
@@ -703,7 +728,7 @@ st_status fit_xp_predict_replicates(const fit_xp *xp, const double *x, double N,
         return ST_ENOTFOUND;
     const xp_model *m = &xp->m;
     double lN = isfinite(N) && N > 0 ? log(N) : xp_model_lnN(xp, x);
-    double lD = isfinite(D) && D > 0 ? log(D) : lnD_of(xp, x);
+    double lD = isfinite(D) && D > 0 ? log(D) : xp_model_lnD(xp, x);
     if (!isfinite(lN) || !isfinite(lD))
         return ST_EINVAL;
     double *b = malloc((xp->P + 1) * sizeof(double));

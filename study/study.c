@@ -91,7 +91,7 @@ static void set_bounds(study *s, size_t j, const runner_param_spec *ps)
     p->min = ps->p.min;
     p->max = ps->p.max;
     fit_xp_role role = p->role == FIT_XP_AUTO ? fit_xp_role_guess(p->name) : p->role;
-    if (role == FIT_XP_N || role == FIT_XP_D || role == FIT_XP_SIZE) {
+    if (role == FIT_XP_N || role == FIT_XP_D || role == FIT_XP_SIZE || role == FIT_XP_STEPS) {
         /* extrapolated: no upper bound; an integer keeps its lower bound (rounding) */
         p->max = INFINITY;
         if (!p->is_integer)

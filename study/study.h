@@ -12,7 +12,7 @@
  *    override file), with their spaces, integer rounding and bounds. Fixed numeric parameters
  *    are not fitted; they are copied into the recommendation so it is a complete setting.
  *  - Roles: from the name (fit_xp_role_guess) unless overridden.
- *  - Bounds of the recommendation: model size and tokens (roles N, D, size) are what is
+ *  - Bounds of the recommendation: model size and tokens (roles N, D, size, steps) are what is
  *    extrapolated, so their searched bounds do not apply (an integer keeps its lower bound).
  *    The learning rate follows its law below its searched range (never above its largest
  *    tried value: the stability boundary is unknown there), the batch above it (never below

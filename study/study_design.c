@@ -95,7 +95,8 @@ static st_status add_coord(study_space *sp, size_t i, char *errmsg)
     }
     sp->role[j] = fit_xp_role_guess(ps->p.name);
     fit_xp_role r = sp->role[j];
-    if (ps->p.active_if && (r == FIT_XP_N || r == FIT_XP_D || r == FIT_XP_SIZE))
+    if (ps->p.active_if &&
+        (r == FIT_XP_N || r == FIT_XP_D || r == FIT_XP_SIZE || r == FIT_XP_STEPS))
         return st_errf(errmsg, ST_EINVAL,
                        "study mode: parameter '%s' sizes the run (model size or tokens) but is "
                        "conditional (when: %s): the design's cost needs it in every run",
@@ -250,7 +251,7 @@ static int scaled(const study_space *sp, size_t j)
     if (sp->jN != STUDY_NONE && sp->jD != STUDY_NONE)
         return j == sp->jN || j == sp->jD;
     fit_xp_role r = sp->role[j];
-    return r == FIT_XP_N || r == FIT_XP_D || r == FIT_XP_SIZE;
+    return r == FIT_XP_N || r == FIT_XP_D || r == FIT_XP_SIZE || r == FIT_XP_STEPS;
 }
 
 void study_space_under_cap(const study_space *sp, double *x)

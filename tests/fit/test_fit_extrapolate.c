@@ -29,7 +29,69 @@ static void test_roles(void)
     CHECK(fit_xp_role_guess("d_model") == FIT_XP_SIZE);
     CHECK(fit_xp_role_guess("batch_size") == FIT_XP_BATCH);
     CHECK(fit_xp_role_guess("warmup") == FIT_XP_OTHER);
+    CHECK(fit_xp_role_guess("max_iters") == FIT_XP_STEPS);
+    CHECK(fit_xp_role_guess("Max_Steps") == FIT_XP_STEPS);
     CHECK(!strcmp(fit_xp_role_name(FIT_XP_LR), "lr"));
+    CHECK(!strcmp(fit_xp_role_name(FIT_XP_STEPS), "steps"));
+}
+
+/* A sweep that sets its tokens as steps x batch (nanoGPT's max_iters; the trainer's records give
+ * N and D): exact law runs, max_iters on a linear integer scale, the batch's optimum moving as
+ * D^0.5. The recommendation's max_iters x batch is the D it predicts for (the tokens
+ * regression is exact in logs, whatever the spaces), the run costs the target compute, and
+ * max_iters goes past every value tried (a role OTHER parameter would have stayed inside).
+ * Before the STEPS role the engine took max_iters for a hyperparameter with an optimum: the
+ * command then trained other tokens than the prediction's (20% fewer at 1000x on a
+ * nanoGPT-style llmsim sweep). */
+static void test_steps_tokens(void)
+{
+    const double A = 400, B = 2000, E = 1.8, al = 0.34, be = 0.30;
+    fit_xp_param p[4];
+    fit_xp_param_init(&p[0], "N", FIT_XP_LOG);
+    fit_xp_param_init(&p[1], "max_iters", FIT_XP_LINEAR);
+    fit_xp_param_init(&p[2], "batch_size", FIT_XP_LOG);
+    fit_xp_param_init(&p[3], "lr", FIT_XP_LOG);
+    p[1].is_integer = 1;
+    enum { n = 160 };
+    double x[n * 4], cost[n], obj[n], Nv[n], Dv[n], it_max = 0;
+    st_rng *rng = NULL;
+    st_rng_create(11, &rng);
+    for (size_t i = 0; i < n; i++) {
+        double N = exp(log(1e6) + st_rng_uniform(rng) * log(30.0));
+        double iters = round(500 + st_rng_uniform(rng) * 19500);
+        double bs = exp(log(8192) + st_rng_uniform(rng) * log(32.0));
+        double D = iters * bs;
+        double ub = log(bs) - (log(3e4) + 0.5 * log(D / 1e9));
+        double ul = st_rng_uniform(rng) * 3 - 1.5;
+        double lr = exp(log(0.01) - 0.5 * log(N / 1e7) + ul);
+        x[4 * i] = N, x[4 * i + 1] = iters, x[4 * i + 2] = bs, x[4 * i + 3] = lr;
+        Nv[i] = N, Dv[i] = D;
+        cost[i] = 6 * N * D;
+        obj[i] = (E + A * pow(N, -al) + B * pow(D, -be)) * (1 + 0.02 * ub * ub + 0.02 * ul * ul);
+        it_max = fmax(it_max, iters);
+    }
+    st_rng_destroy(rng);
+    fit_xp *xp = NULL;
+    fit_xp_create(&xp);
+    fit_xp_options o = fit_xp_options_default();
+    o.n_boot = 10;
+    fit_xp_set_options(xp, &o);
+    CHECK_ST(fit_xp_set_runs(xp, 4, p, n, x, cost, obj, NULL, Nv, Dv), ST_OK);
+    double Cmax = 0;
+    for (size_t i = 0; i < n; i++)
+        Cmax = fmax(Cmax, cost[i]);
+    CHECK_ST(fit_xp_run(xp, 100 * Cmax), ST_OK);
+    fit_xp_result r;
+    fit_xp_get_result(xp, &r);
+    CHECK(r.method == FIT_XP_METHOD_MODEL);
+    CHECK(fit_xp_param_role(xp, 1) == FIT_XP_STEPS);
+    CHECK(r.value[1] == round(r.value[1]));
+    CHECK_REL(r.value[1] * r.value[2], r.D, 1e-9);
+    CHECK_REL(6 * r.N * r.D, 100 * Cmax, 1e-3);
+    CHECK(r.value[1] > it_max);
+    /* the interval of max_iters holds the recommendation */
+    CHECK(r.lo[1] <= r.value[1] && r.value[1] <= r.hi[1]);
+    fit_xp_destroy(xp);
 }
 
 /* Front: runs on an exact law lr = 0.5 C^-0.25 with objective 2 + 10 C^-0.3, plus dominated
@@ -962,6 +1024,7 @@ int main(void)
     test_front();
     test_model_recovery();
     test_ratio_guard();
+    test_steps_tokens();
     test_boundary_prior();
     test_boundary_prior_moves_with_n();
     test_boundary_tie();
