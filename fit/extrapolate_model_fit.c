@@ -654,8 +654,7 @@ static void refit_with_priors(fit_xp *xp, const fit_work *w, xp_jm_data *d, size
     xp_model *m = &xp->m;
     double dof = (double)w->n_okr - (double)d->n_free;
     m->sigma = residual_sd(d, w, th, dof);
-    double smin = getenv("XP_SIGMA_MIN") ? atof(getenv("XP_SIGMA_MIN")) : PRIOR_SIGMA_MIN;
-    double sg = fmax(m->sigma, smin), sd = xp->o.prior_ab_sd;
+    double sg = fmax(m->sigma, PRIOR_SIGMA_MIN), sd = xp->o.prior_ab_sd;
     if (k_wd != NONE)
         xp_wd_prior_set(xp, d, k_wd, sg);
     xp_law_priors_set(xp, d, k_wd, sg);
