@@ -240,8 +240,23 @@ static st_status log_regression(const fit_xp *xp, const double *v, const size_t 
     return s;
 }
 
-/* ln N on the logs of the SIZE parameters' values over runs with N known: exact for
- * N ~ n_layer d_model^2 whatever their spaces (n_layer is often linear). */
+/* 1 when parameter j took more than one value (its log, with ln_values) among the runs where v
+ * is known: a constant regressor would only split the intercept. */
+static int varies(const fit_xp *xp, const double *v, size_t j, int ln_values)
+{
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t i = 0; i < xp->n; i++) {
+        double r = regressor(xp, i, j, ln_values);
+        if (isfinite(v[i]) && v[i] > 0 && isfinite(r))
+            lo = fmin(lo, r), hi = fmax(hi, r);
+    }
+    return hi - lo > 1e-9;
+}
+
+/* ln N on the SIZE parameters' basic coordinates over runs with N known. Not on the logs of
+ * their values, though N ~ n_layer d_model^2: in tiny models the embeddings dominate N, and on
+ * `make demo-quick`'s sweep (only n_layer 1 and 2 varied) the log form put the large run at 74
+ * layers and 5x the target compute (docs/algorithms/extrapolation.md, "Model size from shape"). */
 static st_status fit_size_regression(fit_xp *xp)
 {
     xp_model *m = &xp->m;
@@ -252,7 +267,7 @@ static st_status fit_size_regression(fit_xp *xp)
     if (!m->n_size)
         return ST_OK;
     int ok;
-    st_status s = log_regression(xp, xp->N, m->size_param, m->n_size, 1, m->size_c, &ok);
+    st_status s = log_regression(xp, xp->N, m->size_param, m->n_size, 0, m->size_c, &ok);
     if (!ok)
         m->n_size = 0;
     return s;
@@ -273,7 +288,7 @@ static st_status fit_tokens_regression(fit_xp *xp)
             return ST_OK;
     for (size_t j = 0; j < xp->P && m->n_tok < XP_MAX_HP; j++)
         if ((xp->role[j] == FIT_XP_STEPS || xp->role[j] == FIT_XP_BATCH) &&
-            !xp->par[j].n_levels) {
+            !xp->par[j].n_levels && varies(xp, xp->D, j, 1)) {
             n_steps += xp->role[j] == FIT_XP_STEPS;
             m->tok_param[m->n_tok++] = j;
         }
@@ -326,8 +341,10 @@ double xp_model_lnN(const fit_xp *xp, const double *x)
     if (!m->n_size)
         return NAN;
     double l = m->size_c[0];
-    for (size_t s = 0; s < m->n_size; s++)
-        l += m->size_c[1 + s] * (x[m->size_param[s]] > 0 ? log(x[m->size_param[s]]) : NAN);
+    for (size_t s = 0; s < m->n_size; s++) {
+        size_t j = m->size_param[s];
+        l += m->size_c[1 + s] * xp_to_basic(xp->par[j].space, x[j]);
+    }
     return l;
 }
 
