@@ -167,6 +167,17 @@ int fit_xp_is_warmup(const char *name)
     return name && strstr(name, "warmup") != NULL;
 }
 
+fit_xp_wu_unit fit_xp_warmup_unit(const char *name)
+{
+    if (!name)
+        return FIT_XP_WU_FRACTION;
+    if (strstr(name, "iter") || strstr(name, "step") || strstr(name, "update"))
+        return FIT_XP_WU_STEPS;
+    if (strstr(name, "token"))
+        return FIT_XP_WU_TOKENS;
+    return FIT_XP_WU_FRACTION;
+}
+
 void fit_xp_param_init(fit_xp_param *p, const char *name, fit_xp_space space)
 {
     memset(p, 0, sizeof(*p));

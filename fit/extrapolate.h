@@ -52,6 +52,10 @@ fit_xp_role fit_xp_role_guess(const char *name);
 /* 1 when the name is a warmup's (it contains "warmup"): the engine's fixed-steps prior and
  * study/'s log-scale policy apply to it. */
 int fit_xp_is_warmup(const char *name);
+/* The unit of a warmup parameter, from its name: steps ("iter", "step" or "update" in it:
+ * warmup_iters, warmup_steps), tokens ("token"), else a fraction of the run. */
+typedef enum fit_xp_wu_unit { FIT_XP_WU_FRACTION, FIT_XP_WU_STEPS, FIT_XP_WU_TOKENS } fit_xp_wu_unit;
+fit_xp_wu_unit fit_xp_warmup_unit(const char *name);
 /* "auto", "other", "N", "D", "size", "lr", "batch", "steps" (static). */
 const char *fit_xp_role_name(fit_xp_role r);
 

@@ -77,9 +77,11 @@ typedef struct xp_model {
     double m_lr, m_w;           /* centres of the logistic's covariates */
     double *g_rep;              /* R × XP_NG */
     double cost_k;              /* cost = exp(cost_k) N D */
-    /* ln N = size_c[0] + sum_j size_c[1+j] b_j over the SIZE parameters (NAN when none) */
+    /* ln N = size_c[0] + sum_j size_c[1+j] b_j over the SIZE parameters (NAN when none); with
+     * size_log, on ln x_j in place of b_j */
     size_t n_size, size_param[XP_MAX_HP];
     double size_c[1 + XP_MAX_HP];
+    int size_log;
     /* ln D = tok_c[0] + sum_j tok_c[1+j] ln x_j over the STEPS and BATCH parameters when a STEPS
      * parameter sets the tokens and D comes from the runs (n_tok 0 otherwise); tok_solve is the
      * index into tok_param of the STEPS parameter the recommendation solves for */

@@ -55,6 +55,9 @@ static const double START_EXP[] = {0.2, 0.35, 0.6};
  * bound. The objective is 0.5 sum r^2 (ln loss), so the prior's weight is sigma^2 / (2 sd^2) with
  * sigma the residual sd of a fit without it, at least PRIOR_SIGMA_MIN. */
 #define PRIOR_SIGMA_MIN 0.01 /* residual sd floor for the prior's weight (runs are never exact) */
+/* Residual sums of squares of ln N below this count as exact fits (a tie between the size
+ * regression's forms goes to the basic coordinates). */
+#define SIZE_RSS_FLOOR 1e-10
 
 /* The boundary: fitted on at least BOUNDARY_MIN_RUNS runs, from an intercept at the log of the
  * failed fraction and a slope LG_START_LR on ln lr. Without a failed run, prior pseudo-runs: up
@@ -192,10 +195,10 @@ static double regressor(const fit_xp *xp, size_t i, size_t j, int ln_values)
 }
 
 /* OLS (GSL) of ln v[i], over the runs where v and every regressor are known, on the parameters
- * idx[0..k-1] (regressor()): c[0] + sum_j c[1+j] r_j. *ok = 0 when there are too few such runs
- * or the fit fails (a parameter that never varied). */
+ * idx[0..k-1] (regressor()): c[0] + sum_j c[1+j] r_j, its residual sum of squares into *rss
+ * (may be NULL). *ok = 0 when there are too few such runs or the fit fails. */
 static st_status log_regression(const fit_xp *xp, const double *v, const size_t *idx, size_t k,
-                                int ln_values, double *c, int *ok)
+                                int ln_values, double *c, double *rss, int *ok)
 {
     size_t n = 0, p = 1 + k;
     *ok = 0;
@@ -227,8 +230,10 @@ static st_status log_regression(const fit_xp *xp, const double *v, const size_t 
             gsl_vector_set(y, r, log(v[i]));
             r++;
         }
-        double chisq;
+        double chisq = NAN;
         *ok = gsl_multifit_linear(X, y, cv, cov, &chisq, w) == 0;
+        if (rss)
+            *rss = chisq;
         for (size_t q = 0; *ok && q < p; q++)
             *ok = isfinite(c[q] = gsl_vector_get(cv, q));
     }
@@ -253,21 +258,31 @@ static int varies(const fit_xp *xp, const double *v, size_t j, int ln_values)
     return hi - lo > 1e-9;
 }
 
-/* ln N on the SIZE parameters' basic coordinates over runs with N known. Not on the logs of
- * their values, though N ~ n_layer d_model^2: in tiny models the embeddings dominate N, and on
- * `make demo-quick`'s sweep (only n_layer 1 and 2 varied) the log form put the large run at 74
+/* ln N on the SIZE parameters over runs with N known: on the logs of their values (exact for
+ * N ~ n_layer d_model^2, whatever their spaces: n_layer is often linear) when that fits the runs'
+ * N clearly better (half the residual sum of squares), else on their basic coordinates. Not the
+ * log form always: in tiny models the embeddings are most of N, and on `make demo-quick`'s
+ * sweep (n_layer 1 or 2, d_model 16 in every run: both forms exact) it put the large run at 74
  * layers and 5x the target compute (docs/algorithms/extrapolation.md, "Model size from shape"). */
 static st_status fit_size_regression(fit_xp *xp)
 {
     xp_model *m = &xp->m;
     m->n_size = 0;
+    m->size_log = 0;
     for (size_t j = 0; j < xp->P && m->n_size < XP_MAX_HP; j++)
         if (xp->role[j] == FIT_XP_SIZE)
             m->size_param[m->n_size++] = j;
     if (!m->n_size)
         return ST_OK;
-    int ok;
-    st_status s = log_regression(xp, xp->N, m->size_param, m->n_size, 0, m->size_c, &ok);
+    int ok, ok_log;
+    double rss = NAN, rss_log = NAN, c_log[1 + XP_MAX_HP];
+    st_status s = log_regression(xp, xp->N, m->size_param, m->n_size, 0, m->size_c, &rss, &ok);
+    if (s == ST_OK)
+        s = log_regression(xp, xp->N, m->size_param, m->n_size, 1, c_log, &rss_log, &ok_log);
+    if (s == ST_OK && ok_log && (!ok || rss_log + SIZE_RSS_FLOOR < 0.5 * rss)) {
+        memcpy(m->size_c, c_log, (1 + m->n_size) * sizeof(double));
+        m->size_log = ok = 1;
+    }
     if (!ok)
         m->n_size = 0;
     return s;
@@ -297,7 +312,7 @@ static st_status fit_tokens_regression(fit_xp *xp)
         return ST_OK;
     }
     int ok;
-    st_status s = log_regression(xp, xp->D, m->tok_param, m->n_tok, 1, m->tok_c, &ok);
+    st_status s = log_regression(xp, xp->D, m->tok_param, m->n_tok, 1, m->tok_c, NULL, &ok);
     double cmax = 0;
     for (size_t q = 0; ok && q < m->n_tok; q++)
         if (xp->role[m->tok_param[q]] == FIT_XP_STEPS && fabs(m->tok_c[1 + q]) > cmax) {
@@ -343,7 +358,9 @@ double xp_model_lnN(const fit_xp *xp, const double *x)
     double l = m->size_c[0];
     for (size_t s = 0; s < m->n_size; s++) {
         size_t j = m->size_param[s];
-        l += m->size_c[1 + s] * xp_to_basic(xp->par[j].space, x[j]);
+        l += m->size_c[1 + s] * (!m->size_log ? xp_to_basic(xp->par[j].space, x[j])
+                                 : x[j] > 0   ? log(x[j])
+                                              : NAN);
     }
     return l;
 }

@@ -71,6 +71,13 @@
 #define WU_PRIOR_SLOPE_D       (-1.0)
 #define WU_PRIOR_ON_BATCH      1.0
 #define WU_PRIOR_SD            0.5
+/* The same fixed number of steps when the warmup is counted in steps (nanoGPT's warmup_iters,
+ * warmup_steps: D slope 0, coupling 0) or in tokens (warmup_tokens: D slope 0, coupling +1 to
+ * ln B). A fraction's prior on a count in steps sent warmup_iters to its searched minimum on a
+ * nanoGPT-style sweep of llmsim (1/10 of its optimum at 100x). */
+#define WU_STEPS_SLOPE_D       0.0
+#define WU_STEPS_ON_BATCH      0.0
+#define WU_TOKENS_ON_BATCH     1.0
 /* Every hyperparameter: its optimum at the sweep's centre lies in the range the successful runs
  * tried, a prior on the law's intercept centred mid-range with sd = this x the half-range. A
  * user centres a sweep on plausible values; a hyperparameter whose effect the runs barely show
@@ -113,15 +120,21 @@ static size_t log_batch_before(const fit_xp *xp, size_t k)
     return kb;
 }
 
-/* The warmup prior (WU_PRIOR_*) on hyper k, when a log-scaled batch is modelled before it. */
+/* The warmup prior on hyper k, in the warmup's unit (fit_xp_warmup_unit: a fraction of the
+ * run, steps or tokens), when a log-scaled batch is modelled before it. */
 static void wu_prior_set(const fit_xp *xp, xp_jm_data *d, size_t k, double sd, double sigma)
 {
     size_t kb = log_batch_before(xp, k);
     if (kb == NONE)
         return;
+    fit_xp_wu_unit u = fit_xp_warmup_unit(xp->par[xp->m.hp_param[k]].name);
+    double slope_d = u == FIT_XP_WU_FRACTION ? WU_PRIOR_SLOPE_D : WU_STEPS_SLOPE_D;
+    double on_b = u == FIT_XP_WU_FRACTION ? WU_PRIOR_ON_BATCH
+                  : u == FIT_XP_WU_STEPS  ? WU_STEPS_ON_BATCH
+                                          : WU_TOKENS_ON_BATCH;
     prior_set(d, k, XP_HP_SLOPE_N, WU_PRIOR_SLOPE_N, sd, sigma);
-    prior_set(d, k, XP_HP_SLOPE_D, WU_PRIOR_SLOPE_D, sd, sigma);
-    prior_set(d, k, XP_HP_COUPLING + kb, WU_PRIOR_ON_BATCH, sd, sigma);
+    prior_set(d, k, XP_HP_SLOPE_D, slope_d, sd, sigma);
+    prior_set(d, k, XP_HP_COUPLING + kb, on_b, sd, sigma);
 }
 
 /* The literature priors of the hyperparameter laws, each sd scaled by o.prior_law_sd: slopes of

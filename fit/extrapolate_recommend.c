@@ -127,10 +127,17 @@ static void solve_size(const fit_xp *xp, size_t solve, double lN, double *b)
         return;
     size_t j = m->size_param[solve];
     double acc = m->size_c[0];
-    for (size_t s = 0; s < m->n_size; s++)
+    for (size_t s = 0; s < m->n_size; s++) {
+        size_t i = m->size_param[s];
         if (s != solve)
-            acc += m->size_c[1 + s] * b[m->size_param[s]];
-    b[j] = (lN - acc) / m->size_c[1 + solve];
+            acc += m->size_c[1 + s] *
+                   (m->size_log ? log(xp_from_basic(xp->par[i].space, b[i])) : b[i]);
+    }
+    double r = (lN - acc) / m->size_c[1 + solve];
+    if (!m->size_log)
+        b[j] = r;
+    else if (isfinite(exp(r)) && exp(r) > 0)
+        b[j] = xp_to_basic(xp->par[j].space, exp(r));
 }
 
 /* The STEPS parameter solved for (m->tok_solve) set in the basic row b so that the tokens

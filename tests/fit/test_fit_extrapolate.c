@@ -33,6 +33,10 @@ static void test_roles(void)
     CHECK(fit_xp_role_guess("Max_Steps") == FIT_XP_STEPS);
     CHECK(!strcmp(fit_xp_role_name(FIT_XP_LR), "lr"));
     CHECK(!strcmp(fit_xp_role_name(FIT_XP_STEPS), "steps"));
+    CHECK(fit_xp_warmup_unit("warmup") == FIT_XP_WU_FRACTION);
+    CHECK(fit_xp_warmup_unit("warmup_iters") == FIT_XP_WU_STEPS);
+    CHECK(fit_xp_warmup_unit("num_warmup_steps") == FIT_XP_WU_STEPS);
+    CHECK(fit_xp_warmup_unit("warmup_tokens") == FIT_XP_WU_TOKENS);
 }
 
 /* A sweep that sets its tokens as steps x batch (nanoGPT's max_iters; the trainer's records give
@@ -92,6 +96,67 @@ static void test_steps_tokens(void)
     /* the interval of max_iters holds the recommendation */
     CHECK(r.lo[1] <= r.value[1] && r.value[1] <= r.hi[1]);
     fit_xp_destroy(xp);
+}
+
+/* The recommended warmup at 100x of a sweep crowded in D (a factor 1.2: the runs do not place
+ * the warmup's D slope) whose warmup optimum is a fixed 200 steps, with the parameter named `name`
+ * (counted in steps in both cases). */
+static double warmup_at_100x(const char *name)
+{
+    const double A = 400, B = 2000, E = 1.8, al = 0.34, be = 0.30;
+    fit_xp_param p[5];
+    fit_xp_param_init(&p[0], "N", FIT_XP_LOG);
+    fit_xp_param_init(&p[1], "D", FIT_XP_LOG);
+    fit_xp_param_init(&p[2], "lr", FIT_XP_LOG);
+    fit_xp_param_init(&p[3], "batch", FIT_XP_LOG);
+    fit_xp_param_init(&p[4], name, FIT_XP_LOG);
+    enum { n = 120 };
+    double x[n * 5], cost[n], obj[n];
+    st_rng *rng = NULL;
+    st_rng_create(5, &rng);
+    for (size_t i = 0; i < n; i++) {
+        double N = exp(log(2e6) + st_rng_uniform(rng) * log(3.0));
+        double D = exp(log(1e8) + st_rng_uniform(rng) * log(1.2));
+        double bs = exp(log(2e4) + st_rng_uniform(rng) * log(8.0));
+        double ws = exp(log(20) + st_rng_uniform(rng) * log(100.0));
+        double ul = st_rng_uniform(rng) * 3 - 1.5, q = log(ws / 200);
+        double lr = exp(log(0.01) - 0.5 * log(N / 1e7) + ul);
+        double noise = 1 + 0.01 * (st_rng_uniform(rng) - 0.5);
+        x[5 * i] = N, x[5 * i + 1] = D, x[5 * i + 2] = lr, x[5 * i + 3] = bs, x[5 * i + 4] = ws;
+        cost[i] = 6 * N * D;
+        obj[i] = (E + A * pow(N, -al) + B * pow(D, -be)) * (1 + 0.02 * ul * ul + 0.02 * q * q) *
+                 noise;
+    }
+    st_rng_destroy(rng);
+    fit_xp *xp = NULL;
+    fit_xp_create(&xp);
+    fit_xp_options o = fit_xp_options_default();
+    o.n_boot = 10;
+    fit_xp_set_options(xp, &o);
+    CHECK_ST(fit_xp_set_runs(xp, 5, p, n, x, cost, obj, NULL, NULL, NULL), ST_OK);
+    double Cmax = 0;
+    for (size_t i = 0; i < n; i++)
+        Cmax = fmax(Cmax, cost[i]);
+    CHECK_ST(fit_xp_run(xp, 100 * Cmax), ST_OK);
+    fit_xp_result r;
+    fit_xp_get_result(xp, &r);
+    double v = r.value[4], coef[3];
+    if (fit_xp_hp_law(xp, 4, coef, NULL, NULL) == ST_OK)
+        printf("  %s: law slopes N %.3f D %.3f; N %.3g D %.3g\n", name, coef[1], coef[2], r.N, r.D);
+    fit_xp_destroy(xp);
+    return v;
+}
+
+/* A warmup counted in steps (warmup_iters) gets the fixed-steps prior in its own unit (D slope
+ * 0, no coupling to the batch) and stays near its 200 steps at 100x; read as a fraction of the
+ * run (a parameter named plain `warmup`), the same runs' warmup would shrink as D grows. */
+static void test_warmup_in_steps(void)
+{
+    double steps = warmup_at_100x("warmup_iters"), frac = warmup_at_100x("warmup");
+    printf("warmup at 100x, optimum 200 steps: as steps %.4g, read as a fraction %.4g\n", steps,
+           frac);
+    CHECK(steps > 100 && steps < 400);
+    CHECK(frac < 0.6 * steps);
 }
 
 /* Front: runs on an exact law lr = 0.5 C^-0.25 with objective 2 + 10 C^-0.3, plus dominated
@@ -1025,6 +1090,7 @@ int main(void)
     test_model_recovery();
     test_ratio_guard();
     test_steps_tokens();
+    test_warmup_in_steps();
     test_boundary_prior();
     test_boundary_prior_moves_with_n();
     test_boundary_tie();

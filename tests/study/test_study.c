@@ -259,8 +259,8 @@ static void test_domains(void)
     runner_sweep_free(w);
 }
 
-/* A sweep written as for nanoGPT: the model's shape (n_layer and d_model on log scales, so that
- * ln N is linear in their coordinates: a linear n_layer leaves the N regression inexact) and
+/* A sweep written as for nanoGPT: the model's shape (n_layer on a linear scale, d_model; the
+ * size regression takes the log form, which fits N = 12 n_layer d_model^2 exactly) and
  * its training length as max_iters (a linear integer, searched up to 20000) with the batch in
  * tokens; N and D come from the runs' final records. The recommendation is the run the
  * prediction is for: 12 n_layer d_model^2 is its N, max_iters x batch its D, 6 N D the target
@@ -276,7 +276,7 @@ static void test_steps_sweep(void)
         "cost: {metric: flops}\n"
         "budget: {runs: 200}\n"
         "parameters:\n"
-        "  n_layer:       {space: log, min: 2, max: 12, center: 4, integer: true}\n"
+        "  n_layer:       {space: linear, min: 2, max: 12, center: 4, integer: true}\n"
         "  d_model:       {space: log, min: 64, max: 1024, center: 256, integer: true, rounding: "
         "32}\n"
         "  max_iters:     {space: linear, min: 500, max: 20000, center: 2000, integer: true}\n"
