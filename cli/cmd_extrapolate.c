@@ -96,8 +96,8 @@ static int parse_role(const char *s, fit_xp_role *r)
     static const struct {
         const char *name;
         fit_xp_role role;
-    } t[] = {{"N", FIT_XP_N},      {"D", FIT_XP_D},         {"size", FIT_XP_SIZE},
-             {"lr", FIT_XP_LR},    {"batch", FIT_XP_BATCH}, {"other", FIT_XP_OTHER},
+    } t[] = {{"N", FIT_XP_N},         {"D", FIT_XP_D},         {"size", FIT_XP_SIZE},
+             {"lr", FIT_XP_LR},       {"batch", FIT_XP_BATCH}, {"other", FIT_XP_OTHER},
              {"steps", FIT_XP_STEPS}, {"auto", FIT_XP_AUTO}};
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
         if (!strcasecmp(s, t[i].name)) {

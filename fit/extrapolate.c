@@ -114,14 +114,39 @@ fit_xp_role fit_xp_role_guess(const char *name)
                                           "model_size", "num_params", NULL};
     static const char *const d_names[] = {"d",    "tokens",     "n_tokens", "train_tokens",
                                           "data", "num_tokens", NULL};
-    static const char *const s_names[] = {"d_model", "n_embd", "width",   "n_layer", "n_layers",
-                                          "depth",   "n_head", "n_heads", "d_ff",    NULL};
+    static const char *const s_names[] = {"d_model",
+                                          "n_embd",
+                                          "n_embed",
+                                          "width",
+                                          "n_layer",
+                                          "n_layers",
+                                          "num_layers",
+                                          "depth",
+                                          "n_head",
+                                          "n_heads",
+                                          "d_ff",
+                                          "dim",
+                                          "embed_dim",
+                                          "hidden_size",
+                                          "num_hidden_layers",
+                                          "num_heads",
+                                          "intermediate_size",
+                                          "num_attention_heads",
+                                          NULL};
     static const char *const lr_names[] = {"lr", "learning_rate", "eta", "peak_lr", NULL};
-    static const char *const b_names[] = {"batch", "batch_size", "bs", "batch_tokens", NULL};
-    static const char *const t_names[] = {"steps",       "max_steps",   "max_iters",
-                                          "iters",       "num_steps",   "train_steps",
-                                          "total_steps", "n_steps",     "iterations",
-                                          "train_iters", "num_iters",   NULL};
+    static const char *const b_names[] = {"batch",
+                                          "batch_size",
+                                          "bs",
+                                          "batch_tokens",
+                                          "global_batch_size",
+                                          "train_batch_size",
+                                          "total_batch_size",
+                                          "per_device_train_batch_size",
+                                          NULL};
+    static const char *const t_names[] = {
+        "steps",       "max_steps",        "max_iters",  "iters",       "num_steps", "train_steps",
+        "total_steps", "n_steps",          "iterations", "train_iters", "num_iters", "epochs",
+        "num_epochs",  "num_train_epochs", NULL};
     if (!name)
         return FIT_XP_OTHER;
     if (name_in(name, n_names))

@@ -44,17 +44,25 @@ typedef enum fit_xp_role {
                          from runs */
 } fit_xp_role;
 
-/* Names: "N": n, params, n_params, model_size; "D": d, tokens, n_tokens, train_tokens, data;
- * "SIZE": d_model, n_embd, width, n_layer(s), depth, n_head(s); "LR": lr, learning_rate, eta;
- * "BATCH": batch, batch_size, bs; "STEPS": steps, max_steps, max_iters, iters, num_steps,
- * train_steps, total_steps, n_steps, iterations; anything else OTHER. Case-insensitive. */
+/* Names: "N": n, params, n_params, model_size, num_params; "D": d, tokens, n_tokens,
+ * train_tokens, data, num_tokens; "SIZE": d_model, n_embd, n_embed, width, n_layer(s),
+ * num_layers, depth, n_head(s), num_heads, d_ff, dim, embed_dim, and Hugging Face's hidden_size,
+ * num_hidden_layers, num_attention_heads, intermediate_size; "LR": lr, learning_rate, eta,
+ * peak_lr; "BATCH": batch, batch_size, bs, batch_tokens, global_batch_size, train_batch_size,
+ * total_batch_size, per_device_train_batch_size; "STEPS": steps, max_steps, max_iters, iters,
+ * num_steps, train_steps, total_steps, n_steps, iterations, train_iters, num_iters, epochs,
+ * num_epochs, num_train_epochs; anything else OTHER. Case-insensitive, whole names. */
 fit_xp_role fit_xp_role_guess(const char *name);
 /* 1 when the name is a warmup's (it contains "warmup"): the engine's fixed-steps prior and
  * study/'s log-scale policy apply to it. */
 int fit_xp_is_warmup(const char *name);
 /* The unit of a warmup parameter, from its name: steps ("iter", "step" or "update" in it:
  * warmup_iters, warmup_steps), tokens ("token"), else a fraction of the run. */
-typedef enum fit_xp_wu_unit { FIT_XP_WU_FRACTION, FIT_XP_WU_STEPS, FIT_XP_WU_TOKENS } fit_xp_wu_unit;
+typedef enum fit_xp_wu_unit {
+    FIT_XP_WU_FRACTION,
+    FIT_XP_WU_STEPS,
+    FIT_XP_WU_TOKENS
+} fit_xp_wu_unit;
 fit_xp_wu_unit fit_xp_warmup_unit(const char *name);
 /* "auto", "other", "N", "D", "size", "lr", "batch", "steps" (static). */
 const char *fit_xp_role_name(fit_xp_role r);

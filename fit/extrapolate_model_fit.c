@@ -57,7 +57,7 @@ static const double START_EXP[] = {0.2, 0.35, 0.6};
 #define PRIOR_SIGMA_MIN 0.01 /* residual sd floor for the prior's weight (runs are never exact) */
 /* Residual sums of squares of ln N below this count as exact fits (a tie between the size
  * regression's forms goes to the basic coordinates). */
-#define SIZE_RSS_FLOOR 1e-10
+#define SIZE_RSS_FLOOR  1e-10
 
 /* The boundary: fitted on at least BOUNDARY_MIN_RUNS runs, from an intercept at the log of the
  * failed fraction and a slope LG_START_LR on ln lr. Without a failed run, prior pseudo-runs: up
@@ -302,8 +302,8 @@ static st_status fit_tokens_regression(fit_xp *xp)
         if (xp->role[j] == FIT_XP_D)
             return ST_OK;
     for (size_t j = 0; j < xp->P && m->n_tok < XP_MAX_HP; j++)
-        if ((xp->role[j] == FIT_XP_STEPS || xp->role[j] == FIT_XP_BATCH) &&
-            !xp->par[j].n_levels && varies(xp, xp->D, j, 1)) {
+        if ((xp->role[j] == FIT_XP_STEPS || xp->role[j] == FIT_XP_BATCH) && !xp->par[j].n_levels &&
+            varies(xp, xp->D, j, 1)) {
             n_steps += xp->role[j] == FIT_XP_STEPS;
             m->tok_param[m->n_tok++] = j;
         }

@@ -312,8 +312,7 @@ static st_status work_decision(plan_work *k)
             continue; /* a level has no slope; a parameter inactive there, none either */
         fit_xp_role ro = fit_xp_param_role(k->xp, j);
         if (j == k->sp.jD || ro == FIT_XP_SIZE || ro == FIT_XP_STEPS ||
-            (j == k->sp.jN && !nd_pair) ||
-            (ro == FIT_XP_N || ro == FIT_XP_D) != (j == k->sp.jN))
+            (j == k->sp.jN && !nd_pair) || (ro == FIT_XP_N || ro == FIT_XP_D) != (j == k->sp.jN))
             continue;
         double cj = dec_slope(k, j, t + 1 + nd, gp, gp + R);
         if (!(cj > 1e-6))

@@ -124,8 +124,8 @@ static double warmup_at_100x(const char *name)
         double noise = 1 + 0.01 * (st_rng_uniform(rng) - 0.5);
         x[5 * i] = N, x[5 * i + 1] = D, x[5 * i + 2] = lr, x[5 * i + 3] = bs, x[5 * i + 4] = ws;
         cost[i] = 6 * N * D;
-        obj[i] = (E + A * pow(N, -al) + B * pow(D, -be)) * (1 + 0.02 * ul * ul + 0.02 * q * q) *
-                 noise;
+        obj[i] =
+            (E + A * pow(N, -al) + B * pow(D, -be)) * (1 + 0.02 * ul * ul + 0.02 * q * q) * noise;
     }
     st_rng_destroy(rng);
     fit_xp *xp = NULL;

@@ -315,8 +315,7 @@ static void test_steps_sweep(void)
         const double *v = r.value;
         printf("steps sweep at %gx: n_layer %g d_model %g max_iters %g batch %g lr %.3g; N %.4g "
                "D %.4g, 6ND / C = %.6f\n",
-               factors[k], v[0], v[1], v[2], v[3], v[4], r.N, r.D,
-               6 * r.N * r.D / r.compute);
+               factors[k], v[0], v[1], v[2], v[3], v[4], r.N, r.D, 6 * r.N * r.D / r.compute);
         CHECK(fit_xp_param_role(study_engine(s), 2) == FIT_XP_STEPS);
         CHECK(v[2] == round(v[2]) && v[0] == round(v[0]) && v[1] == 32 * round(v[1] / 32));
         CHECK_REL(12 * v[0] * v[1] * v[1], r.N, 1e-6);
