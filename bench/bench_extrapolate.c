@@ -80,6 +80,7 @@ typedef struct bench_cfg {
     int paced;            /* llmsim --steps-to-report 20 --sleep-ms 150: runs that take time */
     long reports;         /* llmsim --steps-to-report K (no pause): curves to store, 0 = 1 */
     int opt_choice;       /* optimizer: {choices: [adamw, lion]} in each sweep (issue 22) */
+    int nanogpt;          /* --style nanogpt: shape, max_iters and warmup_iters (write_nanogpt) */
 } bench_cfg;
 
 /* ---- running programs --------------------------------------------------------------------- */
@@ -182,6 +183,51 @@ static int write_sweep(const bench_cfg *cfg, seed_result *r, const char *path)
     return fclose(f) ? -1 : 0;
 }
 
+/*
+ * --style nanogpt: the sweep as a nanoGPT user writes it. The model's shape (n_layer on a linear
+ * scale, d_model), its length as max_iters with the batch in tokens, the warmup as warmup_iters,
+ * no cost expression; a shell turns them into llmsim's N = 12 n_layer d_model^2, tokens and
+ * warmup fraction. The same worlds, cap and budget as write_sweep.
+ */
+static int write_nanogpt(const bench_cfg *cfg, seed_result *r, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    int s = r->seed;
+    r->expr = 0;
+    r->linear_warmup = 0;
+    char opt[128], cost[64] = "", reports[64] = "";
+    if (cfg->budget_cost > 0)
+        snprintf(cost, sizeof(cost), ", cost: %.6g", cfg->budget_cost);
+    if (cfg->reports > 1)
+        snprintf(reports, sizeof(reports), " --steps-to-report %ld", cfg->reports);
+    fprintf(f,
+            "name: xp-%d\n"
+            "command: [\"sh\", \"-c\", \"exec '%s' --world %d --d-model {d_model} --n-layer "
+            "{n_layer} --tokens $(( {max_iters} * {batch_size} )) --lr {learning_rate} --batch "
+            "{batch_size} --warmup $(awk 'BEGIN{{print {warmup_iters}/{max_iters}}}') "
+            "--weight-decay {weight_decay} --seed {_run}%s\"]\n"
+            "objective: {metric: val_loss, goal: minimize}\n"
+            "cost: {metric: flops}\n"
+            "parameters:\n"
+            "  n_layer:       {space: linear, min: 2, max: 12, center: 4, integer: true}\n"
+            "  d_model:       {space: log, min: 64, max: 1024, center: 256, integer: true, "
+            "rounding: 32}\n"
+            "  max_iters:     {space: log, min: 500, max: 20000, center: 2000, integer: true}\n"
+            "  batch_size:    {space: log, min: 8192, max: 262144, center: 32768, integer: true}\n"
+            "  learning_rate: {space: log, min: 1.0e-4, max: 0.1, center: 1.0e-3}\n"
+            "  warmup_iters:  {space: log, min: 10, max: 400, center: 100, integer: true}\n"
+            "  weight_decay:  {space: log, min: 1.0e-3, max: 1.0, center: 0.1}\n"
+            "budget: {runs: %ld%s, max_cost_per_run: 1.0e16}\n"
+            "parallel: 2\n"
+            "seed: %d\n"
+            "%s%s",
+            s, cfg->llmsim, s, reports, cfg->runs, cost, s, optimizer_block(cfg, opt, sizeof(opt)),
+            cfg->early_stop ? "early_stopping: {enabled: true}\n" : "");
+    return fclose(f) ? -1 : 0;
+}
+
 /* Counts the sweep's runs, its failed runs and those refused or stopped as over budget. */
 static int read_export(const char *path, seed_result *r)
 {
@@ -211,8 +257,26 @@ static int read_export(const char *path, seed_result *r)
 
 /* ---- one extrapolation --------------------------------------------------------------------- */
 
+/* A --style nanogpt recommendation as llmsim's settings (par_name's order): N = 12 n_layer
+ * d_model^2, tokens = max_iters x batch_size, warmup = warmup_iters / max_iters. */
+static int read_nanogpt_rec(const json_t *rec, double *v)
+{
+    double L = jnum(rec, "n_layer"), d = jnum(rec, "d_model"), it = jnum(rec, "max_iters");
+    double bs = jnum(rec, "batch_size"), wu = jnum(rec, "warmup_iters");
+    v[0] = 12 * L * d * d;
+    v[1] = it * bs;
+    v[2] = jnum(rec, "learning_rate");
+    v[3] = bs;
+    v[4] = wu / it;
+    v[5] = jnum(rec, "weight_decay");
+    int ok = 1;
+    for (int k = 0; k < N_PAR; k++)
+        ok = ok && isfinite(v[k]);
+    return ok;
+}
+
 /* Reads extrapolate's JSON: the recommendation, the interval and "safe" (absent: -1). */
-static int read_xp(const char *path, xp_eval *e)
+static int read_xp(const char *path, int nanogpt, xp_eval *e)
 {
     json_error_t jerr;
     json_t *root = json_load_file(path, 0, &jerr);
@@ -232,7 +296,9 @@ static int read_xp(const char *path, xp_eval *e)
     e->lo = jnum(pred, "lo");
     e->hi = jnum(pred, "hi");
     int ok = isfinite(e->compute) && isfinite(e->lo) && isfinite(e->hi);
-    for (int k = 0; k < N_PAR; k++) {
+    if (nanogpt)
+        ok = ok && read_nanogpt_rec(rec, e->rec);
+    for (int k = 0; k < N_PAR && !nanogpt; k++) {
         e->rec[k] = jnum(rec, par_name[k]);
         ok = ok && isfinite(e->rec[k]);
     }
@@ -308,7 +374,7 @@ static void run_xp(const bench_cfg *cfg, int seed, double factor, xp_eval *e)
                  factor);
         return;
     }
-    int ok = read_xp(out, e) == 0;
+    int ok = read_xp(out, cfg->nanogpt, e) == 0;
     e->refused = e->rc == 3 || e->safe == 0;
     if (!ok)
         return;
@@ -338,11 +404,12 @@ static void run_seed(const bench_cfg *cfg, seed_result *r)
     if (run_status(cmd) != 0 || chdir(cfg->work) != 0 || chdir(dir) != 0)
         return;
     if (cfg->reuse && access("sweep.db", R_OK) == 0) {
-        r->expr = r->seed % 2 == 0; /* as write_sweep, which wrote the stored file */
-        r->linear_warmup = r->seed % 4 == 1 || r->seed % 4 == 2;
+        /* as write_sweep or write_nanogpt, which wrote the stored file */
+        r->expr = !cfg->nanogpt && r->seed % 2 == 0;
+        r->linear_warmup = !cfg->nanogpt && (r->seed % 4 == 1 || r->seed % 4 == 2);
         r->sweep_rc = 0;
     } else {
-        if (write_sweep(cfg, r, "sweep.yaml") != 0)
+        if ((cfg->nanogpt ? write_nanogpt : write_sweep)(cfg, r, "sweep.yaml") != 0)
             return;
         snprintf(cmd, sizeof(cmd), "'%s' sweep launch sweep.yaml --db sweep.db >sweep.log 2>&1",
                  cfg->scaletune);
@@ -685,6 +752,7 @@ static void usage(FILE *f)
           "                         [--reuse]\n"
           "                         [--early-stop] [--paced] [--reports K] [--xp-flags FLAGS]\n"
           "                         [--first-seed K] [--optimizer-choice]\n"
+          "                         [--style chinchilla|nanogpt]\n"
           "  --seeds N       seeds (worlds) 1..N (default 20)\n"
           "  --first-seed K  seeds K..K+N-1 instead (a held-out set of worlds, e.g. 21)\n"
           "  --jobs J        seeds run at once (default 2)\n"
@@ -709,6 +777,10 @@ static void usage(FILE *f)
           "  --optimizer-choice  a categorical optimizer: {choices: [adamw, lion]} in each sweep\n"
           "                  (llmsim's Lion: lr optimum and boundary 0.3x, loss 0.99x); the\n"
           "                  regret is against the better optimizer's optimum\n"
+          "  --style S       chinchilla (default): parameters N, tokens, lr, batch, warmup,\n"
+          "                  weight_decay; nanogpt: n_layer, d_model, max_iters, batch_size\n"
+          "                  (tokens), learning_rate, warmup_iters, weight_decay, as a nanoGPT\n"
+          "                  user writes them (no cost expression)\n"
           "  --xp-flags F    appended to each `scaletune extrapolate` command, e.g. with --reuse\n"
           "                  '--bootstrap 100 --no-backtest' to score an engine change quickly\n",
           f);
@@ -740,6 +812,8 @@ static int parse_args(int argc, char **argv, bench_cfg *cfg)
     cfg->early_stop = 0;
     cfg->paced = 0;
     cfg->reports = 0;
+    cfg->nanogpt = 0;
+    cfg->opt_choice = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help"))
@@ -790,6 +864,8 @@ static int parse_args(int argc, char **argv, bench_cfg *cfg)
             cfg->first_seed = strtol(v, NULL, 10);
         else if (!strcmp(a, "--xp-flags"))
             cfg->xp_flags = v;
+        else if (!strcmp(a, "--style") && (!strcmp(v, "nanogpt") || !strcmp(v, "chinchilla")))
+            cfg->nanogpt = !strcmp(v, "nanogpt");
         else
             return usage(stderr), -1;
         i++;
@@ -797,6 +873,10 @@ static int parse_args(int argc, char **argv, bench_cfg *cfg)
     if (strcmp(cfg->mode, "best") && strcmp(cfg->mode, "random") && strcmp(cfg->mode, "study")) {
         fprintf(stderr, "bench_extrapolate: --mode is best, random or study, not '%s'\n",
                 cfg->mode);
+        return -1;
+    }
+    if (cfg->nanogpt && (cfg->opt_choice || cfg->paced)) {
+        fprintf(stderr, "bench_extrapolate: --style nanogpt has no --optimizer-choice or --paced\n");
         return -1;
     }
     if (cfg->runs < 2 || cfg->runs > 100000) {
