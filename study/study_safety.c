@@ -2,6 +2,9 @@
  * study_safety.c — whether the engine vouches for its recommendation, and when it does not,
  * why and which small runs would resolve it: learning rates around the edge of what trained at
  * the largest model size (or cost) of the sweep, where the stability boundary matters most.
+ * And whether the recommendation can run at all when a categorical parameter sets the model
+ * size or the tokens (model: {choices: [small, medium, large]}): its levels are the only sizes
+ * the command can train.
  */
 #include <math.h>
 #include <stdio.h>
@@ -75,8 +78,83 @@ static void advise(study *s, char *buf, size_t cap)
              what, size_hi > 0 ? size_hi : s->target, s->par[lr].name, from, to);
 }
 
+/* A categorical level's quantity is one value (within this log spread) ... */
+#define LEVEL_SPREAD log(1.02)
+/* ... that differs between levels (beyond this) when the categorical sets it, and the
+ * recommendation's quantity must lie this close to its level's to be runnable. */
+#define LEVEL_APART  log(1.05)
+#define LEVEL_MATCH  log(1.1)
+
+/* The log of quantity q (s->N or s->D) at each level of categorical parameter j over the
+ * successful runs, into lq[0..n_levels-1] (NAN: no run): 1 when every level holds one value and
+ * two levels differ, i.e. the categorical sets q. */
+static int level_sets(const study *s, const double *q, size_t j, double *lq)
+{
+    size_t L = s->par[j].n_levels, P = s->P;
+    double lo[FIT_XP_MAX_LEVELS], hi[FIT_XP_MAX_LEVELS];
+    for (size_t l = 0; l < L; l++)
+        lo[l] = INFINITY, hi[l] = -INFINITY, lq[l] = NAN;
+    for (size_t k = 0; k < s->n; k++) {
+        double v = s->x[k * P + j];
+        if (s->failed[k] || !(q[k] > 0) || !isfinite(q[k]) || !(v >= 0 && v < (double)L))
+            continue;
+        size_t l = (size_t)v;
+        lo[l] = fmin(lo[l], log(q[k]));
+        hi[l] = fmax(hi[l], log(q[k]));
+    }
+    double all_lo = INFINITY, all_hi = -INFINITY;
+    for (size_t l = 0; l < L; l++) {
+        if (!(hi[l] >= lo[l]))
+            continue;
+        if (hi[l] - lo[l] > LEVEL_SPREAD)
+            return 0;
+        lq[l] = 0.5 * (lo[l] + hi[l]);
+        all_lo = fmin(all_lo, lq[l]);
+        all_hi = fmax(all_hi, lq[l]);
+    }
+    return all_hi - all_lo > LEVEL_APART;
+}
+
+/* 0 with the reason in s->unsafe_reason when a categorical parameter sets the model size (or
+ * the tokens) and the recommended level's is not the recommendation's: the command would train
+ * another run than the one predicted. */
+static int levels_runnable(study *s)
+{
+    for (size_t j = 0; j < s->P; j++) {
+        size_t L = s->par[j].n_levels;
+        if (!L || L > FIT_XP_MAX_LEVELS || !isfinite(s->res.value[j]))
+            continue;
+        for (int d = 0; d < 2; d++) {
+            double lq[FIT_XP_MAX_LEVELS], want = d ? s->res.D : s->res.N;
+            if (!(want > 0) || !level_sets(s, d ? s->D : s->N, j, lq))
+                continue;
+            size_t rec = (size_t)s->res.value[j];
+            if (rec < L && isfinite(lq[rec]) && fabs(log(want) - lq[rec]) <= LEVEL_MATCH)
+                continue;
+            char have[256] = "";
+            size_t at = 0;
+            for (size_t l = 0; l < L && at < sizeof(have); l++)
+                if (isfinite(lq[l]))
+                    at += (size_t)snprintf(have + at, sizeof(have) - at, "%s%.3g", at ? ", " : "",
+                                           exp(lq[l]));
+            const char *what = d ? "tokens" : "model size";
+            snprintf(s->unsafe_reason, sizeof(s->unsafe_reason),
+                     "'%s' (a categorical) sets the %s: its levels ran at %s = %s; the large run "
+                     "at compute %.4g needs %s about %.3g, which none of them gives; search the "
+                     "%s as a number (%s) or add a level near %.3g",
+                     s->par[j].name, what, d ? "D" : "N", have, s->target, d ? "D" : "N", want,
+                     what, d ? "a parameter tokens or max_steps" : "a parameter N, or d_model and n_layer",
+                     want);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 int study_judge_safety(study *s)
 {
+    if (!levels_runnable(s))
+        return 0;
     double p = s->res.p_diverge, lim = s->o.engine.max_p_diverge;
     /* the engine's verdict; P(diverge) is checked again because the setting it reports is
      * rounded after the search */

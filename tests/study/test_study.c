@@ -327,6 +327,54 @@ static void test_steps_sweep(void)
     runner_sweep_free(w);
 }
 
+/* A categorical that sets the model size (model: {choices: ["3e6", "1e7", "3e7"]}, N from the
+ * final records): no level trains the large run's N, so the study refuses with a reason that
+ * names the parameter instead of recommending a level and an N the command cannot run (it used
+ * to: level 1e7 with N 1.3e8 at 100x, exit 0). */
+static void test_size_levels(void)
+{
+    static const char *const yaml = "name: levels\n"
+                                    "command: [\"true\"]\n"
+                                    "objective: {metric: val_loss}\n"
+                                    "cost: {metric: flops}\n"
+                                    "budget: {runs: 200}\n"
+                                    "parameters:\n"
+                                    "  model:  {choices: [\"3e6\", \"1e7\", \"3e7\"]}\n"
+                                    "  tokens: {space: log, min: 2.0e7, max: 2.0e9, center: 2.0e8}\n"
+                                    "  lr:     {space: log, min: 1.0e-4, max: 0.3, center: 3.0e-3}\n";
+    runner_sweep *w = calloc(1, sizeof(*w));
+    char em[ST_ERRMSG_MAX];
+    CHECK_ST(runner_config_load_string(yaml, strlen(yaml), "levels", &w->cfg, em), ST_OK);
+    w->runs = calloc(90, sizeof(*w->runs));
+    rng_state = 777;
+    const double sizes[3] = {3e6, 1e7, 3e7};
+    for (int i = 0; i < 90; i++) {
+        double x[3] = {(double)(i % 3), log_unif(2e7, 1e9), log_unif(1e-4, 0.3)};
+        double N = sizes[i % 3], D = x[1];
+        double y = world_loss(N, D, x[2], batch_opt(D), 0) * (1 + 0.003 * (unif() - 0.5));
+        runner_sweep_run *u = &w->runs[w->n_runs];
+        u->id = ++w->n_runs;
+        u->x = malloc(sizeof(x));
+        memcpy(u->x, x, sizeof(x));
+        u->status = isfinite(y) ? RUNNER_RUN_SUCCEEDED : RUNNER_RUN_FAILED;
+        u->failure = isfinite(y) ? RUNNER_FAIL_NONE : RUNNER_FAIL_DIVERGED;
+        u->objective = isfinite(y) ? y : NAN;
+        u->cost = isfinite(y) ? 6 * N * D : NAN;
+        u->predicted_cost = NAN;
+        u->final_N = isfinite(y) ? N : NAN;
+        u->final_D = isfinite(y) ? D : NAN;
+    }
+    study *s = run_study(w, 100, 0);
+    fit_xp_result r;
+    CHECK_ST(fit_xp_get_result(study_engine(s), &r), ST_OK);
+    printf("size levels at 100x: N %.3g, safe %d: %s\n", r.N, study_safe(s),
+           study_unsafe_reason(s));
+    CHECK(!study_safe(s));
+    CHECK(strstr(study_unsafe_reason(s), "'model' (a categorical) sets the model size") != NULL);
+    study_destroy(s);
+    runner_sweep_free(w);
+}
+
 /* A batch the runs cannot place (it does not change the loss): the literature priors keep its
  * recommended value near the tried range moved along D^0.4; unconstrained, the law's intercept
  * goes where no run went. */
@@ -496,6 +544,7 @@ int main(int argc, char **argv)
     test_linear_warmup();
     test_lr_batch_coupling();
     test_steps_sweep();
+    test_size_levels();
     test_cli(argv[0]);
     return check_summary("study");
 }
