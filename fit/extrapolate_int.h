@@ -94,6 +94,11 @@ typedef struct xp_model {
     size_t n_fac, n_lv;
     size_t fac_param[XP_MAX_FAC], fac_ref[XP_MAX_FAC], fac_q0[XP_MAX_FAC];
     size_t fac_n_ok[XP_MAX_FAC][FIT_XP_MAX_LEVELS];
+    /* the factor whose levels set the model size (each level one N, levels apart: model:
+     * {choices: [small, large]} with N from the runs' records), NONE if none; ln N of each of
+     * its levels (NAN for a level no run gave N) */
+    size_t size_fac;
+    double size_fac_lN[FIT_XP_MAX_LEVELS];
     size_t k_lr; /* the learning rate's hyper index, (size_t)-1 when not modelled */
 } xp_model;
 

@@ -162,6 +162,49 @@ static st_status choose_factors(fit_xp *xp)
     return ST_OK;
 }
 
+/* A level's model size is one value within this log spread, and the levels' sizes differ by
+ * more than this, when a factor sets the model size. */
+#define LEVEL_SIZE_SPREAD log(1.02)
+#define LEVEL_SIZE_APART  log(1.05)
+
+/* m->size_fac: the factor whose levels set N (each level's successful runs at one N, two levels
+ * apart), when no N parameter or SIZE regression gives N; its levels' ln N. */
+static void find_size_factor(fit_xp *xp)
+{
+    xp_model *m = &xp->m;
+    size_t P = xp->P;
+    m->size_fac = NONE;
+    for (size_t j = 0; j < P; j++)
+        if (xp->role[j] == FIT_XP_N)
+            return;
+    if (m->n_size)
+        return;
+    for (size_t f = 0; f < m->n_fac && m->size_fac == NONE; f++) {
+        size_t j = m->fac_param[f], nl = xp->par[j].n_levels;
+        double lo[FIT_XP_MAX_LEVELS], hi[FIT_XP_MAX_LEVELS], all_lo = INFINITY, all_hi = -INFINITY;
+        int one_each = 1;
+        for (size_t l = 0; l < nl; l++)
+            lo[l] = INFINITY, hi[l] = -INFINITY;
+        for (size_t i = 0; i < xp->n; i++) {
+            double v = xp->x[i * P + j];
+            if (xp->failed[i] || !(xp->N[i] > 0) || !(v >= 0 && v < (double)nl))
+                continue;
+            lo[(size_t)v] = fmin(lo[(size_t)v], log(xp->N[i]));
+            hi[(size_t)v] = fmax(hi[(size_t)v], log(xp->N[i]));
+        }
+        for (size_t l = 0; l < nl; l++) {
+            m->size_fac_lN[l] = hi[l] >= lo[l] ? 0.5 * (lo[l] + hi[l]) : NAN;
+            if (hi[l] >= lo[l]) {
+                one_each = one_each && hi[l] - lo[l] <= LEVEL_SIZE_SPREAD;
+                all_lo = fmin(all_lo, m->size_fac_lN[l]);
+                all_hi = fmax(all_hi, m->size_fac_lN[l]);
+            }
+        }
+        if (one_each && all_hi - all_lo > LEVEL_SIZE_APART)
+            m->size_fac = f;
+    }
+}
+
 size_t xp_level_slot(const xp_model *m, size_t f, size_t l)
 {
     if (l == m->fac_ref[f])
@@ -1020,6 +1063,8 @@ static st_status model_fit(fit_xp *xp, fit_work *w)
         s = fit_size_regression(xp);
     if (s == ST_OK)
         s = fit_tokens_regression(xp);
+    if (s == ST_OK)
+        find_size_factor(xp);
     if (s == ST_OK)
         s = work_alloc(w, xp->n, xp->n_cp, xp->cp_max, m->n_hp ? m->n_hp : 1, m->n_fac);
     if (s == ST_OK)

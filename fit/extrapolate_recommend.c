@@ -159,6 +159,18 @@ static void solve_tokens(const fit_xp *xp, double lD, double *b)
         b[j] = xp_to_basic(xp->par[j].space, v);
 }
 
+/* ln N fixed by the levels in the basic row b when a categorical sets the model size
+ * (m->size_fac), else NAN: the recommendation can only train its levels' sizes. */
+static double level_lN(const fit_xp *xp, const double *b)
+{
+    const xp_model *m = &xp->m;
+    if (m->size_fac == NONE)
+        return NAN;
+    size_t j = m->fac_param[m->size_fac];
+    double l = b[j];
+    return l >= 0 && l < (double)xp->par[j].n_levels ? m->size_fac_lN[(size_t)l] : NAN;
+}
+
 /* The compute-optimal ln N of replicate th at ln(N D) = lND (its Chinchilla part on a grid). */
 static double best_lN(const double *th, double lND)
 {
@@ -365,8 +377,21 @@ static double rec_search(fit_xp *xp, double lND, rec_work *w, int warn, double *
                          double *s_out)
 {
     const xp_model *m = &xp->m;
-    double lN_lo, lN_hi, lN_pt = best_lN(m->th, lND);
+    double lN_lo, lN_hi, lN_pt = best_lN(m->th, lND), fixed = level_lN(xp, w->base);
     ratio_range(xp, lND, &lN_lo, &lN_hi);
+    if (isfinite(fixed)) { /* a level's size: the tokens alone take the compute */
+        if ((fixed < lN_lo || fixed > lN_hi) && warn) {
+            char msg[240];
+            snprintf(msg, sizeof(msg),
+                     "the recommended level's model size (%.3g) puts the large run at %.3g tokens "
+                     "per parameter, outside the sweep's range [%.3g, %.3g]: the loss law is "
+                     "extrapolated there",
+                     exp(fixed), exp(lND - 2 * fixed), exp(lND - 2 * lN_hi) * RATIO_WIDEN,
+                     exp(lND - 2 * lN_lo) / RATIO_WIDEN);
+            xp_add_warning(xp, FIT_XP_WARN_RATIO, msg);
+        }
+        lN_lo = lN_hi = lN_pt = fixed;
+    }
     if ((lN_pt < lN_lo || lN_pt > lN_hi) && warn) {
         char msg[200];
         snprintf(msg, sizeof(msg),
@@ -455,9 +480,10 @@ static void rec_intervals(fit_xp *xp, double lND, double s, rec_work *w)
 {
     const xp_model *m = &xp->m;
     size_t P = xp->P, R = m->n_rep;
+    double fixed = level_lN(xp, w->base);
     for (size_t r = 0; r < R; r++) {
         const double *th = &m->th_rep[r * XP_NTH];
-        double lNq = best_lN(th, lND), lDq = lND - lNq;
+        double lNq = isfinite(fixed) ? fixed : best_lN(th, lND), lDq = lND - lNq;
         setting_basic(xp, th, lNq, lDq, s, w->base, w->bq);
         solve_size(xp, w->solve, lNq, w->bq);
         solve_tokens(xp, lDq, w->bq);

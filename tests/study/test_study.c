@@ -327,30 +327,40 @@ static void test_steps_sweep(void)
     runner_sweep_free(w);
 }
 
-/* A categorical that sets the model size (model: {choices: ["3e6", "1e7", "3e7"]}, N from the
- * final records): no level trains the large run's N, so the study refuses with a reason that
- * names the parameter instead of recommending a level and an N the command cannot run (it used
- * to: level 1e7 with N 1.3e8 at 100x, exit 0). */
-static void test_size_levels(void)
+/* A sweep with a categorical parameter `level` and log tokens and lr; `d_sets` 0: the level
+ * sets N (3e6, 1e7, 3e7) and the tokens are searched; 1: the level sets the tokens (1e8, 3e8,
+ * 1e9) and N is searched as a number. N and D reach the engine from the final records. */
+static runner_sweep *levels_sweep(int d_sets)
 {
-    static const char *const yaml = "name: levels\n"
-                                    "command: [\"true\"]\n"
-                                    "objective: {metric: val_loss}\n"
-                                    "cost: {metric: flops}\n"
-                                    "budget: {runs: 200}\n"
-                                    "parameters:\n"
-                                    "  model:  {choices: [\"3e6\", \"1e7\", \"3e7\"]}\n"
-                                    "  tokens: {space: log, min: 2.0e7, max: 2.0e9, center: 2.0e8}\n"
-                                    "  lr:     {space: log, min: 1.0e-4, max: 0.3, center: 3.0e-3}\n";
+    static const char *const yaml_n = "name: levels\n"
+                                      "command: [\"true\"]\n"
+                                      "objective: {metric: val_loss}\n"
+                                      "cost: {metric: flops}\n"
+                                      "budget: {runs: 200}\n"
+                                      "parameters:\n"
+                                      "  level:  {choices: [\"a\", \"b\", \"c\"]}\n"
+                                      "  tokens: {space: log, min: 2.0e7, max: 2.0e9, center: 2.0e8}\n"
+                                      "  lr:     {space: log, min: 1.0e-4, max: 0.3, center: 3.0e-3}\n";
+    static const char *const yaml_d = "name: levels\n"
+                                      "command: [\"true\"]\n"
+                                      "objective: {metric: val_loss}\n"
+                                      "cost: {metric: flops}\n"
+                                      "budget: {runs: 200}\n"
+                                      "parameters:\n"
+                                      "  level:  {choices: [\"a\", \"b\", \"c\"]}\n"
+                                      "  N:      {space: log, min: 1.0e6, max: 3.0e7, center: 5.0e6}\n"
+                                      "  lr:     {space: log, min: 1.0e-4, max: 0.3, center: 3.0e-3}\n";
+    const char *yaml = d_sets ? yaml_d : yaml_n;
     runner_sweep *w = calloc(1, sizeof(*w));
     char em[ST_ERRMSG_MAX];
     CHECK_ST(runner_config_load_string(yaml, strlen(yaml), "levels", &w->cfg, em), ST_OK);
     w->runs = calloc(90, sizeof(*w->runs));
     rng_state = 777;
-    const double sizes[3] = {3e6, 1e7, 3e7};
+    const double sizes[3] = {3e6, 1e7, 3e7}, tokens[3] = {1e8, 3e8, 1e9};
     for (int i = 0; i < 90; i++) {
-        double x[3] = {(double)(i % 3), log_unif(2e7, 1e9), log_unif(1e-4, 0.3)};
-        double N = sizes[i % 3], D = x[1];
+        double x[3] = {(double)(i % 3), d_sets ? log_unif(1e6, 3e7) : log_unif(2e7, 1e9),
+                       log_unif(1e-4, 0.3)};
+        double N = d_sets ? x[1] : sizes[i % 3], D = d_sets ? tokens[i % 3] : x[1];
         double y = world_loss(N, D, x[2], batch_opt(D), 0) * (1 + 0.003 * (unif() - 0.5));
         runner_sweep_run *u = &w->runs[w->n_runs];
         u->id = ++w->n_runs;
@@ -364,13 +374,36 @@ static void test_size_levels(void)
         u->final_N = isfinite(y) ? N : NAN;
         u->final_D = isfinite(y) ? D : NAN;
     }
+    return w;
+}
+
+/* A categorical that sets the model size (model: {choices: [small, medium, large]}, N from the
+ * final records): the recommendation is one of its levels at that level's N, the tokens take
+ * the compute (it used to name level b with "model size N 1.3e8" at 100x, exit 0: the command
+ * would have trained a tenth of that model). One that sets the tokens is refused with a reason
+ * that names it. */
+static void test_size_levels(void)
+{
+    runner_sweep *w = levels_sweep(0);
     study *s = run_study(w, 100, 0);
     fit_xp_result r;
     CHECK_ST(fit_xp_get_result(study_engine(s), &r), ST_OK);
-    printf("size levels at 100x: N %.3g, safe %d: %s\n", r.N, study_safe(s),
-           study_unsafe_reason(s));
+    double lv = r.value[0], want = lv == 0 ? 3e6 : lv == 1 ? 1e7 : 3e7;
+    printf("size levels at 100x: level %g, N %.3g, D %.3g, 6ND / C %.6f, safe %d\n", lv, r.N, r.D,
+           6 * r.N * r.D / r.compute, study_safe(s));
+    CHECK(lv == 0 || lv == 1 || lv == 2);
+    CHECK_REL(r.N, want, 1e-9);
+    CHECK(r.N_lo == r.N && r.N_hi == r.N);
+    CHECK_REL(6 * r.N * r.D, r.compute, 1e-6);
+    CHECK(r.warnings & FIT_XP_WARN_RATIO); /* 3e7 at 100x: beyond the runs' tokens per param */
+    study_destroy(s);
+    runner_sweep_free(w);
+
+    w = levels_sweep(1);
+    s = run_study(w, 100, 0);
+    printf("token levels at 100x: safe %d: %s\n", study_safe(s), study_unsafe_reason(s));
     CHECK(!study_safe(s));
-    CHECK(strstr(study_unsafe_reason(s), "'model' (a categorical) sets the model size") != NULL);
+    CHECK(strstr(study_unsafe_reason(s), "'level' (a categorical) sets the tokens") != NULL);
     study_destroy(s);
     runner_sweep_free(w);
 }
