@@ -368,8 +368,9 @@ bench: $(BUILD)/bench/compare $(BUILD)/bench/compare_report
 	  --logs $(BUILD)/bench/logs --json bench/results/latest.json --md bench/results/latest.md
 	@grep -A40 '^## Ratios' bench/results/latest.md
 # make bench-extrapolate: `scaletune extrapolate` on users' sweeps of llmsim in worlds 1..SEEDS
-# (docs/benchmarks.md, "Extrapolation on users' sweeps"), written two ways (the sweep's own N and
-# tokens, then nanoGPT's shape and max_iters); `make bench-extrapolate SEEDS=3` is the
+# (docs/benchmarks.md, "Extrapolation on users' sweeps"), written three ways (the sweep's own N
+# and tokens; nanoGPT's shape and max_iters; Hugging Face Trainer's names); `make
+# bench-extrapolate SEEDS=3` is the
 # quick variant; BENCH_XP_FLAGS=--pass-config also gives extrapolate the sweep file. Targets
 # print PASS/FAIL and never fail the build.
 $(BUILD)/bench/bench_extrapolate: $(BUILD)/bench/bench_extrapolate.o $(BUILD)/bench/sim.o \
@@ -382,6 +383,10 @@ bench-extrapolate: $(BUILD)/bench/bench_extrapolate $(BUILD)/$(NAME) $(BUILD)/be
 	OPENBLAS_NUM_THREADS=1 $(BUILD)/bench/bench_extrapolate --seeds $(if $(SEEDS),$(SEEDS),20) \
 	  --scaletune $(BUILD)/$(NAME) --llmsim $(BUILD)/bench/llmsim/llmsim --style nanogpt \
 	  --work $(BUILD)/bench/extrapolate-nanogpt --out $(BUILD)/bench/extrapolate-nanogpt.json \
+	  $(BENCH_XP_FLAGS)
+	OPENBLAS_NUM_THREADS=1 $(BUILD)/bench/bench_extrapolate --seeds $(if $(SEEDS),$(SEEDS),20) \
+	  --scaletune $(BUILD)/$(NAME) --llmsim $(BUILD)/bench/llmsim/llmsim --style hf \
+	  --work $(BUILD)/bench/extrapolate-hf --out $(BUILD)/bench/extrapolate-hf.json \
 	  $(BENCH_XP_FLAGS)
 .PHONY: bench-extrapolate
 # make bench-study: study mode against CARBS and random search on the same worlds (issue 16;

@@ -80,8 +80,13 @@ typedef struct bench_cfg {
     int paced;            /* llmsim --steps-to-report 20 --sleep-ms 150: runs that take time */
     long reports;         /* llmsim --steps-to-report K (no pause): curves to store, 0 = 1 */
     int opt_choice;       /* optimizer: {choices: [adamw, lion]} in each sweep (issue 22) */
-    int nanogpt;          /* --style nanogpt: shape, max_iters and warmup_iters (write_nanogpt) */
+    int style;            /* --style: STYLE_CHINCHILLA, STYLE_NANOGPT or STYLE_HF (write_styled) */
 } bench_cfg;
+
+/* How the sweep file names and sets the run (--style): N and tokens as parameters; nanoGPT's
+ * shape, max_iters and warmup_iters; Hugging Face Trainer's hidden_size, num_hidden_layers,
+ * max_steps, per_device_train_batch_size (sequences of 1024 tokens), warmup_ratio. */
+enum { STYLE_CHINCHILLA = 0, STYLE_NANOGPT, STYLE_HF };
 
 /* ---- running programs --------------------------------------------------------------------- */
 
@@ -183,47 +188,69 @@ static int write_sweep(const bench_cfg *cfg, seed_result *r, const char *path)
     return fclose(f) ? -1 : 0;
 }
 
+/* The command and parameters of --style nanogpt and hf (write_styled). */
+static const char *const nanogpt_command =
+    "command: [\"sh\", \"-c\", \"exec '%s' --world %d --d-model {d_model} --n-layer {n_layer} "
+    "--tokens $(( {max_iters} * {batch_size} )) --lr {learning_rate} --batch {batch_size} "
+    "--warmup $(awk 'BEGIN{{print {warmup_iters}/{max_iters}}}') --weight-decay {weight_decay} "
+    "--seed {_run}%s\"]\n";
+static const char *const nanogpt_params =
+    "  n_layer:       {space: linear, min: 2, max: 12, center: 4, integer: true}\n"
+    "  d_model:       {space: log, min: 64, max: 1024, center: 256, integer: true, rounding: 32}\n"
+    "  max_iters:     {space: log, min: 500, max: 20000, center: 2000, integer: true}\n"
+    "  batch_size:    {space: log, min: 8192, max: 262144, center: 32768, integer: true}\n"
+    "  learning_rate: {space: log, min: 1.0e-4, max: 0.1, center: 1.0e-3}\n"
+    "  warmup_iters:  {space: log, min: 10, max: 400, center: 100, integer: true}\n"
+    "  weight_decay:  {space: log, min: 1.0e-3, max: 1.0, center: 0.1}\n";
+static const char *const hf_command =
+    "command: [\"sh\", \"-c\", \"exec '%s' --world %d --d-model {hidden_size} --n-layer "
+    "{num_hidden_layers} --tokens $(( {max_steps} * {per_device_train_batch_size} * 1024 )) "
+    "--lr {learning_rate} --batch $(( {per_device_train_batch_size} * 1024 )) --warmup "
+    "{warmup_ratio} --weight-decay {weight_decay} --seed {_run}%s\"]\n";
+static const char *const hf_params =
+    "  hidden_size:       {space: log, min: 128, max: 1024, center: 256, integer: true, "
+    "rounding: 64}\n"
+    "  num_hidden_layers: {space: linear, min: 2, max: 12, center: 6, integer: true}\n"
+    "  max_steps:         {space: log, min: 500, max: 20000, center: 2000, integer: true}\n"
+    "  per_device_train_batch_size: {space: log, min: 8, max: 256, center: 32, integer: true}\n"
+    "  learning_rate:     {space: log, min: 1.0e-5, max: 1.0e-2, center: 3.0e-4}\n"
+    "  warmup_ratio:      {space: linear, min: 0.0, max: 0.2, center: 0.05}\n"
+    "  weight_decay:      {space: linear, min: 0.0, max: 0.3, center: 0.1}\n";
+
 /*
- * --style nanogpt: the sweep as a nanoGPT user writes it. The model's shape (n_layer on a linear
- * scale, d_model), its length as max_iters with the batch in tokens, the warmup as warmup_iters,
- * no cost expression; a shell turns them into llmsim's N = 12 n_layer d_model^2, tokens and
- * warmup fraction. The same worlds, cap and budget as write_sweep.
+ * --style nanogpt or hf: the sweep as a user of nanoGPT or of Hugging Face's Trainer writes it:
+ * the model's shape (the depth on a linear scale), its length in optimizer steps with the batch
+ * (nanoGPT: tokens; hf: sequences of 1024 tokens), the warmup in steps (nanoGPT) or as a ratio
+ * on a linear scale from 0 (hf, with the weight decay linear from 0 too), no cost expression; a
+ * shell turns them into llmsim's N = 12 n_layer d_model^2, tokens and warmup fraction. The
+ * same worlds, cap and budget as write_sweep.
  */
-static int write_nanogpt(const bench_cfg *cfg, seed_result *r, const char *path)
+static int write_styled(const bench_cfg *cfg, seed_result *r, const char *path)
 {
     FILE *f = fopen(path, "w");
     if (!f)
         return -1;
-    int s = r->seed;
+    int s = r->seed, hf = cfg->style == STYLE_HF;
     r->expr = 0;
-    r->linear_warmup = 0;
+    r->linear_warmup = hf;
     char opt[128], cost[64] = "", reports[64] = "";
     if (cfg->budget_cost > 0)
         snprintf(cost, sizeof(cost), ", cost: %.6g", cfg->budget_cost);
     if (cfg->reports > 1)
         snprintf(reports, sizeof(reports), " --steps-to-report %ld", cfg->reports);
+    fprintf(f, "name: xp-%d\n", s);
+    fprintf(f, hf ? hf_command : nanogpt_command, cfg->llmsim, s, reports);
     fprintf(f,
-            "name: xp-%d\n"
-            "command: [\"sh\", \"-c\", \"exec '%s' --world %d --d-model {d_model} --n-layer "
-            "{n_layer} --tokens $(( {max_iters} * {batch_size} )) --lr {learning_rate} --batch "
-            "{batch_size} --warmup $(awk 'BEGIN{{print {warmup_iters}/{max_iters}}}') "
-            "--weight-decay {weight_decay} --seed {_run}%s\"]\n"
             "objective: {metric: val_loss, goal: minimize}\n"
             "cost: {metric: flops}\n"
             "parameters:\n"
-            "  n_layer:       {space: linear, min: 2, max: 12, center: 4, integer: true}\n"
-            "  d_model:       {space: log, min: 64, max: 1024, center: 256, integer: true, "
-            "rounding: 32}\n"
-            "  max_iters:     {space: log, min: 500, max: 20000, center: 2000, integer: true}\n"
-            "  batch_size:    {space: log, min: 8192, max: 262144, center: 32768, integer: true}\n"
-            "  learning_rate: {space: log, min: 1.0e-4, max: 0.1, center: 1.0e-3}\n"
-            "  warmup_iters:  {space: log, min: 10, max: 400, center: 100, integer: true}\n"
-            "  weight_decay:  {space: log, min: 1.0e-3, max: 1.0, center: 0.1}\n"
+            "%s"
             "budget: {runs: %ld%s, max_cost_per_run: 1.0e16}\n"
             "parallel: 2\n"
             "seed: %d\n"
             "%s%s",
-            s, cfg->llmsim, s, reports, cfg->runs, cost, s, optimizer_block(cfg, opt, sizeof(opt)),
+            hf ? hf_params : nanogpt_params, cfg->runs, cost, s,
+            optimizer_block(cfg, opt, sizeof(opt)),
             cfg->early_stop ? "early_stopping: {enabled: true}\n" : "");
     return fclose(f) ? -1 : 0;
 }
@@ -257,17 +284,20 @@ static int read_export(const char *path, seed_result *r)
 
 /* ---- one extrapolation --------------------------------------------------------------------- */
 
-/* A --style nanogpt recommendation as llmsim's settings (par_name's order): N = 12 n_layer
- * d_model^2, tokens = max_iters x batch_size, warmup = warmup_iters / max_iters. */
-static int read_nanogpt_rec(const json_t *rec, double *v)
+/* A --style nanogpt or hf recommendation as llmsim's settings (par_name's order): N = 12 x
+ * depth x width^2, tokens = steps x batch, warmup as a fraction. */
+static int read_styled_rec(const json_t *rec, int style, double *v)
 {
-    double L = jnum(rec, "n_layer"), d = jnum(rec, "d_model"), it = jnum(rec, "max_iters");
-    double bs = jnum(rec, "batch_size"), wu = jnum(rec, "warmup_iters");
+    int hf = style == STYLE_HF;
+    double L = jnum(rec, hf ? "num_hidden_layers" : "n_layer");
+    double d = jnum(rec, hf ? "hidden_size" : "d_model");
+    double it = jnum(rec, hf ? "max_steps" : "max_iters");
+    double bs = hf ? 1024 * jnum(rec, "per_device_train_batch_size") : jnum(rec, "batch_size");
     v[0] = 12 * L * d * d;
     v[1] = it * bs;
     v[2] = jnum(rec, "learning_rate");
     v[3] = bs;
-    v[4] = wu / it;
+    v[4] = hf ? jnum(rec, "warmup_ratio") : jnum(rec, "warmup_iters") / it;
     v[5] = jnum(rec, "weight_decay");
     int ok = 1;
     for (int k = 0; k < N_PAR; k++)
@@ -276,7 +306,7 @@ static int read_nanogpt_rec(const json_t *rec, double *v)
 }
 
 /* Reads extrapolate's JSON: the recommendation, the interval and "safe" (absent: -1). */
-static int read_xp(const char *path, int nanogpt, xp_eval *e)
+static int read_xp(const char *path, int style, xp_eval *e)
 {
     json_error_t jerr;
     json_t *root = json_load_file(path, 0, &jerr);
@@ -296,9 +326,9 @@ static int read_xp(const char *path, int nanogpt, xp_eval *e)
     e->lo = jnum(pred, "lo");
     e->hi = jnum(pred, "hi");
     int ok = isfinite(e->compute) && isfinite(e->lo) && isfinite(e->hi);
-    if (nanogpt)
-        ok = ok && read_nanogpt_rec(rec, e->rec);
-    for (int k = 0; k < N_PAR && !nanogpt; k++) {
+    if (style != STYLE_CHINCHILLA)
+        ok = ok && read_styled_rec(rec, style, e->rec);
+    for (int k = 0; k < N_PAR && style == STYLE_CHINCHILLA; k++) {
         e->rec[k] = jnum(rec, par_name[k]);
         ok = ok && isfinite(e->rec[k]);
     }
@@ -374,7 +404,7 @@ static void run_xp(const bench_cfg *cfg, int seed, double factor, xp_eval *e)
                  factor);
         return;
     }
-    int ok = read_xp(out, cfg->nanogpt, e) == 0;
+    int ok = read_xp(out, cfg->style, e) == 0;
     e->refused = e->rc == 3 || e->safe == 0;
     if (!ok)
         return;
@@ -404,12 +434,13 @@ static void run_seed(const bench_cfg *cfg, seed_result *r)
     if (run_status(cmd) != 0 || chdir(cfg->work) != 0 || chdir(dir) != 0)
         return;
     if (cfg->reuse && access("sweep.db", R_OK) == 0) {
-        /* as write_sweep or write_nanogpt, which wrote the stored file */
-        r->expr = !cfg->nanogpt && r->seed % 2 == 0;
-        r->linear_warmup = !cfg->nanogpt && (r->seed % 4 == 1 || r->seed % 4 == 2);
+        /* as write_sweep or write_styled, which wrote the stored file */
+        int plain = cfg->style == STYLE_CHINCHILLA;
+        r->expr = plain && r->seed % 2 == 0;
+        r->linear_warmup = plain ? r->seed % 4 == 1 || r->seed % 4 == 2 : cfg->style == STYLE_HF;
         r->sweep_rc = 0;
     } else {
-        if ((cfg->nanogpt ? write_nanogpt : write_sweep)(cfg, r, "sweep.yaml") != 0)
+        if ((cfg->style ? write_styled : write_sweep)(cfg, r, "sweep.yaml") != 0)
             return;
         snprintf(cmd, sizeof(cmd), "'%s' sweep launch sweep.yaml --db sweep.db >sweep.log 2>&1",
                  cfg->scaletune);
@@ -752,7 +783,7 @@ static void usage(FILE *f)
           "                         [--reuse]\n"
           "                         [--early-stop] [--paced] [--reports K] [--xp-flags FLAGS]\n"
           "                         [--first-seed K] [--optimizer-choice]\n"
-          "                         [--style chinchilla|nanogpt]\n"
+          "                         [--style chinchilla|nanogpt|hf]\n"
           "  --seeds N       seeds (worlds) 1..N (default 20)\n"
           "  --first-seed K  seeds K..K+N-1 instead (a held-out set of worlds, e.g. 21)\n"
           "  --jobs J        seeds run at once (default 2)\n"
@@ -780,7 +811,10 @@ static void usage(FILE *f)
           "  --style S       chinchilla (default): parameters N, tokens, lr, batch, warmup,\n"
           "                  weight_decay; nanogpt: n_layer, d_model, max_iters, batch_size\n"
           "                  (tokens), learning_rate, warmup_iters, weight_decay, as a nanoGPT\n"
-          "                  user writes them (no cost expression)\n"
+          "                  user writes them (no cost expression); hf: hidden_size,\n"
+          "                  num_hidden_layers, max_steps, per_device_train_batch_size\n"
+          "                  (sequences), learning_rate, warmup_ratio and weight_decay (linear\n"
+          "                  from 0), as for Hugging Face's Trainer\n"
           "  --xp-flags F    appended to each `scaletune extrapolate` command, e.g. with --reuse\n"
           "                  '--bootstrap 100 --no-backtest' to score an engine change quickly\n",
           f);
@@ -812,7 +846,7 @@ static int parse_args(int argc, char **argv, bench_cfg *cfg)
     cfg->early_stop = 0;
     cfg->paced = 0;
     cfg->reports = 0;
-    cfg->nanogpt = 0;
+    cfg->style = STYLE_CHINCHILLA;
     cfg->opt_choice = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -864,8 +898,12 @@ static int parse_args(int argc, char **argv, bench_cfg *cfg)
             cfg->first_seed = strtol(v, NULL, 10);
         else if (!strcmp(a, "--xp-flags"))
             cfg->xp_flags = v;
-        else if (!strcmp(a, "--style") && (!strcmp(v, "nanogpt") || !strcmp(v, "chinchilla")))
-            cfg->nanogpt = !strcmp(v, "nanogpt");
+        else if (!strcmp(a, "--style") && !strcmp(v, "chinchilla"))
+            cfg->style = STYLE_CHINCHILLA;
+        else if (!strcmp(a, "--style") && !strcmp(v, "nanogpt"))
+            cfg->style = STYLE_NANOGPT;
+        else if (!strcmp(a, "--style") && !strcmp(v, "hf"))
+            cfg->style = STYLE_HF;
         else
             return usage(stderr), -1;
         i++;
@@ -875,8 +913,9 @@ static int parse_args(int argc, char **argv, bench_cfg *cfg)
                 cfg->mode);
         return -1;
     }
-    if (cfg->nanogpt && (cfg->opt_choice || cfg->paced)) {
-        fprintf(stderr, "bench_extrapolate: --style nanogpt has no --optimizer-choice or --paced\n");
+    if (cfg->style != STYLE_CHINCHILLA && (cfg->opt_choice || cfg->paced)) {
+        fprintf(stderr, "bench_extrapolate: --style nanogpt or hf has no --optimizer-choice or "
+                        "--paced\n");
         return -1;
     }
     if (cfg->runs < 2 || cfg->runs > 100000) {

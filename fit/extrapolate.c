@@ -762,3 +762,8 @@ fit_xp_role fit_xp_param_role(const fit_xp *xp, size_t i)
 {
     return xp && i < xp->P ? xp->role[i] : FIT_XP_OTHER;
 }
+
+fit_xp_space fit_xp_param_space(const fit_xp *xp, size_t i)
+{
+    return xp && i < xp->P ? xp->par[i].space : FIT_XP_LINEAR;
+}

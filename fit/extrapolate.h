@@ -56,6 +56,9 @@ fit_xp_role fit_xp_role_guess(const char *name);
 /* 1 when the name is a warmup's (it contains "warmup"): the engine's fixed-steps prior and
  * study/'s log-scale policy apply to it. */
 int fit_xp_is_warmup(const char *name);
+/* 1 when the name is a weight decay's (weight_decay, weight-decay, weightdecay, wd): the
+ * engine's AdamW-timescale prior and study/'s log-scale policy apply to it. */
+int fit_xp_is_weight_decay(const char *name);
 /* The unit of a warmup parameter, from its name: steps ("iter", "step" or "update" in it:
  * warmup_iters, warmup_steps), tokens ("token"), else a fraction of the run. */
 typedef enum fit_xp_wu_unit {
@@ -238,6 +241,7 @@ st_status fit_xp_get_result(const fit_xp *xp, fit_xp_result *r);
 size_t fit_xp_n_params(const fit_xp *xp);
 const char *fit_xp_param_name(const fit_xp *xp, size_t i);
 fit_xp_role fit_xp_param_role(const fit_xp *xp, size_t i); /* resolved (never AUTO) */
+fit_xp_space fit_xp_param_space(const fit_xp *xp, size_t i); /* as fitted */
 
 /* The Pareto front: groups of runs with identical parameters, increasing mean cost, strictly
  * improving mean objective. run: index of the group's first run. */

@@ -187,10 +187,10 @@ void xp_level_priors_set(const fit_xp *xp, xp_jm_data *d, double sigma)
 }
 
 /* Is this the name of a weight decay? */
-static int is_weight_decay(const char *name)
+int fit_xp_is_weight_decay(const char *name)
 {
-    return strstr(name, "weight_decay") || strstr(name, "weight-decay") ||
-           strstr(name, "weightdecay") || !strcmp(name, "wd");
+    return name && (strstr(name, "weight_decay") || strstr(name, "weight-decay") ||
+                    strstr(name, "weightdecay") || !strcmp(name, "wd"));
 }
 
 /*
@@ -214,7 +214,7 @@ size_t xp_wd_prior_hyper(const fit_xp *xp)
             lr = lg;
         else if (xp->role[j] == FIT_XP_BATCH)
             bs = lg;
-        else if (xp->role[j] == FIT_XP_OTHER && lg && is_weight_decay(xp->par[j].name) &&
+        else if (xp->role[j] == FIT_XP_OTHER && lg && fit_xp_is_weight_decay(xp->par[j].name) &&
                  k_wd == NONE)
             k_wd = k;
     }

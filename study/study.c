@@ -51,7 +51,9 @@ void study_add_warning(study *s, const char *fmt, ...)
  * fraction of the run that is a power law of B / D (fit/'s warmup prior). On a linear scale its
  * law is a straight line in N and D that a 100x extrapolation runs through zero: on
  * bench-extrapolate's world 13 (warmups tried 0.022-0.127, a span of 5.7) the engine recommended
- * warmup 0, which halves the stable learning rate, and the run diverged. */
+ * warmup 0, which halves the stable learning rate, and the run diverged. So is a weight decay
+ * (fit_xp_is_weight_decay): its optimum is a power law (the AdamW timescale prior), and on a
+ * linear scale from 0 (Hugging Face's weight_decay in [0, 0.3]) its law ran to the bound 0. */
 #define LOG_SPAN 10.0
 
 /* ---- the input policy: parameters ------------------------------------------------------- */
@@ -289,7 +291,8 @@ static void settle_spaces(study *s)
             (p->space == FIT_XP_LOGIT && !(lo > 0 && hi < 1)))
             p->space = FIT_XP_LINEAR;
         else if (p->space == FIT_XP_LINEAR && lo > 0 &&
-                 (hi > LOG_SPAN * lo || fit_xp_is_warmup(p->name)))
+                 (hi > LOG_SPAN * lo || fit_xp_is_warmup(p->name) ||
+                  fit_xp_is_weight_decay(p->name)))
             p->space = FIT_XP_LOG; /* laws are power laws: see LOG_SPAN */
     }
 }

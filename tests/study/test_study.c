@@ -408,6 +408,57 @@ static void test_size_levels(void)
     runner_sweep_free(w);
 }
 
+/* A weight decay searched on a linear scale from 0 (Hugging Face's way: weight_decay in
+ * [0, 0.3]) whose runs tried 0.02-0.13 (a span under 10x) is fitted on a log scale, where its
+ * AdamW-timescale prior acts; on the linear scale the law ran to the searched bound and the
+ * recommendation was weight decay 0 in 6 of bench-extrapolate's 20 worlds written that way
+ * (--style hf). */
+static void test_linear_weight_decay(void)
+{
+    static const char *const yaml =
+        "name: wd\n"
+        "command: [\"true\"]\n"
+        "objective: {metric: val_loss}\n"
+        "cost: {metric: flops}\n"
+        "budget: {runs: 200}\n"
+        "parameters:\n"
+        "  N:            {space: log, min: 1.0e6, max: 1.0e8, center: 1.0e7}\n"
+        "  tokens:       {space: log, min: 2.0e7, max: 2.0e9, center: 2.0e8}\n"
+        "  lr:           {space: log, min: 1.0e-4, max: 0.3, center: 3.0e-3}\n"
+        "  weight_decay: {space: linear, min: 0.0, max: 0.3, center: 0.1}\n";
+    runner_sweep *w = calloc(1, sizeof(*w));
+    char em[ST_ERRMSG_MAX];
+    CHECK_ST(runner_config_load_string(yaml, strlen(yaml), "wd", &w->cfg, em), ST_OK);
+    w->runs = calloc(90, sizeof(*w->runs));
+    rng_state = 4321;
+    for (int i = 0; i < 90; i++) {
+        double x[4] = {log_unif(1e6, 3e7), log_unif(2e7, 1e9), log_unif(1e-4, 0.3),
+                       log_unif(0.02, 0.13)};
+        double q = log(x[3] / 0.08);
+        double y = world_loss(x[0], x[1], x[2], batch_opt(x[1]), 0) * (1 + 0.02 * q * q) *
+                   (1 + 0.003 * (unif() - 0.5));
+        runner_sweep_run *u = &w->runs[w->n_runs];
+        u->id = ++w->n_runs;
+        u->x = malloc(sizeof(x));
+        memcpy(u->x, x, sizeof(x));
+        u->status = isfinite(y) ? RUNNER_RUN_SUCCEEDED : RUNNER_RUN_FAILED;
+        u->failure = isfinite(y) ? RUNNER_FAIL_NONE : RUNNER_FAIL_DIVERGED;
+        u->objective = isfinite(y) ? y : NAN;
+        u->cost = isfinite(y) ? 6 * x[0] * x[1] : NAN;
+        u->predicted_cost = u->final_N = u->final_D = NAN;
+    }
+    study *s = run_study(w, 100, 0);
+    fit_xp_result r;
+    CHECK_ST(fit_xp_get_result(study_engine(s), &r), ST_OK);
+    printf("weight decay linear in [0, 0.3], tried 0.02-0.13: fitted %s, recommended %.4g\n",
+           fit_xp_param_space(study_engine(s), 3) == FIT_XP_LOG ? "on a log scale" : "linear",
+           r.value[3]);
+    CHECK(fit_xp_param_space(study_engine(s), 3) == FIT_XP_LOG);
+    CHECK(r.value[3] > 0.01 && r.value[3] <= 0.3);
+    study_destroy(s);
+    runner_sweep_free(w);
+}
+
 /* A batch the runs cannot place (it does not change the loss): the literature priors keep its
  * recommended value near the tried range moved along D^0.4; unconstrained, the law's intercept
  * goes where no run went. */
@@ -578,6 +629,7 @@ int main(int argc, char **argv)
     test_lr_batch_coupling();
     test_steps_sweep();
     test_size_levels();
+    test_linear_weight_decay();
     test_cli(argv[0]);
     return check_summary("study");
 }
