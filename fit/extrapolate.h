@@ -240,7 +240,7 @@ typedef struct fit_xp_result {
 st_status fit_xp_get_result(const fit_xp *xp, fit_xp_result *r);
 size_t fit_xp_n_params(const fit_xp *xp);
 const char *fit_xp_param_name(const fit_xp *xp, size_t i);
-fit_xp_role fit_xp_param_role(const fit_xp *xp, size_t i); /* resolved (never AUTO) */
+fit_xp_role fit_xp_param_role(const fit_xp *xp, size_t i);   /* resolved (never AUTO) */
 fit_xp_space fit_xp_param_space(const fit_xp *xp, size_t i); /* as fitted */
 
 /* The Pareto front: groups of runs with identical parameters, increasing mean cost, strictly

@@ -138,13 +138,14 @@ static int levels_runnable(study *s)
                     at += (size_t)snprintf(have + at, sizeof(have) - at, "%s%.3g", at ? ", " : "",
                                            exp(lq[l]));
             const char *what = d ? "tokens" : "model size";
-            snprintf(s->unsafe_reason, sizeof(s->unsafe_reason),
-                     "'%s' (a categorical) sets the %s: its levels ran at %s = %s; the large run "
-                     "at compute %.4g needs %s about %.3g, which none of them gives; search the "
-                     "%s as a number (%s) or add a level near %.3g",
-                     s->par[j].name, what, d ? "D" : "N", have, s->target, d ? "D" : "N", want,
-                     what, d ? "a parameter tokens or max_steps" : "a parameter N, or d_model and n_layer",
-                     want);
+            snprintf(
+                s->unsafe_reason, sizeof(s->unsafe_reason),
+                "'%s' (a categorical) sets the %s: its levels ran at %s = %s; the large run "
+                "at compute %.4g needs %s about %.3g, which none of them gives; search the "
+                "%s as a number (%s) or add a level near %.3g",
+                s->par[j].name, what, d ? "D" : "N", have, s->target, d ? "D" : "N", want, what,
+                d ? "a parameter tokens or max_steps" : "a parameter N, or d_model and n_layer",
+                want);
             return 0;
         }
     }

@@ -332,24 +332,26 @@ static void test_steps_sweep(void)
  * 1e9) and N is searched as a number. N and D reach the engine from the final records. */
 static runner_sweep *levels_sweep(int d_sets)
 {
-    static const char *const yaml_n = "name: levels\n"
-                                      "command: [\"true\"]\n"
-                                      "objective: {metric: val_loss}\n"
-                                      "cost: {metric: flops}\n"
-                                      "budget: {runs: 200}\n"
-                                      "parameters:\n"
-                                      "  level:  {choices: [\"a\", \"b\", \"c\"]}\n"
-                                      "  tokens: {space: log, min: 2.0e7, max: 2.0e9, center: 2.0e8}\n"
-                                      "  lr:     {space: log, min: 1.0e-4, max: 0.3, center: 3.0e-3}\n";
-    static const char *const yaml_d = "name: levels\n"
-                                      "command: [\"true\"]\n"
-                                      "objective: {metric: val_loss}\n"
-                                      "cost: {metric: flops}\n"
-                                      "budget: {runs: 200}\n"
-                                      "parameters:\n"
-                                      "  level:  {choices: [\"a\", \"b\", \"c\"]}\n"
-                                      "  N:      {space: log, min: 1.0e6, max: 3.0e7, center: 5.0e6}\n"
-                                      "  lr:     {space: log, min: 1.0e-4, max: 0.3, center: 3.0e-3}\n";
+    static const char *const yaml_n =
+        "name: levels\n"
+        "command: [\"true\"]\n"
+        "objective: {metric: val_loss}\n"
+        "cost: {metric: flops}\n"
+        "budget: {runs: 200}\n"
+        "parameters:\n"
+        "  level:  {choices: [\"a\", \"b\", \"c\"]}\n"
+        "  tokens: {space: log, min: 2.0e7, max: 2.0e9, center: 2.0e8}\n"
+        "  lr:     {space: log, min: 1.0e-4, max: 0.3, center: 3.0e-3}\n";
+    static const char *const yaml_d =
+        "name: levels\n"
+        "command: [\"true\"]\n"
+        "objective: {metric: val_loss}\n"
+        "cost: {metric: flops}\n"
+        "budget: {runs: 200}\n"
+        "parameters:\n"
+        "  level:  {choices: [\"a\", \"b\", \"c\"]}\n"
+        "  N:      {space: log, min: 1.0e6, max: 3.0e7, center: 5.0e6}\n"
+        "  lr:     {space: log, min: 1.0e-4, max: 0.3, center: 3.0e-3}\n";
     const char *yaml = d_sets ? yaml_d : yaml_n;
     runner_sweep *w = calloc(1, sizeof(*w));
     char em[ST_ERRMSG_MAX];
