@@ -214,6 +214,9 @@ size_t xp_level_slot(const xp_model *m, size_t f, size_t l);
 void xp_level_terms(const fit_xp *xp, const double *th, const double *b, double *delta,
                     double *lr_shift);
 /* ln N of a parameter row x (via the N parameter or the SIZE regression), NAN if unknown. */
+/* extrapolate_sizes.c: the SIZE and tokens regressions and the size-setting factor (m->n_size,
+ * m->n_tok, m->size_fac), after choose_factors. */
+st_status xp_sizes_fit(fit_xp *xp);
 double xp_model_lnN(const fit_xp *xp, const double *x);
 /* ln D of the full row x: the D parameter's, else the STEPS regression's (m->tok_c), else NAN. */
 double xp_model_lnD(const fit_xp *xp, const double *x);
