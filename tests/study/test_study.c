@@ -259,6 +259,26 @@ static void test_domains(void)
     runner_sweep_free(w);
 }
 
+/* Appends a run of parameters x (nx values) with loss y (diverged when not finite) and cost
+ * 6 N D; with `records`, N and D also come from its final record. */
+static void add_world_run(runner_sweep *w, const double *x, size_t nx, double y, double N, double D,
+                          int records)
+{
+    int ok = isfinite(y);
+    runner_sweep_run *u = &w->runs[w->n_runs];
+    memset(u, 0, sizeof(*u));
+    u->id = ++w->n_runs;
+    u->x = malloc(nx * sizeof(double));
+    memcpy(u->x, x, nx * sizeof(double));
+    u->status = ok ? RUNNER_RUN_SUCCEEDED : RUNNER_RUN_FAILED;
+    u->failure = ok ? RUNNER_FAIL_NONE : RUNNER_FAIL_DIVERGED;
+    u->objective = ok ? y : NAN;
+    u->cost = ok ? 6 * N * D : NAN;
+    u->predicted_cost = NAN;
+    u->final_N = ok && records ? N : NAN;
+    u->final_D = ok && records ? D : NAN;
+}
+
 /* A sweep written as for nanoGPT: the model's shape (n_layer on a linear scale, d_model; the
  * size regression takes the log form, which fits N = 12 n_layer d_model^2 exactly) and
  * its training length as max_iters (a linear integer, searched up to 20000) with the batch in
@@ -294,17 +314,7 @@ static void test_steps_sweep(void)
                        log_unif(1e-4, 0.1)};
         double N = 12 * x[0] * x[1] * x[1], D = x[2] * x[3];
         double y = world_loss(N, D, x[4], batch_opt(D), 0) * (1 + 0.003 * (unif() - 0.5));
-        runner_sweep_run *u = &w->runs[w->n_runs];
-        u->id = ++w->n_runs;
-        u->x = malloc(sizeof(x));
-        memcpy(u->x, x, sizeof(x));
-        u->status = isfinite(y) ? RUNNER_RUN_SUCCEEDED : RUNNER_RUN_FAILED;
-        u->failure = isfinite(y) ? RUNNER_FAIL_NONE : RUNNER_FAIL_DIVERGED;
-        u->objective = isfinite(y) ? y : NAN;
-        u->cost = isfinite(y) ? 6 * N * D : NAN;
-        u->predicted_cost = NAN;
-        u->final_N = isfinite(y) ? N : NAN;
-        u->final_D = isfinite(y) ? D : NAN;
+        add_world_run(w, x, sizeof(x) / sizeof(x[0]), y, N, D, 1);
         it_max = fmax(it_max, x[2]);
     }
     const double factors[] = {100, 1000};
@@ -364,17 +374,7 @@ static runner_sweep *levels_sweep(int d_sets)
                        log_unif(1e-4, 0.3)};
         double N = d_sets ? x[1] : sizes[i % 3], D = d_sets ? tokens[i % 3] : x[1];
         double y = world_loss(N, D, x[2], batch_opt(D), 0) * (1 + 0.003 * (unif() - 0.5));
-        runner_sweep_run *u = &w->runs[w->n_runs];
-        u->id = ++w->n_runs;
-        u->x = malloc(sizeof(x));
-        memcpy(u->x, x, sizeof(x));
-        u->status = isfinite(y) ? RUNNER_RUN_SUCCEEDED : RUNNER_RUN_FAILED;
-        u->failure = isfinite(y) ? RUNNER_FAIL_NONE : RUNNER_FAIL_DIVERGED;
-        u->objective = isfinite(y) ? y : NAN;
-        u->cost = isfinite(y) ? 6 * N * D : NAN;
-        u->predicted_cost = NAN;
-        u->final_N = isfinite(y) ? N : NAN;
-        u->final_D = isfinite(y) ? D : NAN;
+        add_world_run(w, x, sizeof(x) / sizeof(x[0]), y, N, D, 1);
     }
     return w;
 }
@@ -439,15 +439,7 @@ static void test_linear_weight_decay(void)
         double q = log(x[3] / 0.08);
         double y = world_loss(x[0], x[1], x[2], batch_opt(x[1]), 0) * (1 + 0.02 * q * q) *
                    (1 + 0.003 * (unif() - 0.5));
-        runner_sweep_run *u = &w->runs[w->n_runs];
-        u->id = ++w->n_runs;
-        u->x = malloc(sizeof(x));
-        memcpy(u->x, x, sizeof(x));
-        u->status = isfinite(y) ? RUNNER_RUN_SUCCEEDED : RUNNER_RUN_FAILED;
-        u->failure = isfinite(y) ? RUNNER_FAIL_NONE : RUNNER_FAIL_DIVERGED;
-        u->objective = isfinite(y) ? y : NAN;
-        u->cost = isfinite(y) ? 6 * x[0] * x[1] : NAN;
-        u->predicted_cost = u->final_N = u->final_D = NAN;
+        add_world_run(w, x, 4, y, x[0], x[1], 0);
     }
     study *s = run_study(w, 100, 0);
     fit_xp_result r;
