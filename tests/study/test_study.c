@@ -259,6 +259,18 @@ static void test_domains(void)
     runner_sweep_free(w);
 }
 
+/* A sweep of the sweep file `yaml` named `name` with room for n runs and none yet; the world's
+ * random stream restarts at `seed`. */
+static runner_sweep *empty_sweep(const char *yaml, const char *name, size_t n, uint64_t seed)
+{
+    runner_sweep *w = calloc(1, sizeof(*w));
+    char em[ST_ERRMSG_MAX];
+    CHECK_ST(runner_config_load_string(yaml, strlen(yaml), name, &w->cfg, em), ST_OK);
+    w->runs = calloc(n, sizeof(*w->runs));
+    rng_state = seed;
+    return w;
+}
+
 /* Appends a run of parameters x (nx values) with loss y (diverged when not finite) and cost
  * 6 N D; with `records`, N and D also come from its final record. */
 static void add_world_run(runner_sweep *w, const double *x, size_t nx, double y, double N, double D,
@@ -302,11 +314,7 @@ static void test_steps_sweep(void)
         "  max_iters:     {space: linear, min: 500, max: 20000, center: 2000, integer: true}\n"
         "  batch_size:    {space: log, min: 8192, max: 262144, center: 32768, integer: true}\n"
         "  learning_rate: {space: log, min: 1.0e-4, max: 0.1, center: 1.0e-3}\n";
-    runner_sweep *w = calloc(1, sizeof(*w));
-    char em[ST_ERRMSG_MAX];
-    CHECK_ST(runner_config_load_string(yaml, strlen(yaml), "nano", &w->cfg, em), ST_OK);
-    w->runs = calloc(120, sizeof(*w->runs));
-    rng_state = 4242;
+    runner_sweep *w = empty_sweep(yaml, "nano", 120, 4242);
     double it_max = 0;
     for (int i = 0; i < 120; i++) {
         double x[5] = {2 + round(10 * unif()), 32 * round(log_unif(64, 1024) / 32),
@@ -363,11 +371,7 @@ static runner_sweep *levels_sweep(int d_sets)
         "  N:      {space: log, min: 1.0e6, max: 3.0e7, center: 5.0e6}\n"
         "  lr:     {space: log, min: 1.0e-4, max: 0.3, center: 3.0e-3}\n";
     const char *yaml = d_sets ? yaml_d : yaml_n;
-    runner_sweep *w = calloc(1, sizeof(*w));
-    char em[ST_ERRMSG_MAX];
-    CHECK_ST(runner_config_load_string(yaml, strlen(yaml), "levels", &w->cfg, em), ST_OK);
-    w->runs = calloc(90, sizeof(*w->runs));
-    rng_state = 777;
+    runner_sweep *w = empty_sweep(yaml, "levels", 90, 777);
     const double sizes[3] = {3e6, 1e7, 3e7}, tokens[3] = {1e8, 3e8, 1e9};
     for (int i = 0; i < 90; i++) {
         double x[3] = {(double)(i % 3), d_sets ? log_unif(1e6, 3e7) : log_unif(2e7, 1e9),
@@ -428,11 +432,7 @@ static void test_linear_weight_decay(void)
         "  tokens:       {space: log, min: 2.0e7, max: 2.0e9, center: 2.0e8}\n"
         "  lr:           {space: log, min: 1.0e-4, max: 0.3, center: 3.0e-3}\n"
         "  weight_decay: {space: linear, min: 0.0, max: 0.3, center: 0.1}\n";
-    runner_sweep *w = calloc(1, sizeof(*w));
-    char em[ST_ERRMSG_MAX];
-    CHECK_ST(runner_config_load_string(yaml, strlen(yaml), "wd", &w->cfg, em), ST_OK);
-    w->runs = calloc(90, sizeof(*w->runs));
-    rng_state = 4321;
+    runner_sweep *w = empty_sweep(yaml, "wd", 90, 4321);
     for (int i = 0; i < 90; i++) {
         double x[4] = {log_unif(1e6, 3e7), log_unif(2e7, 1e9), log_unif(1e-4, 0.3),
                        log_unif(0.02, 0.13)};
