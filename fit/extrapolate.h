@@ -242,6 +242,10 @@ size_t fit_xp_n_params(const fit_xp *xp);
 const char *fit_xp_param_name(const fit_xp *xp, size_t i);
 fit_xp_role fit_xp_param_role(const fit_xp *xp, size_t i);   /* resolved (never AUTO) */
 fit_xp_space fit_xp_param_space(const fit_xp *xp, size_t i); /* as fitted */
+/* 1 when categorical parameter i sets the model size (tokens 0) or the tokens (tokens 1): each
+ * level's successful runs at one value (within 2%), two levels 5% apart or more; the levels'
+ * ln N (or ln D) into lq (n_levels values, NAN for a level no run gave). Needs the runs set. */
+int fit_xp_level_sets(const fit_xp *xp, size_t i, int tokens, double *lq);
 
 /* The Pareto front: groups of runs with identical parameters, increasing mean cost, strictly
  * improving mean objective. run: index of the group's first run. */

@@ -25,42 +25,48 @@
 #define LEVEL_SIZE_SPREAD log(1.02)
 #define LEVEL_SIZE_APART  log(1.05)
 
-/* m->size_fac: the factor whose levels set N (each level's successful runs at one N, two levels
- * apart), when no N parameter or SIZE regression gives N; its levels' ln N. */
+int fit_xp_level_sets(const fit_xp *xp, size_t j, int tokens, double *lq)
+{
+    size_t P = xp ? xp->P : 0, nl = j < P ? xp->par[j].n_levels : 0;
+    if (!nl || nl > FIT_XP_MAX_LEVELS)
+        return 0;
+    const double *q = tokens ? xp->D : xp->N;
+    double lo[FIT_XP_MAX_LEVELS], hi[FIT_XP_MAX_LEVELS], all_lo = INFINITY, all_hi = -INFINITY;
+    int one_each = 1;
+    for (size_t l = 0; l < nl; l++)
+        lo[l] = INFINITY, hi[l] = -INFINITY;
+    for (size_t i = 0; i < xp->n; i++) {
+        double v = xp->x[i * P + j];
+        if (xp->failed[i] || !(q[i] > 0) || !(v >= 0 && v < (double)nl))
+            continue;
+        lo[(size_t)v] = fmin(lo[(size_t)v], log(q[i]));
+        hi[(size_t)v] = fmax(hi[(size_t)v], log(q[i]));
+    }
+    for (size_t l = 0; l < nl; l++) {
+        lq[l] = hi[l] >= lo[l] ? 0.5 * (lo[l] + hi[l]) : NAN;
+        if (hi[l] >= lo[l]) {
+            one_each = one_each && hi[l] - lo[l] <= LEVEL_SIZE_SPREAD;
+            all_lo = fmin(all_lo, lq[l]);
+            all_hi = fmax(all_hi, lq[l]);
+        }
+    }
+    return one_each && all_hi - all_lo > LEVEL_SIZE_APART;
+}
+
+/* m->size_fac: the factor whose levels set N (fit_xp_level_sets), when no N parameter or SIZE
+ * regression gives N; its levels' ln N. */
 static void find_size_factor(fit_xp *xp)
 {
     xp_model *m = &xp->m;
-    size_t P = xp->P;
     m->size_fac = NONE;
-    for (size_t j = 0; j < P; j++)
+    for (size_t j = 0; j < xp->P; j++)
         if (xp->role[j] == FIT_XP_N)
             return;
     if (m->n_size)
         return;
-    for (size_t f = 0; f < m->n_fac && m->size_fac == NONE; f++) {
-        size_t j = m->fac_param[f], nl = xp->par[j].n_levels;
-        double lo[FIT_XP_MAX_LEVELS], hi[FIT_XP_MAX_LEVELS], all_lo = INFINITY, all_hi = -INFINITY;
-        int one_each = 1;
-        for (size_t l = 0; l < nl; l++)
-            lo[l] = INFINITY, hi[l] = -INFINITY;
-        for (size_t i = 0; i < xp->n; i++) {
-            double v = xp->x[i * P + j];
-            if (xp->failed[i] || !(xp->N[i] > 0) || !(v >= 0 && v < (double)nl))
-                continue;
-            lo[(size_t)v] = fmin(lo[(size_t)v], log(xp->N[i]));
-            hi[(size_t)v] = fmax(hi[(size_t)v], log(xp->N[i]));
-        }
-        for (size_t l = 0; l < nl; l++) {
-            m->size_fac_lN[l] = hi[l] >= lo[l] ? 0.5 * (lo[l] + hi[l]) : NAN;
-            if (hi[l] >= lo[l]) {
-                one_each = one_each && hi[l] - lo[l] <= LEVEL_SIZE_SPREAD;
-                all_lo = fmin(all_lo, m->size_fac_lN[l]);
-                all_hi = fmax(all_hi, m->size_fac_lN[l]);
-            }
-        }
-        if (one_each && all_hi - all_lo > LEVEL_SIZE_APART)
+    for (size_t f = 0; f < m->n_fac && m->size_fac == NONE; f++)
+        if (fit_xp_level_sets(xp, m->fac_param[f], 0, m->size_fac_lN))
             m->size_fac = f;
-    }
 }
 
 /* Regressor q of run i: the basic coordinate of parameter idx[q], or with ln_values the log of

@@ -78,42 +78,9 @@ static void advise(study *s, char *buf, size_t cap)
              what, size_hi > 0 ? size_hi : s->target, s->par[lr].name, from, to);
 }
 
-/* A categorical level's quantity is one value (within this log spread) ... */
-#define LEVEL_SPREAD log(1.02)
-/* ... that differs between levels (beyond this) when the categorical sets it, and the
- * recommendation's quantity must lie this close to its level's to be runnable. */
-#define LEVEL_APART  log(1.05)
-#define LEVEL_MATCH  log(1.1)
-
-/* The log of quantity q (s->N or s->D) at each level of categorical parameter j over the
- * successful runs, into lq[0..n_levels-1] (NAN: no run): 1 when every level holds one value and
- * two levels differ, i.e. the categorical sets q. */
-static int level_sets(const study *s, const double *q, size_t j, double *lq)
-{
-    size_t L = s->par[j].n_levels, P = s->P;
-    double lo[FIT_XP_MAX_LEVELS], hi[FIT_XP_MAX_LEVELS];
-    for (size_t l = 0; l < L; l++)
-        lo[l] = INFINITY, hi[l] = -INFINITY, lq[l] = NAN;
-    for (size_t k = 0; k < s->n; k++) {
-        double v = s->x[k * P + j];
-        if (s->failed[k] || !(q[k] > 0) || !isfinite(q[k]) || !(v >= 0 && v < (double)L))
-            continue;
-        size_t l = (size_t)v;
-        lo[l] = fmin(lo[l], log(q[k]));
-        hi[l] = fmax(hi[l], log(q[k]));
-    }
-    double all_lo = INFINITY, all_hi = -INFINITY;
-    for (size_t l = 0; l < L; l++) {
-        if (!(hi[l] >= lo[l]))
-            continue;
-        if (hi[l] - lo[l] > LEVEL_SPREAD)
-            return 0;
-        lq[l] = 0.5 * (lo[l] + hi[l]);
-        all_lo = fmin(all_lo, lq[l]);
-        all_hi = fmax(all_hi, lq[l]);
-    }
-    return all_hi - all_lo > LEVEL_APART;
-}
+/* The recommendation's N (or D) must lie this close to its level's to be runnable when a
+ * categorical sets it (fit_xp_level_sets). */
+#define LEVEL_MATCH log(1.1)
 
 /* 0 with the reason in s->unsafe_reason when a categorical parameter sets the model size (or
  * the tokens) and the recommended level's is not the recommendation's: the command would train
@@ -126,7 +93,7 @@ static int levels_runnable(study *s)
             continue;
         for (int d = 0; d < 2; d++) {
             double lq[FIT_XP_MAX_LEVELS], want = d ? s->res.D : s->res.N;
-            if (!(want > 0) || !level_sets(s, d ? s->D : s->N, j, lq))
+            if (!(want > 0) || !fit_xp_level_sets(s->xp, j, d, lq))
                 continue;
             size_t rec = (size_t)s->res.value[j];
             if (rec < L && isfinite(lq[rec]) && fabs(log(want) - lq[rec]) <= LEVEL_MATCH)
