@@ -156,6 +156,9 @@ fit_xp_options fit_xp_options_default(void);
     1024u                        /* a categorical's level had too few successful runs to be        \
                                     recommended (fit_xp_options.min_level_ok) */
 #define FIT_XP_WARN_CURVES 2048u /* the curve points disagreed with the runs' finals: left out */
+#define FIT_XP_WARN_FLAT                                                                           \
+    4096u /* a hyperparameter's runs showed no bowl: its value is the best                         \
+              runs', not a fitted optimum */
 
 typedef struct fit_xp fit_xp;
 

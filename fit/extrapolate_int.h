@@ -257,6 +257,9 @@ typedef struct xp_jm_data {
     /* Gaussian priors on hyper and level slots j >= XP_TH_CHIN: weight pw[j] (0: none) towards
      * pmu[j], whose sd is psd[j] (the bootstrap draws each replicate's centres from them) */
     double pw[XP_NTH], pmu[XP_NTH], psd[XP_NTH];
+    /* per hyper: an upper bound of its curvature below the search box's (0: none), set where
+     * the first fit's bowl was narrower than the runs could show (extrapolate_model_fit.c) */
+    double curv_cap[XP_MAX_HP];
 } xp_jm_data;
 /* ln L of row i of d under th with its levels' terms; g (may be NULL): d ln L / d th (n_th). */
 double xp_jm_row_eval(const xp_jm_data *d, const double *th, size_t i, double *g);

@@ -262,6 +262,10 @@ double xp_jm_minimise(xp_jm_data *d, double *th, size_t max_eval)
     size_t nf = d->n_free;
     double box_lo[XP_NTH], box_hi[XP_NTH], lb[XP_NTH], ub[XP_NTH], xf[XP_NTH];
     jm_box(d->n_hp, d->n_th, box_lo, box_hi);
+    for (size_t k = 0; k < d->n_hp; k++)
+        if (d->curv_cap[k] > 0)
+            box_hi[XP_HP_OFF(k) + XP_HP_LN_CURV] =
+                log(fmin(fmax(d->curv_cap[k], CURV_MIN), CURV_MAX));
     memcpy(d->full, th, d->n_th * sizeof(double));
     for (size_t i = 0; i < nf; i++) {
         size_t j = d->free_idx[i];

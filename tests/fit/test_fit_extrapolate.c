@@ -1040,6 +1040,51 @@ static void test_wd_edge(void)
     fit_xp_destroy(xp);
 }
 
+/* The recommended weight decay's AdamW timescale B / (lr lambda D) over the world's optimal one
+ * at the recommended N and D, for a stored sweep of world `world` fitted at 100x (n_boot 0). */
+static double wd_tau_ratio(const char *path, int world, unsigned *warnings)
+{
+    fit_xp_options o = fit_xp_options_default();
+    o.n_boot = 0;
+    fit_xp *xp = world_sweep_fit(path, o);
+    fit_xp_result r;
+    sim_law w;
+    double ratio = NAN;
+    CHECK_ST(sim_law_draw(world, &w), ST_OK);
+    if (xp && fit_xp_get_result(xp, &r) == ST_OK) {
+        const double *v = r.value;
+        ratio = v[3] / (v[2] * v[5] * v[1]) / sim_tau_opt(&w, v[0], v[1]);
+        *warnings = r.warnings;
+    }
+    fit_xp_destroy(xp);
+    return ratio;
+}
+
+/*
+ * Hugging Face-style sweeps (bench_extrapolate --style hf): a weight decay searched on [0, 0.3]
+ * from 0.1, whose runs barely vary it. World 20's best runs sit at its optimal timescale, but the
+ * law came out flat (curvature 1e-6) and its optimum drifted to 8.8x the timescale, 0.11x the
+ * weight decay (flat_hyper_anchor puts it where the best runs were). World 7's law was a spike
+ * at the box's curvature 100 that no run lay inside, 5.3x the timescale (spike_hyper_flatten).
+ */
+static void test_wd_unidentified(void)
+{
+    unsigned wf = 0, ws = 0, we = FIT_XP_WARN_FLAT;
+    double flat = wd_tau_ratio("tests/data/extrapolate/world20_hf_sweep.csv", 20, &wf);
+    double spike = wd_tau_ratio("tests/data/extrapolate/world7_hf_sweep.csv", 7, &ws);
+    wd_tau_ratio("tests/data/extrapolate/world9_carbs_sweep.csv", 9, &we);
+    printf("weight decay barely varied (HF style): recommended tau / tau_opt %.3f (flat law, world "
+           "20), %.3f (spike, world 7); within 3x\n",
+           flat, spike);
+    CHECK(fabs(log(flat)) < log(3.0));
+    CHECK(fabs(log(spike)) < log(3.0));
+    /* both say that the recommended weight decay is the best runs', not a fitted optimum; world
+     * 9's weight decay, whose runs show a bowl's side, does not */
+    CHECK(wf & FIT_XP_WARN_FLAT);
+    CHECK(ws & FIT_XP_WARN_FLAT);
+    CHECK(!(we & FIT_XP_WARN_FLAT));
+}
+
 /* The recommendation at 100x on world 39 under options o, evaluated in the world: its lr over the
  * world's stability limit lr_max there, and its regret against the oracle (inf: diverged). */
 static void world39_outcome(fit_xp_options o, double *lr_over_max, double *regret)
@@ -1106,6 +1151,7 @@ int main(void)
     test_boundary_tie();
     test_wd_prior();
     test_wd_edge();
+    test_wd_unidentified();
     test_prior_draw_world39();
     test_simulator();
     st_global_cleanup();
