@@ -300,20 +300,33 @@ static void print_runs(const study *st, const fit_xp *xp, const fit_xp_result *r
                c->n_beyond, c->n_bad_final);
 }
 
-/* Engine parameter j of the recommendation: a categorical as its choice, a conditional one
- * its level leaves out as inactive, the others with their interval and role. */
-static void print_setting(const study *st, const fit_xp *xp, const fit_xp_result *res, size_t j)
+/* The width of the settings' name column: 16, or the longest parameter name
+ * (per_device_train_batch_size is 27). */
+static int name_width(const fit_xp *xp)
+{
+    size_t w = 16;
+    for (size_t j = 0; j < fit_xp_n_params(xp); j++)
+        if (strlen(fit_xp_param_name(xp, j)) > w)
+            w = strlen(fit_xp_param_name(xp, j));
+    return (int)w;
+}
+
+/* Engine parameter j of the recommendation in a name column nw wide: a categorical as its
+ * choice, a conditional one its level leaves out as inactive, the others with their interval
+ * and role. */
+static void print_setting(const study *st, const fit_xp *xp, const fit_xp_result *res, size_t j,
+                          int nw)
 {
     const runner_param_spec *ps = &study_sweep(st)->cfg->params[study_engine_param(st, j)];
     const char *choice = ps->choices ? runner_param_choice(ps, res->value[j]) : NULL;
+    const char *name = fit_xp_param_name(xp, j);
     if (choice)
-        printf("  %-16s %-12s (categorical)\n", fit_xp_param_name(xp, j), choice);
+        printf("  %-*s %-12s (categorical)\n", nw, name, choice);
     else if (isnan(res->value[j]) && ps->p.active_if)
-        printf("  %-16s %-12s (inactive with the recommended %s)\n", fit_xp_param_name(xp, j), "-",
-               ps->p.active_if);
+        printf("  %-*s %-12s (inactive with the recommended %s)\n", nw, name, "-", ps->p.active_if);
     else
-        printf("  %-16s %-12.5g [%.5g, %.5g]  (%s)\n", fit_xp_param_name(xp, j), res->value[j],
-               res->lo[j], res->hi[j], fit_xp_role_name(fit_xp_param_role(xp, j)));
+        printf("  %-*s %-12.5g [%.5g, %.5g]  (%s)\n", nw, name, res->value[j], res->lo[j],
+               res->hi[j], fit_xp_role_name(fit_xp_param_role(xp, j)));
 }
 
 /* 1 when the sweep's learning rate (the engine's role lr) is searched on a log scale. */
@@ -361,12 +374,13 @@ static void print_text(const study *st, const args *a)
                : "front (each parameter regressed on log cost along the Pareto front)");
     printf("\n%s settings (%.0f%% intervals):\n",
            study_safe(st) ? "recommended" : "UNSAFE (the safest found)", 100 * a->o.level);
+    int nw = name_width(xp);
     for (size_t j = 0; j < P; j++)
-        print_setting(st, xp, &res, j);
+        print_setting(st, xp, &res, j, nw);
     if (isfinite(res.N))
-        printf("  %-16s %-12.5g [%.5g, %.5g]\n", "model size N", res.N, res.N_lo, res.N_hi);
+        printf("  %-*s %-12.5g [%.5g, %.5g]\n", nw, "model size N", res.N, res.N_lo, res.N_hi);
     if (isfinite(res.D))
-        printf("  %-16s %-12.5g [%.5g, %.5g]\n", "tokens D", res.D, res.D_lo, res.D_hi);
+        printf("  %-*s %-12.5g [%.5g, %.5g]\n", nw, "tokens D", res.D, res.D_lo, res.D_hi);
     printf("\npredicted %s: %.5g [%.5g, %.5g]\n", study_sweep(st)->cfg->objective, res.objective,
            res.objective_lo, res.objective_hi);
     if (isfinite(res.p_diverge))
