@@ -105,8 +105,9 @@ bench-ask-latency: all
 # the scipy peer (bench/fit_scipy_peer.py) runs in the same process when $(BENCH_PY) has scipy
 bench-fit: $(BUILD)/bench/bench_fit
 	FIT_PEER_PYTHON=$(BENCH_PY) $(BUILD)/bench/bench_fit
-# the extrapolation test runs bench/'s simulator in-process (its known truth and oracle)
+# the extrapolation tests run bench/'s simulator in-process (its known truth and oracle)
 $(BUILD)/tests/fit/test_fit_extrapolate: $(BUILD)/bench/sim.o
+$(BUILD)/tests/study/test_study: $(BUILD)/bench/sim.o
 
 # ---- trainer -------------------------------------------------------------------------------
 # The hot loops want -O3 (vectorised element loops; gpt_int.h adds AVX2 clones at run time).

@@ -152,7 +152,7 @@ struct fit_xp {
     int done;
     fit_xp_result res;
     double *rec, *rec_lo, *rec_hi; /* P */
-    char warn_text[1024];
+    char warn_text[4096];
     char clamp_names[320]; /* the clamped parameters of the last recommendation, for its warning */
 };
 

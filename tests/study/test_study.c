@@ -19,6 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench/sim.h"
+#include "fit/fit.h"
 #include "study/study.h"
 #include "tests/check.h"
 
@@ -453,6 +455,89 @@ static void test_linear_weight_decay(void)
     runner_sweep_free(w);
 }
 
+/*
+ * A Hugging Face-style sweep of llmsim's world 25 (bench_extrapolate --style hf --first-seed 21,
+ * tests/data/extrapolate/README.md): 99 runs, 12 diverged. At 100x no setting of the engine's
+ * search is under the P(diverge) limit; refining the other hyperparameters of its safest one (at
+ * the smallest N searched) brought P(diverge) to 0.011, yet the engine refused it as above the
+ * limit, and it would have lost 7.4% (N 0.31x the optimum). Now the search runs again from the
+ * refinement (choose_refined in fit/extrapolate_recommend.c): safe as its P(diverge) says, near
+ * the optimal N. Scored against the world's truth (bench/sim.c).
+ */
+static void test_unsafe_refined(void)
+{
+    static const char *const yaml =
+        "name: hf\n"
+        "command: [\"true\"]\n"
+        "objective: {metric: val_loss}\n"
+        "cost: {metric: flops}\n"
+        "budget: {runs: 100, max_cost_per_run: 1.0e16}\n"
+        "parameters:\n"
+        "  hidden_size: {space: log, min: 128, max: 1024, center: 256, integer: true, rounding: "
+        "64}\n"
+        "  num_hidden_layers: {space: linear, min: 2, max: 12, center: 6, integer: true}\n"
+        "  max_steps: {space: log, min: 500, max: 20000, center: 2000, integer: true}\n"
+        "  per_device_train_batch_size: {space: log, min: 8, max: 256, center: 32, integer: "
+        "true}\n"
+        "  learning_rate: {space: log, min: 1.0e-5, max: 1.0e-2, center: 3.0e-4}\n"
+        "  warmup_ratio: {space: linear, min: 0.0, max: 0.2, center: 0.05}\n"
+        "  weight_decay: {space: linear, min: 0.0, max: 0.3, center: 0.1}\n";
+    char em[ST_ERRMSG_MAX];
+    fit_table *t = NULL;
+    CHECK_ST(
+        fit_table_read_csv("tests/data/extrapolate/world25_hf_runs.csv", "loss=val_loss", &t, em),
+        ST_OK);
+    if (!t) {
+        fprintf(stderr, "test_unsafe_refined: %s\n", em);
+        return;
+    }
+    const char *names[11] = {"hidden_size",   "num_hidden_layers",
+                             "max_steps",     "per_device_train_batch_size",
+                             "learning_rate", "warmup_ratio",
+                             "weight_decay",  "val_loss",
+                             "params",        "tokens",
+                             "diverged"};
+    size_t n = fit_table_n_rows(t);
+    double *m = malloc(n * 11 * sizeof(double));
+    CHECK_ST(fit_table_matrix(t, 11, names, m, em), ST_OK);
+    runner_sweep *w = empty_sweep(yaml, "hf", n, 1);
+    for (size_t i = 0; i < n; i++) {
+        const double *row = &m[11 * i];
+        add_world_run(w, row, 7, row[10] != 0 ? NAN : row[7], row[8], row[9], 1);
+    }
+    study *s = run_study(w, 100, 0);
+    fit_xp_result r;
+    sim_law law;
+    CHECK_ST(sim_law_draw(25, &law), ST_OK);
+    if (s && fit_xp_get_result(study_engine(s), &r) == ST_OK) {
+        const double *v = r.value;
+        double B = 1024 * v[3];
+        sim_setting st = {.N = r.N,
+                          .D = v[2] * B,
+                          .lr = v[4],
+                          .batch = B,
+                          .warmup = v[5],
+                          .weight_decay = v[6]},
+                    opt;
+        sim_terms tm;
+        double best;
+        CHECK_ST(sim_eval(&law, &st, &tm, NULL), ST_OK);
+        CHECK_ST(sim_oracle(&law, 6 * st.N * st.D, &opt, &best), ST_OK);
+        double regret = tm.diverged ? INFINITY : tm.loss / best - 1;
+        printf("HF-style world 25 at 100x, no candidate of the search under the limit: safe %d, "
+               "P(diverge) %.4f, N / N_opt %.2f, regret %.2f%%\n",
+               r.safe, r.p_diverge, st.N / opt.N, 100 * regret);
+        CHECK(r.safe == (r.p_diverge <= 0.05)); /* the flag says what P(diverge) says */
+        CHECK(r.safe);
+        CHECK(st.N / opt.N > 0.6 && st.N / opt.N < 1.6);
+        CHECK(regret < 0.04);
+    }
+    study_destroy(s);
+    runner_sweep_free(w);
+    free(m);
+    fit_table_destroy(t);
+}
+
 /* A batch the runs cannot place (it does not change the loss): the literature priors keep its
  * recommended value near the tried range moved along D^0.4; unconstrained, the law's intercept
  * goes where no run went. */
@@ -624,6 +709,7 @@ int main(int argc, char **argv)
     test_steps_sweep();
     test_size_levels();
     test_linear_weight_decay();
+    test_unsafe_refined();
     test_cli(argv[0]);
     return check_summary("study");
 }
