@@ -3,7 +3,8 @@
  * in stages (xp_model_fit): choose the hyperparameters to model and how the parameters set N and
  * D (extrapolate_sizes.c); assemble
  * the runs (ln N, ln D, ln loss, centred coordinates); choose the free parameters; a multi-start
- * first fit; the priors weighted by its residual variance and a refit; the logistic stability
+ * first fit; the priors weighted by its residual variance and a refit; the hyperparameter laws
+ * the runs cannot place settled (extrapolate_hyper_fit.c); the logistic stability
  * boundary (with prior pseudo-runs when no run failed); run bootstrap replicates of both.
  * docs/algorithms/extrapolation.md.
  */
@@ -12,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fit/extrapolate_int.h"
+#include "fit/extrapolate_fit_int.h"
 #include "fit/fit_int.h"
 
 #define NONE ((size_t)-1)
@@ -35,8 +36,6 @@
  * (by loss), curvature START_CURV and saturation XP_SAT_CENTRE; on the Chinchilla part a grid of
  * E = START_E_FRAC x the best loss and alpha, beta in START_EXP, the two power-law terms sharing
  * the rest of the mean loss (at least START_REST_MIN of it). */
-#define START_BEST_Q   0.2
-#define START_CURV     0.01
 #define START_REST_MIN 0.05
 static const double START_E_FRAC[] = {0.5, 0.85};
 static const double START_EXP[] = {0.2, 0.35, 0.6};
@@ -44,9 +43,8 @@ static const double START_EXP[] = {0.2, 0.35, 0.6};
 #define N_START_EXP (sizeof(START_EXP) / sizeof(START_EXP[0]))
 
 /* Evaluations of L-BFGS: each start, the polish and refit, each bootstrap replicate. */
-#define MAXEVAL_START  3000
-#define MAXEVAL_POLISH 5000
-#define MAXEVAL_BOOT   2000
+#define MAXEVAL_START 3000
+#define MAXEVAL_BOOT  2000
 
 /* A Gaussian prior on alpha - beta with sd o.prior_ab_sd (0.05). Published fits put alpha and beta
  * close (Hoffmann et al. 0.34 and 0.28, Besiroglu et al. 0.35 and 0.37), i.e. N_opt close to C^0.5;
@@ -190,29 +188,6 @@ void xp_model_clear(xp_model *m)
 }
 
 /* ---- the runs' data --------------------------------------------------------------------- */
-
-/* The runs' data and every buffer of the fit, allocated once before the first stage. The
- * boundary's arrays have PRIOR_BINS rows past the n runs for its prior pseudo-runs. */
-typedef struct fit_work {
-    size_t nh;                 /* row stride of bh: n_hp, at least 1 */
-    double *lN, *lD, *ly;      /* n: ln N, ln D, ln loss (NAN if failed) */
-    double *bh;                /* n × nh centred basic coordinates of the hypers */
-    double *z;                 /* (n + PRIOR_BINS) × XP_NZ: the boundary's covariates */
-    int *y;                    /* n + PRIOR_BINS: failed */
-    double *key;               /* 2 per run: sort keys of the boundary's prior rows */
-    double *sorted;            /* n: scratch sorted for quantiles (the starts, the flat restarts) */
-    size_t *ok_rows, *rows;    /* n: usable runs; a bootstrap resample of them */
-    size_t *lg_rows, *lg_boot; /* n + PRIOR_BINS: the boundary's rows; a resample of them */
-    size_t n_okr;              /* usable runs (succeeded, ln N and ln D known, loss > 0) */
-    /* curve points (extrapolate_curves.c): rows n .. n + n_cp - 1 of lN, lD, ly, bh */
-    double *wt;       /* n + n_cp: weight of each row's squared residual */
-    size_t *fq;       /* (n + n_cp) × n_fac: each row's level slots (xp_jm_data.fq) */
-    int *usable;      /* n: run i is one of ok_rows */
-    size_t *fit_rows; /* the point fit's rows: ok_rows, then the curve points of usable runs */
-    size_t n_fit;
-    size_t n_lgr, n_lg_real; /* the boundary's rows, of which runs (the rest prior rows) */
-    double lN_span, lD_span; /* of the usable runs */
-} fit_work;
 
 /* n runs, n_cp curve points, at most cp_max of them per run */
 static st_status work_alloc(fit_work *w, size_t n, size_t n_cp, size_t cp_max, size_t nh,
@@ -400,166 +375,6 @@ static void hyper_starts(const fit_xp *xp, fit_work *w, double *th0)
     }
 }
 
-#define XP_MAX_RESTART 8 /* the most restarts of one hyper's law at a time */
-
-/* The values hyper k's runs tried, each moved to the law's reference point (its optimum's
- * slopes and couplings taken out, intercept kept), into w->sorted, sorted. Returns how many. */
-static size_t law_offsets(const fit_xp *xp, fit_work *w, const double *th, size_t k)
-{
-    const xp_model *m = &xp->m;
-    const double *h = &th[XP_HP_OFF(k)];
-    size_t na = 0;
-    for (size_t t = 0; t < w->n_okr; t++) {
-        size_t i = w->ok_rows[t];
-        const double *bh = &w->bh[i * w->nh];
-        if (!isnan(bh[k])) /* the runs where it is active */
-            w->sorted[na++] = bh[k] -
-                              xp_hp_optimum(h, k, w->lN[i] - m->lN0, w->lD[i] - m->lD0, bh) +
-                              h[XP_HP_ICPT];
-    }
-    fit_sort_doubles(w->sorted, na);
-    return na;
-}
-
-/* Hyper k's law restarted from th with its optimum at each quantile qs[0..nq) of the values its
- * runs tried (law_offsets, na of them) and curvature START_CURV; th becomes the best fit if one
- * beats f. Returns the best objective. */
-static double restart_hyper(fit_work *w, xp_jm_data *d, double *th, double f, size_t k, size_t na,
-                            const double *qs, size_t nq)
-{
-    double at[XP_MAX_RESTART];
-    for (size_t r = 0; r < nq && r < XP_MAX_RESTART; r++)
-        at[r] = fit_quantile_sorted(w->sorted, na, qs[r]);
-    for (size_t r = 0; r < nq && r < XP_MAX_RESTART; r++) {
-        double t[XP_NTH];
-        memcpy(t, th, sizeof(t));
-        t[XP_HP_OFF(k) + XP_HP_ICPT] = at[r];
-        t[XP_HP_OFF(k) + XP_HP_LN_CURV] = log(START_CURV);
-        double ft = xp_jm_minimise(d, t, MAXEVAL_POLISH);
-        if (ft < f) {
-            f = ft;
-            memcpy(th, t, sizeof(t));
-        }
-    }
-    return f;
-}
-
-/* A hyper law the first fit left flat (curvature under FLAT_CURV: no bowl in the runs) may have
- * stalled where its optimum sits among the runs while the runs show a bowl whose bottom lies at
- * an edge of what they tried (bench-extrapolate's world 9: every weight decay but one below its
- * optimum, the penalty falling 1.4% towards the largest). Restarted with its optimum at each
- * FLAT_RESTART_Q quantile of the tried values and START_CURV; the best fit is kept. */
-#define FLAT_CURV 1e-4
-static const double FLAT_RESTART_Q[] = {0.0, 0.02, 0.98, 1.0};
-#define N_FLAT_RESTART (sizeof(FLAT_RESTART_Q) / sizeof(FLAT_RESTART_Q[0]))
-
-static double flat_hyper_restarts(const fit_xp *xp, fit_work *w, xp_jm_data *d, double *th,
-                                  double f)
-{
-    for (size_t k = 0; k < xp->m.n_hp; k++) {
-        if (exp(th[XP_HP_OFF(k) + XP_HP_LN_CURV]) >= FLAT_CURV || w->n_okr < 2)
-            continue;
-        size_t na = law_offsets(xp, w, th, k);
-        if (na >= 2)
-            f = restart_hyper(w, d, th, f, k, na, FLAT_RESTART_Q, N_FLAT_RESTART);
-    }
-    return f;
-}
-
-/* A bowl narrower than the runs can show: fewer than SPIKE_MIN_RUNS and SPIKE_MIN_FRAC of the
- * runs where hyper k is active lie within its half-width (where the penalty reaches half its
- * saturation). Such a law fits a run or two's noise, and its optimum is wherever they happened
- * to be (bench-extrapolate's Hugging Face-style world 7: a weight decay's law at the box's
- * curvature 100 with no run inside it, a timescale 5.3x its optimum recommended). The law is
- * then held flat (its curvature capped at CURV_FLAT in every fit after, the bootstrap's too)
- * and the rest refitted; flat_hyper_anchor places its optimum. */
-#define SPIKE_MIN_RUNS 5
-#define SPIKE_MIN_FRAC 0.1
-#define CURV_FLAT      1e-6
-
-static void spike_hyper_flatten(const fit_xp *xp, fit_work *w, xp_jm_data *d, double *th)
-{
-    for (size_t k = 0; k < xp->m.n_hp; k++) {
-        const double *h = &th[XP_HP_OFF(k)];
-        double c = exp(h[XP_HP_LN_CURV]), kap = exp(h[XP_HP_LN_SAT]);
-        double half = sqrt(M_LN2 * kap / c), opt = h[XP_HP_ICPT];
-        size_t na = law_offsets(xp, w, th, k), inside = 0;
-        for (size_t t = 0; t < na; t++)
-            inside += fabs(w->sorted[t] - opt) < half;
-        if (na < 2 * SPIKE_MIN_RUNS || inside >= SPIKE_MIN_RUNS ||
-            (double)inside >= SPIKE_MIN_FRAC * (double)na)
-            continue;
-        d->curv_cap[k] = CURV_FLAT;
-        th[XP_HP_OFF(k) + XP_HP_LN_CURV] = log(CURV_FLAT);
-        xp_jm_minimise(d, th, MAXEVAL_POLISH);
-    }
-}
-
-/* A hyper law still flat after the restarts (curvature under FLAT_CURV) says its value does not
- * matter among the runs, so its optimum's place is unidentified and drifts wherever the minimiser
- * left it: bench-extrapolate's Hugging Face-style sweeps ended with a weight decay 0.01-0.1x the
- * value of their best runs. Its intercept is set so that its optimum lies at the mean of the
- * best START_BEST_Q of the runs in rows[0..nr) (run rows < xp->n only), under the law's own
- * slopes and couplings: the loss predictions barely move, the recommendation keeps what worked. */
-static void flat_hyper_anchor(const fit_xp *xp, fit_work *w, const size_t *rows, size_t nr,
-                              double *th)
-{
-    const xp_model *m = &xp->m;
-    for (size_t k = 0; k < m->n_hp; k++) {
-        double *h = &th[XP_HP_OFF(k)];
-        if (exp(h[XP_HP_LN_CURV]) >= FLAT_CURV)
-            continue;
-        size_t na = 0;
-        for (size_t t = 0; t < nr; t++)
-            if (rows[t] < xp->n && !isnan(w->bh[rows[t] * w->nh + k]))
-                w->sorted[na++] = xp->obj[rows[t]];
-        if (na < 2)
-            continue;
-        fit_sort_doubles(w->sorted, na);
-        double cut = fit_quantile_sorted(w->sorted, na, START_BEST_Q), acc = 0;
-        size_t nb = 0;
-        for (size_t t = 0; t < nr; t++) {
-            size_t i = rows[t];
-            const double *bh = &w->bh[i * w->nh];
-            if (i >= xp->n || isnan(bh[k]) || xp->obj[i] > cut)
-                continue;
-            acc += bh[k] - xp_hp_optimum(h, k, w->lN[i] - m->lN0, w->lD[i] - m->lD0, bh) +
-                   h[XP_HP_ICPT];
-            nb++;
-        }
-        if (nb)
-            h[XP_HP_ICPT] = acc / (double)nb;
-    }
-}
-
-/* A warning for each hyper whose law is flat in the point fit th (flat_hyper_anchor placed its
- * optimum): its value is the best runs', and the runs' range of it, which the sweep should widen
- * for the law to find a bowl. */
-static void flat_hyper_warn(fit_xp *xp, const fit_work *w, const double *th)
-{
-    const xp_model *m = &xp->m;
-    for (size_t k = 0; k < m->n_hp; k++) {
-        if (exp(th[XP_HP_OFF(k) + XP_HP_LN_CURV]) >= FLAT_CURV)
-            continue;
-        size_t j = m->hp_param[k];
-        double lo = INFINITY, hi = -INFINITY;
-        for (size_t t = 0; t < w->n_okr; t++) {
-            double v = xp->x[w->ok_rows[t] * xp->P + j];
-            if (isfinite(v)) {
-                lo = fmin(lo, v);
-                hi = fmax(hi, v);
-            }
-        }
-        char msg[320];
-        snprintf(msg, sizeof(msg),
-                 "%s: its runs (%.3g to %.3g) show no optimum, only noise or a plateau, so the "
-                 "recommended value is where the best runs were (moved by its law), not a fitted "
-                 "optimum: search a wider range of it to place one",
-                 xp->par[j].name, lo, hi);
-        xp_add_warning(xp, FIT_XP_WARN_FLAT, msg);
-    }
-}
-
 /* The first fit into th: the best of the starts on the grid of the Chinchilla part, polished.
  * Under the timescale prior (weighted with the residual floor until sigma is known), the weight
  * decay's law starts at the prior's centre. ST_ENUMERIC if no start reaches a finite optimum. */
@@ -607,8 +422,8 @@ static st_status first_fit(fit_xp *xp, fit_work *w, xp_jm_data *d, size_t k_wd, 
         return ST_ENUMERIC;
     }
     best_f = xp_jm_minimise(d, th, MAXEVAL_POLISH);
-    flat_hyper_restarts(xp, w, d, th, best_f);
-    spike_hyper_flatten(xp, w, d, th);
+    xp_hyper_flat_restarts(xp, w, d, th, best_f);
+    xp_hyper_spikes_flatten(xp, w, d, th);
     return ST_OK;
 }
 
@@ -860,7 +675,7 @@ static st_status bootstrap(fit_xp *xp, fit_work *w, xp_jm_data *d, xp_lg_data *L
         }
         if (!isfinite(f))
             continue;
-        flat_hyper_anchor(xp, w, w->rows, d->n, th);
+        xp_hyper_flat_anchor(xp, w, w->rows, d->n, th);
         memcpy(&m->th_rep[m->n_rep * XP_NTH], th, sizeof(th));
         memcpy(&m->g_rep[m->n_rep * XP_NG], g, sizeof(g));
         m->n_rep++;
@@ -976,9 +791,9 @@ static st_status model_fit(fit_xp *xp, fit_work *w)
     if (s != ST_OK)
         return s;
     refit_with_priors(xp, w, &d, k_wd, th);
-    spike_hyper_flatten(xp, w, &d, th); /* the priors' weights may have made one */
-    flat_hyper_anchor(xp, w, w->ok_rows, w->n_okr, th);
-    flat_hyper_warn(xp, w, th);
+    xp_hyper_spikes_flatten(xp, w, &d, th); /* the priors' weights may have made one */
+    xp_hyper_flat_anchor(xp, w, w->ok_rows, w->n_okr, th);
+    xp_hyper_flat_warn(xp, w, th);
     memcpy(m->th, th, sizeof(th));
     xp_lg_data L;
     boundary_fit(xp, w, &L);

@@ -1,0 +1,170 @@
+/*
+ * extrapolate_hyper_fit.c — hyperparameter laws the runs cannot place, settled after the joint
+ * fit (extrapolate_model_fit.c): a flat law restarted from the edges of what the runs tried, a
+ * bowl narrower than the runs can show held flat, a flat law's optimum placed at the best runs
+ * and a warning that says so (docs/algorithms/extrapolation.md, "Fit").
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fit/extrapolate_fit_int.h"
+#include "fit/fit_int.h"
+
+#define XP_MAX_RESTART 8 /* the most restarts of one hyper's law at a time */
+
+/* The values hyper k's runs tried, each moved to the law's reference point (its optimum's
+ * slopes and couplings taken out, intercept kept), into w->sorted, sorted. Returns how many. */
+static size_t law_offsets(const fit_xp *xp, fit_work *w, const double *th, size_t k)
+{
+    const xp_model *m = &xp->m;
+    const double *h = &th[XP_HP_OFF(k)];
+    size_t na = 0;
+    for (size_t t = 0; t < w->n_okr; t++) {
+        size_t i = w->ok_rows[t];
+        const double *bh = &w->bh[i * w->nh];
+        if (!isnan(bh[k])) /* the runs where it is active */
+            w->sorted[na++] = bh[k] -
+                              xp_hp_optimum(h, k, w->lN[i] - m->lN0, w->lD[i] - m->lD0, bh) +
+                              h[XP_HP_ICPT];
+    }
+    fit_sort_doubles(w->sorted, na);
+    return na;
+}
+
+/* Hyper k's law restarted from th with its optimum at each quantile qs[0..nq) of the values its
+ * runs tried (law_offsets, na of them) and curvature START_CURV; th becomes the best fit if one
+ * beats f. Returns the best objective. */
+static double restart_hyper(fit_work *w, xp_jm_data *d, double *th, double f, size_t k, size_t na,
+                            const double *qs, size_t nq)
+{
+    double at[XP_MAX_RESTART];
+    for (size_t r = 0; r < nq && r < XP_MAX_RESTART; r++)
+        at[r] = fit_quantile_sorted(w->sorted, na, qs[r]);
+    for (size_t r = 0; r < nq && r < XP_MAX_RESTART; r++) {
+        double t[XP_NTH];
+        memcpy(t, th, sizeof(t));
+        t[XP_HP_OFF(k) + XP_HP_ICPT] = at[r];
+        t[XP_HP_OFF(k) + XP_HP_LN_CURV] = log(START_CURV);
+        double ft = xp_jm_minimise(d, t, MAXEVAL_POLISH);
+        if (ft < f) {
+            f = ft;
+            memcpy(th, t, sizeof(t));
+        }
+    }
+    return f;
+}
+
+/* A hyper law the first fit left flat (curvature under FLAT_CURV: no bowl in the runs) may have
+ * stalled where its optimum sits among the runs while the runs show a bowl whose bottom lies at
+ * an edge of what they tried (bench-extrapolate's world 9: every weight decay but one below its
+ * optimum, the penalty falling 1.4% towards the largest). Restarted with its optimum at each
+ * FLAT_RESTART_Q quantile of the tried values and START_CURV; the best fit is kept. */
+#define FLAT_CURV 1e-4
+static const double FLAT_RESTART_Q[] = {0.0, 0.02, 0.98, 1.0};
+#define N_FLAT_RESTART (sizeof(FLAT_RESTART_Q) / sizeof(FLAT_RESTART_Q[0]))
+
+double xp_hyper_flat_restarts(const fit_xp *xp, fit_work *w, xp_jm_data *d, double *th, double f)
+{
+    for (size_t k = 0; k < xp->m.n_hp; k++) {
+        if (exp(th[XP_HP_OFF(k) + XP_HP_LN_CURV]) >= FLAT_CURV || w->n_okr < 2)
+            continue;
+        size_t na = law_offsets(xp, w, th, k);
+        if (na >= 2)
+            f = restart_hyper(w, d, th, f, k, na, FLAT_RESTART_Q, N_FLAT_RESTART);
+    }
+    return f;
+}
+
+/* A bowl narrower than the runs can show: fewer than SPIKE_MIN_RUNS and SPIKE_MIN_FRAC of the
+ * runs where hyper k is active lie within its half-width (where the penalty reaches half its
+ * saturation). Such a law fits a run or two's noise, and its optimum is wherever they happened
+ * to be (bench-extrapolate's Hugging Face-style world 7: a weight decay's law at the box's
+ * curvature 100 with no run inside it, a timescale 5.3x its optimum recommended). The law is
+ * then held flat (its curvature capped at CURV_FLAT in every fit after, the bootstrap's too)
+ * and the rest refitted; xp_hyper_flat_anchor places its optimum. */
+#define SPIKE_MIN_RUNS 5
+#define SPIKE_MIN_FRAC 0.1
+#define CURV_FLAT      1e-6
+
+void xp_hyper_spikes_flatten(const fit_xp *xp, fit_work *w, xp_jm_data *d, double *th)
+{
+    for (size_t k = 0; k < xp->m.n_hp; k++) {
+        const double *h = &th[XP_HP_OFF(k)];
+        double c = exp(h[XP_HP_LN_CURV]), kap = exp(h[XP_HP_LN_SAT]);
+        double half = sqrt(M_LN2 * kap / c), opt = h[XP_HP_ICPT];
+        size_t na = law_offsets(xp, w, th, k), inside = 0;
+        for (size_t t = 0; t < na; t++)
+            inside += fabs(w->sorted[t] - opt) < half;
+        if (na < 2 * SPIKE_MIN_RUNS || inside >= SPIKE_MIN_RUNS ||
+            (double)inside >= SPIKE_MIN_FRAC * (double)na)
+            continue;
+        d->curv_cap[k] = CURV_FLAT;
+        th[XP_HP_OFF(k) + XP_HP_LN_CURV] = log(CURV_FLAT);
+        xp_jm_minimise(d, th, MAXEVAL_POLISH);
+    }
+}
+
+/* A hyper law still flat after the restarts (curvature under FLAT_CURV) says its value does not
+ * matter among the runs, so its optimum's place is unidentified and drifts wherever the minimiser
+ * left it: bench-extrapolate's Hugging Face-style sweeps ended with a weight decay 0.01-0.1x the
+ * value of their best runs. Its intercept is set so that its optimum lies at the mean of the
+ * best START_BEST_Q of the runs in rows[0..nr) (run rows < xp->n only), under the law's own
+ * slopes and couplings: the loss predictions barely move, the recommendation keeps what worked. */
+void xp_hyper_flat_anchor(const fit_xp *xp, fit_work *w, const size_t *rows, size_t nr, double *th)
+{
+    const xp_model *m = &xp->m;
+    for (size_t k = 0; k < m->n_hp; k++) {
+        double *h = &th[XP_HP_OFF(k)];
+        if (exp(h[XP_HP_LN_CURV]) >= FLAT_CURV)
+            continue;
+        size_t na = 0;
+        for (size_t t = 0; t < nr; t++)
+            if (rows[t] < xp->n && !isnan(w->bh[rows[t] * w->nh + k]))
+                w->sorted[na++] = xp->obj[rows[t]];
+        if (na < 2)
+            continue;
+        fit_sort_doubles(w->sorted, na);
+        double cut = fit_quantile_sorted(w->sorted, na, START_BEST_Q), acc = 0;
+        size_t nb = 0;
+        for (size_t t = 0; t < nr; t++) {
+            size_t i = rows[t];
+            const double *bh = &w->bh[i * w->nh];
+            if (i >= xp->n || isnan(bh[k]) || xp->obj[i] > cut)
+                continue;
+            acc += bh[k] - xp_hp_optimum(h, k, w->lN[i] - m->lN0, w->lD[i] - m->lD0, bh) +
+                   h[XP_HP_ICPT];
+            nb++;
+        }
+        if (nb)
+            h[XP_HP_ICPT] = acc / (double)nb;
+    }
+}
+
+/* A warning for each hyper whose law is flat in the point fit th (xp_hyper_flat_anchor placed its
+ * optimum): its value is the best runs', and the runs' range of it, which the sweep should widen
+ * for the law to find a bowl. */
+void xp_hyper_flat_warn(fit_xp *xp, const fit_work *w, const double *th)
+{
+    const xp_model *m = &xp->m;
+    for (size_t k = 0; k < m->n_hp; k++) {
+        if (exp(th[XP_HP_OFF(k) + XP_HP_LN_CURV]) >= FLAT_CURV)
+            continue;
+        size_t j = m->hp_param[k];
+        double lo = INFINITY, hi = -INFINITY;
+        for (size_t t = 0; t < w->n_okr; t++) {
+            double v = xp->x[w->ok_rows[t] * xp->P + j];
+            if (isfinite(v)) {
+                lo = fmin(lo, v);
+                hi = fmax(hi, v);
+            }
+        }
+        char msg[320];
+        snprintf(msg, sizeof(msg),
+                 "%s: its runs (%.3g to %.3g) show no optimum, only noise or a plateau, so the "
+                 "recommended value is where the best runs were (moved by its law), not a fitted "
+                 "optimum: search a wider range of it to place one",
+                 xp->par[j].name, lo, hi);
+        xp_add_warning(xp, FIT_XP_WARN_FLAT, msg);
+    }
+}
