@@ -174,6 +174,7 @@ static runner_sweep *make_sweep(int junk)
 }
 
 static double study_prior_law_sd = 1.0;
+static size_t study_n_boot = 40; /* the engine's bootstrap replicates in run_study */
 
 static study *run_study(const runner_sweep *w, double factor, int backtest)
 {
@@ -181,7 +182,7 @@ static study *run_study(const runner_sweep *w, double factor, int backtest)
     o.engine.prior_law_sd = study_prior_law_sd;
     o.factor = factor;
     o.backtest = backtest;
-    o.engine.n_boot = 40;
+    o.engine.n_boot = study_n_boot;
     study *s = NULL;
     char em[ST_ERRMSG_MAX] = "";
     CHECK_ST(study_create(w, &o, &s, em), ST_OK);
@@ -455,16 +456,12 @@ static void test_linear_weight_decay(void)
     runner_sweep_free(w);
 }
 
-/*
- * A Hugging Face-style sweep of llmsim's world 25 (bench_extrapolate --style hf --first-seed 21,
- * tests/data/extrapolate/README.md): 99 runs, 12 diverged. At 100x no setting of the engine's
- * search is under the P(diverge) limit; refining the other hyperparameters of its safest one (at
- * the smallest N searched) brought P(diverge) to 0.011, yet the engine refused it as above the
- * limit, and it would have lost 7.4% (N 0.31x the optimum). Now the search runs again from the
- * refinement (choose_refined in fit/extrapolate_recommend.c): safe as its P(diverge) says, near
- * the optimal N. Scored against the world's truth (bench/sim.c).
- */
-static void test_unsafe_refined(void)
+/* A Hugging Face-style sweep of llmsim's world `world` from its stored runs (csv, in their own
+ * parameters: tests/data/extrapolate/README.md) through the study at 100x: the result in *r and,
+ * against the world's truth (bench/sim.c), the recommended N over the optimal one and the
+ * regret (inf: diverged). Returns 0 when the study gave no result. */
+static int hf_world_at_100x(const char *csv, int world, fit_xp_result *r, double *n_ratio,
+                            double *regret)
 {
     static const char *const yaml =
         "name: hf\n"
@@ -482,21 +479,19 @@ static void test_unsafe_refined(void)
         "  learning_rate: {space: log, min: 1.0e-5, max: 1.0e-2, center: 3.0e-4}\n"
         "  warmup_ratio: {space: linear, min: 0.0, max: 0.2, center: 0.05}\n"
         "  weight_decay: {space: linear, min: 0.0, max: 0.3, center: 0.1}\n";
+    static const char *const names[11] = {"hidden_size",   "num_hidden_layers",
+                                          "max_steps",     "per_device_train_batch_size",
+                                          "learning_rate", "warmup_ratio",
+                                          "weight_decay",  "val_loss",
+                                          "params",        "tokens",
+                                          "diverged"};
     char em[ST_ERRMSG_MAX];
     fit_table *t = NULL;
-    CHECK_ST(
-        fit_table_read_csv("tests/data/extrapolate/world25_hf_runs.csv", "loss=val_loss", &t, em),
-        ST_OK);
+    CHECK_ST(fit_table_read_csv(csv, "loss=val_loss", &t, em), ST_OK);
     if (!t) {
-        fprintf(stderr, "test_unsafe_refined: %s\n", em);
-        return;
+        fprintf(stderr, "%s: %s\n", csv, em);
+        return 0;
     }
-    const char *names[11] = {"hidden_size",   "num_hidden_layers",
-                             "max_steps",     "per_device_train_batch_size",
-                             "learning_rate", "warmup_ratio",
-                             "weight_decay",  "val_loss",
-                             "params",        "tokens",
-                             "diverged"};
     size_t n = fit_table_n_rows(t);
     double *m = malloc(n * 11 * sizeof(double));
     CHECK_ST(fit_table_matrix(t, 11, names, m, em), ST_OK);
@@ -506,13 +501,13 @@ static void test_unsafe_refined(void)
         add_world_run(w, row, 7, row[10] != 0 ? NAN : row[7], row[8], row[9], 1);
     }
     study *s = run_study(w, 100, 0);
-    fit_xp_result r;
     sim_law law;
-    CHECK_ST(sim_law_draw(25, &law), ST_OK);
-    if (s && fit_xp_get_result(study_engine(s), &r) == ST_OK) {
-        const double *v = r.value;
+    int ok =
+        s && fit_xp_get_result(study_engine(s), r) == ST_OK && sim_law_draw(world, &law) == ST_OK;
+    if (ok) {
+        const double *v = r->value;
         double B = 1024 * v[3];
-        sim_setting st = {.N = r.N,
+        sim_setting st = {.N = r->N,
                           .D = v[2] * B,
                           .lr = v[4],
                           .batch = B,
@@ -521,21 +516,58 @@ static void test_unsafe_refined(void)
                     opt;
         sim_terms tm;
         double best;
-        CHECK_ST(sim_eval(&law, &st, &tm, NULL), ST_OK);
-        CHECK_ST(sim_oracle(&law, 6 * st.N * st.D, &opt, &best), ST_OK);
-        double regret = tm.diverged ? INFINITY : tm.loss / best - 1;
-        printf("HF-style world 25 at 100x, no candidate of the search under the limit: safe %d, "
-               "P(diverge) %.4f, N / N_opt %.2f, regret %.2f%%\n",
-               r.safe, r.p_diverge, st.N / opt.N, 100 * regret);
-        CHECK(r.safe == (r.p_diverge <= 0.05)); /* the flag says what P(diverge) says */
-        CHECK(r.safe);
-        CHECK(st.N / opt.N > 0.6 && st.N / opt.N < 1.6);
-        CHECK(regret < 0.04);
+        ok = sim_eval(&law, &st, &tm, NULL) == ST_OK &&
+             sim_oracle(&law, 6 * st.N * st.D, &opt, &best) == ST_OK;
+        *n_ratio = st.N / opt.N;
+        *regret = tm.diverged ? INFINITY : tm.loss / best - 1;
     }
     study_destroy(s);
     runner_sweep_free(w);
     free(m);
     fit_table_destroy(t);
+    return ok;
+}
+
+/*
+ * World 25 (99 runs, 12 diverged): at 100x no setting of the engine's search is under the
+ * P(diverge) limit; refining the other hyperparameters of its safest one (at the smallest N
+ * searched) brought P(diverge) to 0.011, yet the engine refused it as above the limit, and it
+ * would have lost 7.4% (N 0.31x the optimum). Now the search runs again from the refinement
+ * (choose_refined in fit/extrapolate_recommend.c): safe as its P(diverge) says, near the optimal
+ * N.
+ */
+static void test_unsafe_refined(void)
+{
+    fit_xp_result r;
+    double nr = NAN, regret = NAN;
+    CHECK(hf_world_at_100x("tests/data/extrapolate/world25_hf_runs.csv", 25, &r, &nr, &regret));
+    printf("HF-style world 25 at 100x, no candidate of the search under the limit: safe %d, "
+           "P(diverge) %.4f, N / N_opt %.2f, regret %.2f%%\n",
+           r.safe, r.p_diverge, nr, 100 * regret);
+    CHECK(r.safe == (r.p_diverge <= 0.05)); /* the flag says what P(diverge) says */
+    CHECK(r.safe);
+    CHECK(nr > 0.6 && nr < 1.6);
+    CHECK(regret < 0.04);
+}
+
+/*
+ * World 15 (100 runs, 17 diverged): the search's setting was under the P(diverge) limit, its
+ * run once rounded just over it (0.053), and the study was refused. Sought again under a
+ * tightened limit (tighten_for_rounding), the rounded run is under it, and does not diverge.
+ */
+static void test_rounding_tightened(void)
+{
+    fit_xp_result r;
+    double nr = NAN, regret = NAN;
+    study_n_boot = 100; /* as `scaletune extrapolate`: with 40 the rounded run stays under */
+    CHECK(hf_world_at_100x("tests/data/extrapolate/world15_hf_runs.csv", 15, &r, &nr, &regret));
+    study_n_boot = 40;
+    printf("HF-style world 15 at 100x, over the limit once rounded: safe %d, P(diverge) %.4f, "
+           "N / N_opt %.2f, regret %.2f%%\n",
+           r.safe, r.p_diverge, nr, 100 * regret);
+    CHECK(r.safe == (r.p_diverge <= 0.05));
+    CHECK(r.safe);
+    CHECK(regret < 0.02);
 }
 
 /* A batch the runs cannot place (it does not change the loss): the literature priors keep its
@@ -710,6 +742,7 @@ int main(int argc, char **argv)
     test_size_levels();
     test_linear_weight_decay();
     test_unsafe_refined();
+    test_rounding_tightened();
     test_cli(argv[0]);
     return check_summary("study");
 }
