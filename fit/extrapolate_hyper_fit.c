@@ -11,8 +11,6 @@
 #include "fit/extrapolate_fit_int.h"
 #include "fit/fit_int.h"
 
-#define XP_MAX_RESTART 8 /* the most restarts of one hyper's law at a time */
-
 /* The values hyper k's runs tried, each moved to the law's reference point (its optimum's
  * slopes and couplings taken out, intercept kept), into w->sorted, sorted. Returns how many. */
 static size_t law_offsets(const fit_xp *xp, fit_work *w, const double *th, size_t k)
@@ -32,29 +30,6 @@ static size_t law_offsets(const fit_xp *xp, fit_work *w, const double *th, size_
     return na;
 }
 
-/* Hyper k's law restarted from th with its optimum at each quantile qs[0..nq) of the values its
- * runs tried (law_offsets, na of them) and curvature START_CURV; th becomes the best fit if one
- * beats f. Returns the best objective. */
-static double restart_hyper(fit_work *w, xp_jm_data *d, double *th, double f, size_t k, size_t na,
-                            const double *qs, size_t nq)
-{
-    double at[XP_MAX_RESTART];
-    for (size_t r = 0; r < nq && r < XP_MAX_RESTART; r++)
-        at[r] = fit_quantile_sorted(w->sorted, na, qs[r]);
-    for (size_t r = 0; r < nq && r < XP_MAX_RESTART; r++) {
-        double t[XP_NTH];
-        memcpy(t, th, sizeof(t));
-        t[XP_HP_OFF(k) + XP_HP_ICPT] = at[r];
-        t[XP_HP_OFF(k) + XP_HP_LN_CURV] = log(START_CURV);
-        double ft = xp_jm_minimise(d, t, MAXEVAL_POLISH);
-        if (ft < f) {
-            f = ft;
-            memcpy(th, t, sizeof(t));
-        }
-    }
-    return f;
-}
-
 /* A hyper law the first fit left flat (curvature under FLAT_CURV: no bowl in the runs) may have
  * stalled where its optimum sits among the runs while the runs show a bowl whose bottom lies at
  * an edge of what they tried (bench-extrapolate's world 9: every weight decay but one below its
@@ -70,8 +45,17 @@ double xp_hyper_flat_restarts(const fit_xp *xp, fit_work *w, xp_jm_data *d, doub
         if (exp(th[XP_HP_OFF(k) + XP_HP_LN_CURV]) >= FLAT_CURV || w->n_okr < 2)
             continue;
         size_t na = law_offsets(xp, w, th, k);
-        if (na >= 2)
-            f = restart_hyper(w, d, th, f, k, na, FLAT_RESTART_Q, N_FLAT_RESTART);
+        for (size_t r = 0; na >= 2 && r < N_FLAT_RESTART; r++) {
+            double t[XP_NTH];
+            memcpy(t, th, sizeof(t));
+            t[XP_HP_OFF(k) + XP_HP_ICPT] = fit_quantile_sorted(w->sorted, na, FLAT_RESTART_Q[r]);
+            t[XP_HP_OFF(k) + XP_HP_LN_CURV] = log(START_CURV);
+            double ft = xp_jm_minimise(d, t, MAXEVAL_POLISH);
+            if (ft < f) {
+                f = ft;
+                memcpy(th, t, sizeof(t));
+            }
+        }
     }
     return f;
 }
