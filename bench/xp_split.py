@@ -40,14 +40,16 @@ def exponent(sim, world, vary_n):
 
 
 def spread(db_path):
-    """(N span, D span, corr(ln N, ln D)) of the successful runs' final records (NaN without
-    a store)."""
+    """(N span, D span, corr(ln N, ln D)) of the successful runs' final records, branches
+    left out (NaN without a store)."""
     if not os.path.exists(db_path):
         return float("nan"), float("nan"), float("nan")
     db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     lN, lD = [], []
     for (final,) in db.execute("SELECT final FROM runs WHERE status = 2 AND final IS NOT NULL"):
         rec = json.loads(final)
+        if rec.get("branch") == 1:
+            continue  # a cooldown branch (bench/xp_branches.py): not a run of the sweep
         n, d = rec.get("params") or rec.get("N"), rec.get("tokens")
         if isinstance(n, (int, float)) and isinstance(d, (int, float)) and n > 0 and d > 0:
             lN.append(math.log(n))

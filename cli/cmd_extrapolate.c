@@ -291,7 +291,11 @@ static void print_runs(const study *st, const fit_xp *xp, const fit_xp_result *r
     printf("%zu runs: %zu used (%zu diverged), Pareto front of %zu groups, largest run cost "
            "%.4g\n",
            c->n_runs, c->n_used, c->n_diverged, fit_xp_front_n(xp), res->largest_cost);
-    size_t out = c->n_runs - c->n_used;
+    size_t n_branch = c->n_branch_points + c->n_branch_unused;
+    if (n_branch)
+        printf("%zu cooldown branches: %zu kept as points of their parent runs, %zu unused\n",
+               n_branch, c->n_branch_points, c->n_branch_unused);
+    size_t out = c->n_runs - c->n_used - n_branch;
     if (out)
         printf("left out: %zu over the cost cap, %zu out of memory or timed out, %zu "
                "infrastructure, %zu unfinished, %zu unusable, %zu beyond the fit, %zu malformed "

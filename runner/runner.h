@@ -468,6 +468,9 @@ typedef struct runner_sweep_run {
     double objective, cost;    /* NAN when not recorded */
     double predicted_cost;     /* the optimizer's prediction when suggested, NAN if none */
     double final_N, final_D;   /* the final record's "params" and "tokens", NAN when absent */
+    uint64_t parent;           /* a cooldown branch (final record "branch":1): its parent's id,
+                                  the final's "parent_run"; 0 when not a branch
+                                  (docs/metrics-protocol.md, "Cooldown branches") */
     int stopped_early;         /* status stopped by the stop rule (ended; its curve is kept) */
     double bound_objective;    /* stopped early: the lower end of its final objective's interval,
                                   what the optimizer saw (censored); NAN if it saw nothing */

@@ -28,10 +28,12 @@ void runner_sweep_free(runner_sweep *w)
     free(w);
 }
 
-/* The final record's model size ("params") and tokens ("tokens"), NAN when absent. */
+/* The final record's model size ("params") and tokens ("tokens"), NAN when absent, and a
+ * branch's parent ("branch":1 with a positive integral "parent_run"; else 0). */
 static void read_final(sqlite3_stmt *st, int col, runner_sweep_run *u)
 {
     u->final_N = u->final_D = NAN;
+    u->parent = 0;
     if (sqlite3_column_type(st, col) == SQLITE_NULL)
         return;
     const char *f = (const char *)sqlite3_column_text(st, col);
@@ -40,6 +42,11 @@ static void read_final(sqlite3_stmt *st, int col, runner_sweep_run *u)
         return;
     runner_metrics_get(&fl, "params", &u->final_N);
     runner_metrics_get(&fl, "tokens", &u->final_D);
+    double branch = NAN, parent = NAN;
+    runner_metrics_get(&fl, "branch", &branch);
+    runner_metrics_get(&fl, "parent_run", &parent);
+    if (branch == 1 && parent >= 1 && parent < 9e15 && parent == floor(parent))
+        u->parent = (uint64_t)parent;
 }
 
 /* The parameter values of a run: the stored vector, or NAN where it does not fit the config. */

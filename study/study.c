@@ -248,6 +248,8 @@ static st_status gather(study *s)
     s->counts.n_runs = nr;
     for (size_t i = 0; i < nr; i++) {
         const runner_sweep_run *u = &s->w->runs[i];
+        if (u->parent)
+            continue; /* a cooldown branch: a point of its parent (study_branches_load) */
         run_use use = classify(s, u);
         if (use == USE_NOT)
             continue;
@@ -342,6 +344,8 @@ st_status study_create(const runner_sweep *w, const study_options *o, study **ou
         settle_spaces(s);
         rc = gather(s);
     }
+    if (!rc)
+        rc = study_branches_load(s);
     if (rc) {
         if (errmsg)
             snprintf(errmsg, ST_ERRMSG_MAX, "%s", s->errmsg);

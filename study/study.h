@@ -84,6 +84,11 @@ typedef struct study_counts {
     /* a malformed final record (failure bad_final): a configuration error of the trainer,
      * neither infrastructure nor the stability boundary */
     size_t n_bad_final;
+    /* cooldown branches (a final with "branch":1 and "parent_run"): never independent runs,
+     * in none of the counts above; points of their parent, or unused (not succeeded, parent
+     * not a successful run of the fit, no objective or tokens) */
+    size_t n_branch_points;
+    size_t n_branch_unused;
 } study_counts;
 
 typedef struct study study;

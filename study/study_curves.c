@@ -9,6 +9,11 @@
  * L(f S steps, compressed schedule) / L(S steps, own schedule), so the training/validation gap
  * and the law's offset cancel; its tokens are f D. The engine keeps the points with their run
  * (fit_xp_set_curve_points). Reads the store only; never writes.
+ *
+ * Cooldown branches (docs/metrics-protocol.md) are points of the same kind, measured instead of
+ * derived: a succeeded run whose final record says "branch":1 and "parent_run":P is the loss of
+ * run P's setting trained to the branch's tokens, so it joins P's points (study_branches_load)
+ * and is never an independent run.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -131,9 +136,60 @@ out:
     return rc;
 }
 
+/* Room for `extra` more points after the n_cp there are. */
+static st_status points_reserve(study *s, size_t extra)
+{
+    size_t cap = s->n_cp + extra + 1;
+    size_t *run = realloc(s->cp_run, cap * sizeof(size_t));
+    if (run)
+        s->cp_run = run;
+    double *D = realloc(s->cp_D, cap * sizeof(double));
+    if (D)
+        s->cp_D = D;
+    double *obj = realloc(s->cp_obj, cap * sizeof(double));
+    if (obj)
+        s->cp_obj = obj;
+    return run && D && obj ? ST_OK : st_errf(s->errmsg, ST_ENOMEM, "out of memory");
+}
+
+/* The engine run whose store id is `id` and that succeeded; s->n when there is none. */
+static size_t engine_run_of(const study *s, uint64_t id)
+{
+    for (size_t k = 0; k < s->n; k++)
+        if (s->w->runs[s->run_idx[k]].id == id)
+            return s->failed[k] || !(s->obj[k] > 0) ? s->n : k;
+    return s->n;
+}
+
+st_status study_branches_load(study *s)
+{
+    size_t n_br = 0;
+    for (size_t i = 0; i < s->w->n_runs; i++)
+        n_br += s->w->runs[i].parent != 0;
+    if (!n_br)
+        return ST_OK;
+    st_status rc = points_reserve(s, n_br);
+    for (size_t i = 0; !rc && i < s->w->n_runs; i++) {
+        const runner_sweep_run *u = &s->w->runs[i];
+        if (!u->parent)
+            continue;
+        size_t k = engine_run_of(s, u->parent);
+        if (k == s->n || u->status != RUNNER_RUN_SUCCEEDED ||
+            !(u->objective > 0 && isfinite(u->objective)) ||
+            !(u->final_D > 0 && isfinite(u->final_D))) {
+            s->counts.n_branch_unused++;
+            continue;
+        }
+        s->cp_run[s->n_cp] = k;
+        s->cp_D[s->n_cp] = u->final_D;
+        s->cp_obj[s->n_cp++] = u->objective;
+        s->counts.n_branch_points++;
+    }
+    return rc;
+}
+
 st_status study_curves_load(study *s, runner_store *st)
 {
-    size_t cap = s->n * s->o.n_curve_fractions + 1;
     if (s->o.n_curve_fractions > 8 || !(s->o.curve_weight >= 0 && s->o.curve_weight <= 1))
         return st_errf(s->errmsg, ST_EINVAL, "curves: %zu fractions (at most 8), weight %g",
                        s->o.n_curve_fractions, s->o.curve_weight);
@@ -141,12 +197,8 @@ st_status study_curves_load(study *s, runner_store *st)
         if (!(s->o.curve_fractions[q] > 0 && s->o.curve_fractions[q] < 1))
             return st_errf(s->errmsg, ST_EINVAL, "curves: fraction %g is not in (0, 1)",
                            s->o.curve_fractions[q]);
-    s->cp_run = malloc(cap * sizeof(size_t));
-    s->cp_D = malloc(cap * sizeof(double));
-    s->cp_obj = malloc(cap * sizeof(double));
-    if (!s->cp_run || !s->cp_D || !s->cp_obj)
-        return st_errf(s->errmsg, ST_ENOMEM, "out of memory");
-    s->n_cp = 0;
+    if (points_reserve(s, s->n * s->o.n_curve_fractions))
+        return ST_ENOMEM;
     for (size_t k = 0; k < s->n; k++) {
         if (s->failed[k] || !(s->obj[k] > 0))
             continue;

@@ -66,6 +66,11 @@ int study_judge_safety(study *s);
 /* study_curves.c: the curve points of the engine's successful runs from the store st
  * (s->o.curves), into s->cp_*. A run whose curve is missing, too short or not fitted gives none. */
 st_status study_curves_load(study *s, runner_store *st);
+/* Cooldown branches: each succeeded run of s->w whose final names a parent (runner_sweep_run
+ * .parent) that is a successful engine run becomes one of that run's points, at the branch's
+ * tokens (its final's "tokens") and objective; counted in counts.n_branch_points, or
+ * n_branch_unused (parent not a successful run here, no objective or tokens). */
+st_status study_branches_load(study *s);
 
 /* study_backtest.c: fills s->backtest (after the engine ran on every run). */
 void study_backtest(study *s);

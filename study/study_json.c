@@ -105,6 +105,8 @@ static void add_counts(const study *s, json_t *o)
     json_object_set_new(j, "unfinished", json_integer((json_int_t)c->n_unfinished));
     json_object_set_new(j, "unusable", json_integer((json_int_t)c->n_unusable));
     json_object_set_new(j, "beyond_fit", json_integer((json_int_t)c->n_beyond));
+    json_object_set_new(j, "branch_points", json_integer((json_int_t)c->n_branch_points));
+    json_object_set_new(j, "branch_unused", json_integer((json_int_t)c->n_branch_unused));
     json_object_set_new(o, "runs", j);
     json_object_set_new(o, "n_runs", json_integer((json_int_t)c->n_used));
     json_object_set_new(o, "n_failed", json_integer((json_int_t)c->n_diverged));

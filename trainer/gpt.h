@@ -164,6 +164,7 @@ typedef struct gpt_options {
     gpt_decay_shape decay_shape;
     char branch_from[1024]; /* cooldown branch: the parent's checkpoint ("" = no branch) */
     int decay_steps;        /* cooldown branch: its number of steps K (>= 1 with branch_from) */
+    int parent_run; /* cooldown branch: the parent's run id for its final record (0: none) */
     gpt_adamw adamw;
     double init_std;
     uint64_t seed;

@@ -117,6 +117,12 @@ static const struct row {
      F(decay_steps),
      0,
      1 << 30},
+    {{"parent-run", "int", "0",
+      "cooldown branch: the parent's run id, printed as parent_run (extrapolate joins them)"},
+     K_INT,
+     F(parent_run),
+     0,
+     1 << 30},
     {{"beta1", "float", "0.9", "AdamW beta1"}, K_FLOAT32, F(adamw.beta1), 0, 0.999999},
     {{"beta2", "float", "0.95", "AdamW beta2"}, K_FLOAT32, F(adamw.beta2), 0, 0.999999999},
     {{"eps", "float", "1e-8", "AdamW epsilon"}, K_FLOAT32, F(adamw.eps), 1e-30, 1},
@@ -302,6 +308,8 @@ st_status gpt_options_check(const gpt_options *o, char *err)
         return st_errf(err, ST_EINVAL, "--branch-from needs --decay-steps K >= 1");
     if (!o->branch_from[0] && o->decay_steps != 0)
         return st_errf(err, ST_EINVAL, "--decay-steps is for a branch: give --branch-from too");
+    if (!o->branch_from[0] && o->parent_run != 0)
+        return st_errf(err, ST_EINVAL, "--parent-run is for a branch: give --branch-from too");
     /* the replay compares hashes bit for bit: the CUDA path has no deterministic mode (atomicAdd
      * in the embedding and LayerNorm weight gradients), so every check would report corruption */
     if (o->sdc_every > 0 && !strcmp(o->device, "cuda"))

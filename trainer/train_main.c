@@ -188,6 +188,8 @@ static void branch_fields(FILE *out, const gpt_trainer *tr, const gpt_options *o
     fprintf(out, ",\"branch\":1,\"parent_step\":%llu,\"branch_steps\":%d,\"parent_checkpoint\":",
             (unsigned long long)parent_step, o->decay_steps);
     json_string(out, o->branch_from);
+    if (o->parent_run > 0)
+        fprintf(out, ",\"parent_run\":%d", o->parent_run);
 }
 
 /* The schedule in the config record (docs/metrics-protocol.md), as gpt_lr_at() runs it, so

@@ -7,6 +7,9 @@
  * tokens. A run without records gives no point; curves off gives none. A run that reports every
  * 20th step only (from step 20, as a trainer that logs every k steps does) gives the same two
  * points, its schedule interpolated between the records.
+ * Cooldown branches (check_branches): a run whose final says "branch":1 and "parent_run":P is a
+ * point of run P at its own tokens and objective, never an independent run; one whose parent is
+ * not a successful run, or whose "parent_run" is not a run id, is not a point.
  */
 #include "common/st.h"
 #include "runner/runner.h"
@@ -132,9 +135,74 @@ static void check_points(size_t every, double tol)
     CHECK(system(more) == 0);
 }
 
+/* Tells run `id` of sweep "curves" with objective `val` and the final record `fin` (a format
+ * with %g for N and D, then the rest). */
+static void tell(runner_store *st, uint64_t id, double N, double D, double val, int failed,
+                 const char *extra)
+{
+    char fin[256];
+    snprintf(fin, sizeof(fin), "{\"event\":\"final\",\"params\":%.17g,\"tokens\":%.17g%s}", N, D,
+             extra);
+    CHECK_ST(runner_store_tell_final(st, "curves", id, val, 6 * N * D, failed, fin), ST_OK);
+}
+
+/* Runs 1-3 ordinary (run 3 told failed: diverged); then branches: of run 1 at 0.3 D (a point), of
+ * run 3 (failed parent: unused), of run 99 (no such run: unused), and a final with "parent_run" 1.5
+ * (not an id: an ordinary run). */
+static void check_branches(void)
+{
+    char dir[] = "/tmp/st_branches_XXXXXX", db[256], em[ST_ERRMSG_MAX];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(db, sizeof(db), "%s/s.db", dir);
+    CHECK_ST(runner_store_create_sweep(db, yaml, em), ST_OK);
+    runner_store *st = NULL;
+    CHECK_ST(runner_store_open(db, &st, em), ST_OK);
+    uint64_t id[7];
+    double x[3], D = 409600;
+    for (int r = 0; r < 7; r++)
+        CHECK_ST(runner_store_ask(st, "curves", &id[r], x, 3), ST_OK);
+    tell(st, id[0], 1e5, D, 2.0, 0, "");
+    tell(st, id[1], 2e5, D, 1.9, 0, "");
+    tell(st, id[2], 3e5, D, NAN, 1, "");
+    char br[128];
+    snprintf(br, sizeof(br), ",\"branch\":1,\"parent_run\":%llu", (unsigned long long)id[0]);
+    tell(st, id[3], 1e5, 0.3 * D, 2.4, 0, br);
+    snprintf(br, sizeof(br), ",\"branch\":1,\"parent_run\":%llu", (unsigned long long)id[2]);
+    tell(st, id[4], 3e5, 0.3 * D, 2.2, 0, br);
+    tell(st, id[5], 1e5, 0.6 * D, 2.1, 0, ",\"branch\":1,\"parent_run\":99");
+    tell(st, id[6], 1.5e5, D, 1.95, 0, ",\"branch\":1,\"parent_run\":1.5");
+    runner_store_close(st);
+
+    study_options o = study_options_default();
+    study *s = NULL;
+    CHECK_ST(study_open(db, "curves", &o, &s, em), ST_OK);
+    const study_counts *c = study_get_counts(s);
+    printf("branches: %zu runs, %zu used, %zu branch points, %zu unused\n", c->n_runs, c->n_used,
+           c->n_branch_points, c->n_branch_unused);
+    CHECK(c->n_runs == 7);
+    CHECK(c->n_used == 4);      /* runs 1-3 and the one whose parent_run is not an id */
+    CHECK(c->n_succeeded == 3); /* run 3 failed: told failed, it diverged */
+    CHECK(c->n_diverged == 1);
+    CHECK(c->n_branch_points == 1);
+    CHECK(c->n_branch_unused == 2);
+    CHECK(study_n_curve_points(s) == 1);
+    size_t k;
+    double Dc, y;
+    CHECK_ST(study_curve_point(s, 0, &k, &Dc, &y), ST_OK);
+    CHECK(k == 0); /* engine run 0 is run 1 */
+    CHECK_REL(Dc, 0.3 * D, 1e-12);
+    CHECK_REL(y, 2.4, 1e-12);
+    study_destroy(s);
+    unlink(db);
+    char more[300];
+    snprintf(more, sizeof(more), "rm -rf '%s'", dir);
+    CHECK(system(more) == 0);
+}
+
 int main(void)
 {
     st_global_init();
+    check_branches();
     check_points(1, 5e-4);
     check_points(20, 5e-3);
     return check_summary("test_study_curves");

@@ -118,6 +118,9 @@ int main(int argc, char **argv)
     const char *bad2[] = {"--batch", "-3", NULL};
     CHECK(run(bad2, out, sizeof(out), NULL) == 2);
     CHECK(err_has("--batch"));
+    const char *bad3[] = {"--data", text, "--parent-run", "4", NULL};
+    CHECK(run(bad3, out, sizeof(out), NULL) == 2);
+    CHECK(err_has("--parent-run is for a branch"));
     const char *missing[] = {"--data", "/nonexistent/file.txt", NULL};
     CHECK(run(missing, out, sizeof(out), NULL) == 1);
     CHECK(err_has("cannot open data file '/nonexistent/file.txt'"));
@@ -206,11 +209,33 @@ int main(int argc, char **argv)
         fprintf(stderr, "  uninterrupted: %.200s\n  resumed:       %.200s\n", f1, f2);
 
     /* a cooldown branch of 5 steps off the checkpoint of step 200: the final record names its
-     * parent, counts tokens in total and FLOPs of its own 5 steps of 8*32 tokens */
-    const char *branch[] = {
-        "--data",       text, "--d-model",     "32",    "--n-layer",     "2", "--seq-len", "32",
-        "--batch",      "8",  "--tokens",      "51200", "--threads",     "2", "--seed",    "5",
-        "--eval-every", "50", "--branch-from", ckpt,    "--decay-steps", "5", NULL};
+     * parent (checkpoint, step and, with --parent-run, run id), counts tokens in total and FLOPs of
+     * its own 5 steps of 8*32 tokens */
+    const char *branch[] = {"--data",
+                            text,
+                            "--d-model",
+                            "32",
+                            "--n-layer",
+                            "2",
+                            "--seq-len",
+                            "32",
+                            "--batch",
+                            "8",
+                            "--tokens",
+                            "51200",
+                            "--threads",
+                            "2",
+                            "--seed",
+                            "5",
+                            "--eval-every",
+                            "50",
+                            "--branch-from",
+                            ckpt,
+                            "--decay-steps",
+                            "5",
+                            "--parent-run",
+                            "17",
+                            NULL};
     CHECK(run(branch, out2, sizeof(out2), NULL) == 0);
     const char *fb = final_line(out2), *cfg = strstr(out2, "\"flops_per_token\":");
     const char *fl = strstr(fb, "\"flops\":");
@@ -220,6 +245,7 @@ int main(int argc, char **argv)
     CHECK(strstr(fb, "\"tokens\":52480,") && strstr(fb, "\"steps\":205,"));
     CHECK(strstr(fb, "\"branch\":1,\"parent_step\":200,\"branch_steps\":5,") != NULL);
     CHECK(strstr(fb, "\"parent_checkpoint\":\"") && strstr(fb, ckpt));
+    CHECK(strstr(fb, "\"parent_run\":17") != NULL); /* --parent-run: extrapolate joins them */
 
     /* "{step}" in --checkpoint keeps one file per checkpoint: steps 4, 8 and the end, 10 */
     char tmpl[96], at4[96], at8[96], at10[96];
