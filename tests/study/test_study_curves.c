@@ -83,16 +83,34 @@ static void write_curve(const char *db, uint64_t run, size_t every)
     sqlite3_close(h);
 }
 
+/* A new store in a new directory `dir` (a mkdtemp template) holding the sweep of `yaml`, at
+ * `db` (of 256 bytes), opened. */
+static runner_store *store_new(char *dir, char *db)
+{
+    char em[ST_ERRMSG_MAX];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(db, 256, "%s/s.db", dir);
+    CHECK_ST(runner_store_create_sweep(db, yaml, em), ST_OK);
+    runner_store *st = NULL;
+    CHECK_ST(runner_store_open(db, &st, em), ST_OK);
+    return st;
+}
+
+/* Removes the store `db` and its directory `dir`. */
+static void store_remove(const char *dir, const char *db)
+{
+    unlink(db);
+    char more[300];
+    snprintf(more, sizeof(more), "rm -rf '%s'", dir);
+    CHECK(system(more) == 0);
+}
+
 /* A store with two runs told `val` at D tokens, the first with step records every `every`
  * steps; the study's curve points (o.curves on) are checked against the law's ratio to `tol`. */
 static void check_points(size_t every, double tol)
 {
     char dir[] = "/tmp/st_curves_XXXXXX", db[256], em[ST_ERRMSG_MAX];
-    CHECK(mkdtemp(dir) != NULL);
-    snprintf(db, sizeof(db), "%s/s.db", dir);
-    CHECK_ST(runner_store_create_sweep(db, yaml, em), ST_OK);
-    runner_store *st = NULL;
-    CHECK_ST(runner_store_open(db, &st, em), ST_OK);
+    runner_store *st = store_new(dir, db);
     uint64_t id[2];
     double x[3], val = 1.1 * law_at(S, S), D = 409600;
     for (int r = 0; r < 2; r++) {
@@ -129,10 +147,7 @@ static void check_points(size_t every, double tol)
     }
     CHECK_ST(study_curve_point(s, 2, NULL, NULL, NULL), ST_EINVAL);
     study_destroy(s);
-    unlink(db);
-    char more[300];
-    snprintf(more, sizeof(more), "rm -rf '%s'", dir);
-    CHECK(system(more) == 0);
+    store_remove(dir, db);
 }
 
 /* Tells run `id` of sweep "curves" with objective `val` and the final record `fin` (a format
@@ -152,11 +167,7 @@ static void tell(runner_store *st, uint64_t id, double N, double D, double val, 
 static void check_branches(void)
 {
     char dir[] = "/tmp/st_branches_XXXXXX", db[256], em[ST_ERRMSG_MAX];
-    CHECK(mkdtemp(dir) != NULL);
-    snprintf(db, sizeof(db), "%s/s.db", dir);
-    CHECK_ST(runner_store_create_sweep(db, yaml, em), ST_OK);
-    runner_store *st = NULL;
-    CHECK_ST(runner_store_open(db, &st, em), ST_OK);
+    runner_store *st = store_new(dir, db);
     uint64_t id[7];
     double x[3], D = 409600;
     for (int r = 0; r < 7; r++)
@@ -193,10 +204,7 @@ static void check_branches(void)
     CHECK_REL(Dc, 0.3 * D, 1e-12);
     CHECK_REL(y, 2.4, 1e-12);
     study_destroy(s);
-    unlink(db);
-    char more[300];
-    snprintf(more, sizeof(more), "rm -rf '%s'", dir);
-    CHECK(system(more) == 0);
+    store_remove(dir, db);
 }
 
 int main(void)
