@@ -152,13 +152,21 @@ static st_status points_reserve(study *s, size_t extra)
     return run && D && obj ? ST_OK : st_errf(s->errmsg, ST_ENOMEM, "out of memory");
 }
 
-/* The engine run whose store id is `id` and that succeeded; s->n when there is none. */
+/* The engine run whose store id is `id` and that succeeded; s->n when there is none. A binary
+ * search: the sweep's runs are in id order (runner_store_read_sweep) and run_idx grows with k. */
 static size_t engine_run_of(const study *s, uint64_t id)
 {
-    for (size_t k = 0; k < s->n; k++)
-        if (s->w->runs[s->run_idx[k]].id == id)
-            return s->failed[k] || !(s->obj[k] > 0) ? s->n : k;
-    return s->n;
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->w->runs[s->run_idx[mid]].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == s->n || s->w->runs[s->run_idx[lo]].id != id)
+        return s->n;
+    return s->failed[lo] || !(s->obj[lo] > 0) ? s->n : lo;
 }
 
 st_status study_branches_load(study *s)
