@@ -58,21 +58,31 @@ def seed_row(work, seed, factor, sim):
     return row
 
 
+def work_options(argv, name):
+    """(WORK, factor, llmsim path) from `name WORK [--factor F] [--llmsim PATH]`, or None after
+    printing why (an unknown option, or one without its value)."""
+    work, factor, sim = argv[1], 100, "build/bench/llmsim/llmsim"
+    i = 2
+    while i < len(argv):
+        if argv[i] == "--factor" and i + 1 < len(argv):
+            factor = int(float(argv[i + 1]))
+        elif argv[i] == "--llmsim" and i + 1 < len(argv):
+            sim = argv[i + 1]
+        else:
+            print(f"{name}: unknown option {argv[i]} (or no value)", file=sys.stderr)
+            return None
+        i += 2
+    return work, factor, sim
+
+
 def main(argv):
     if len(argv) < 2 or argv[1] in ("-h", "--help"):
         print(__doc__)
         return 0 if len(argv) >= 2 else 2
-    work, factor, sim = argv[1], 100, "build/bench/llmsim/llmsim"
-    i = 2
-    while i < len(argv):
-        if argv[i] == "--factor":
-            factor = int(float(argv[i + 1]))
-        elif argv[i] == "--llmsim":
-            sim = argv[i + 1]
-        else:
-            print(f"xp_diagnose: unknown option {argv[i]}", file=sys.stderr)
-            return 2
-        i += 2
+    opts = work_options(argv, "xp_diagnose")
+    if opts is None:
+        return 2
+    work, factor, sim = opts
     seeds = sorted(int(d[5:]) for d in os.listdir(work) if d.startswith("seed-"))
     print(f"factor {factor}x; ratios are recommended / oracle; pen = true penalty terms")
     print("seed  regret   safe p_div    N/D-split   N     D     lr    batch warmup wd    "

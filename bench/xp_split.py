@@ -17,17 +17,15 @@ import math
 import os
 import sqlite3
 import statistics
-import subprocess
 import sys
+
+from xp_diagnose import llmsim, work_options
 
 
 def loss_nd(sim, world, N, D):
-    args = [sim, "--world", str(world), "--N", repr(N), "--tokens", repr(D), "--lr", "1e-3",
-            "--batch", "3e4", "--true"]
-    out = subprocess.run(args, capture_output=True, text=True)
-    if out.returncode not in (0, 3) or not out.stdout.strip():
-        return None
-    return json.loads(out.stdout.strip().splitlines()[-1])["loss_nd"]
+    rec = llmsim(sim, ["--world", str(world), "--N", repr(N), "--tokens", repr(D), "--lr", "1e-3",
+                       "--batch", "3e4", "--true"])
+    return rec["loss_nd"] if rec else None
 
 
 def exponent(sim, world, vary_n):
@@ -69,17 +67,10 @@ def main(argv):
     if len(argv) < 2 or argv[1] in ("-h", "--help"):
         print(__doc__)
         return 0 if len(argv) >= 2 else 2
-    work, factor, sim = argv[1], 100, "build/bench/llmsim/llmsim"
-    i = 2
-    while i < len(argv):
-        if argv[i] == "--factor" and i + 1 < len(argv):
-            factor = int(float(argv[i + 1]))
-        elif argv[i] == "--llmsim" and i + 1 < len(argv):
-            sim = argv[i + 1]
-        else:
-            print(f"xp_split: unknown option {argv[i]}", file=sys.stderr)
-            return 2
-        i += 2
+    opts = work_options(argv, "xp_split")
+    if opts is None:
+        return 2
+    work, factor, sim = opts
     seeds = sorted(int(d[5:]) for d in os.listdir(work) if d.startswith("seed-"))
     print(f"factor {factor}x; a = beta / (alpha + beta); spans are 95th / 5th percentile")
     print("seed  true: alpha  beta  a-b     a     | fit: alpha  beta  a-b     a     | "
