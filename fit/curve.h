@@ -10,7 +10,9 @@
  * run's first points gives its loss at any later step, under its own schedule or any other (a
  * cooldown branch, another decay point). This header is the reference manual.
  * Intervals: a block bootstrap of the residuals widened by the law's measured misfit
- * (curve_interval.c), used by the runner's early stopping. Not here: the engine's use of curves.
+ * (curve_interval.c), used by the runner's early stopping. Borrowing (curve_borrow.c): a run's
+ * final loss from its loss at a cut and the shape of the sweep's finished runs, for curves no
+ * law of one run describes. Not here: the engine's use of curves.
  * Depends on GSL (linear least squares, Brent minimisation) and common/st.h.
  * Thread-safety: every function is reentrant; nothing is shared.
  */
@@ -150,6 +152,58 @@ st_status fit_curve_cut_error(const double *lr, size_t n_steps, const size_t *st
  * outside their range with probability 2 / (k + 1)); both NAN when k <
  * FIT_CURVE_MISFIT_MIN_RUNS (then the default). The low end is kept above -0.9. Pure. */
 void fit_curve_misfit(const double *rel_err, size_t n, double *err_min, double *err_max);
+
+/* ---- borrowing the shape of a sweep's finished runs (curve_borrow.c) --------------------------
+ */
+
+/* The fewest kin (finished runs of the same group with a positive weight) a prediction needs. */
+#define FIT_CURVE_BORROW_MIN_RUNS 3
+
+typedef struct fit_curve_borrow_options {
+    double bandwidth; /* of the Gaussian kinship kernel, in the features' units (the caller scales
+                         each feature, e.g. by its searched range); INFINITY: every kin weighs the
+                         same; default 0.5 */
+    double ridge;     /* ridge on the local slopes, per unit of the kin's total weight: slopes the
+                         kin cannot separate (collinear features) shrink to 0; default 0.01 */
+} fit_curve_borrow_options;
+
+fit_curve_borrow_options fit_curve_borrow_options_default(void);
+
+/* A sweep's finished runs for borrowing: n runs, d features each (row-major xs, n x d), a group
+ * per run (groups, may be NULL: one group; runs of another group are no kin: another schedule,
+ * another categorical choice), each run's loss at the cut (the same fraction of its steps as
+ * the run to predict) and its final loss. The arrays are the caller's. */
+typedef struct fit_curve_kin {
+    size_t n, d;
+    const double *xs;
+    const int *groups;
+    const double *cut;
+    const double *final;
+} fit_curve_kin;
+
+/*
+ * The final loss of a running run from its loss at a cut (cut_loss, after a fraction f of its
+ * steps) and the shape of the sweep's finished runs at the same fraction: the finished runs'
+ * ln(final_j / cut_j) is regressed locally-linearly on their features' differences from the
+ * run's (x, d features; group) by weighted least squares (weights: a Gaussian kernel of the
+ * scaled distance, the nearest kin weighing 1; a ridge on the slopes; GSL multifit_wlinear),
+ * and *pred = cut_loss * exp(intercept). Where a law of one run cannot see what is to come (a
+ * second learning phase, the anneal), runs of the sweep that went through it can: on the
+ * reference trainer's tiny-GPT curves this predicts the final loss from 30% of the steps with a
+ * median error of about 1%, where the law of one run misses by 11-12% (docs/benchmarks.md,
+ * section 6). `skip` (SIZE_MAX for none) leaves kin run `skip` out (fit_curve_borrow_loo). Returns
+ * ST_OK, ST_EINVAL (bad arguments, a loss that is not positive and finite, fewer than
+ * FIT_CURVE_BORROW_MIN_RUNS kin), ST_ENOMEM or ST_ENUMERIC; err (ST_ERRMSG_MAX bytes, may be NULL).
+ */
+st_status fit_curve_borrow(const fit_curve_kin *kin, const double *x, int group, double cut_loss,
+                           size_t skip, const fit_curve_borrow_options *o, double *pred, char *err);
+
+/* Each finished run's relative error (predicted - final) / final when borrowed from the others
+ * (leave-one-out), into rel_err (kin->n; NAN where it has too few kin): what fit_curve_misfit
+ * turns into the range of the borrowed prediction's errors. Returns ST_OK, or ST_EINVAL/ST_ENOMEM
+ * as fit_curve_borrow for arguments every run shares. */
+st_status fit_curve_borrow_loo(const fit_curve_kin *kin, const fit_curve_borrow_options *o,
+                               double *rel_err, char *err);
 
 #ifdef __cplusplus
 }
