@@ -148,6 +148,23 @@ static st_status interval_by(const runner_config *cfg, const char *db_path, cons
                                       errmsg);
 }
 
+/* The borrowed interval (early_stop_borrow.c), with the store and the sweep read for it. */
+static st_status borrowed(const runner_config *cfg, const char *db_path, const runner_curve *c,
+                          double *pred, double *lo, double *hi)
+{
+    runner_store *s = NULL;
+    runner_sweep *w = NULL;
+    char em[ST_ERRMSG_MAX];
+    st_status rc = runner_store_open(db_path, &s, em);
+    if (!rc)
+        rc = runner_store_read_sweep(s, cfg->name, &w);
+    if (!rc)
+        rc = es_borrow_interval(cfg, s, w, c, pred, lo, hi, em);
+    runner_sweep_free(w);
+    runner_store_close(s);
+    return rc;
+}
+
 st_status runner_curve_interval_law(const runner_config *cfg, const char *db_path,
                                     const runner_curve *c, double *pred, double *lo, double *hi,
                                     int *schedule_used, char *errmsg)
@@ -173,6 +190,15 @@ st_status runner_curve_interval_law(const runner_config *cfg, const char *db_pat
         schedule = 0;
         rc = interval_by(cfg, db_path, c, 0, steps, loss, m, n_steps, lr, pred, lo, hi, errmsg);
     }
+    /* the shape of the finished runs, when its errors on them are narrower than the law's */
+    double bp, bl, bh;
+    if (c->x && rc != ST_ENOMEM && rc != ST_EDB &&
+        borrowed(cfg, db_path, c, &bp, &bl, &bh) == ST_OK &&
+        (rc || (bh - bl) / bp < (*hi - *lo) / *pred)) {
+        *pred = bp, *lo = bl, *hi = bh;
+        rc = ST_OK;
+        schedule = RUNNER_CURVE_BORROWED;
+    }
     if (!rc && schedule_used)
         *schedule_used = schedule;
     free(steps);
@@ -196,7 +222,8 @@ st_status runner_stop_check_front(void *ctx, const runner_config *cfg, const cha
     if (cfg->maximize)
         return ST_OK; /* the rule is written for a minimised objective (a loss) */
     double pred, lo, hi;
-    st_status rc = runner_curve_interval(cfg, db_path, c, &pred, &lo, &hi, em);
+    int how = 0;
+    st_status rc = runner_curve_interval_law(cfg, db_path, c, &pred, &lo, &hi, &how, em);
     if (rc == ST_EINVAL)
         return ST_OK; /* too few points yet: no verdict */
     if (rc)
@@ -215,6 +242,9 @@ st_status runner_stop_check_front(void *ctx, const runner_config *cfg, const cha
     runner_store_close(s);
     if (!rc) {
         runner_stop_rule_front(lo, c->planned_cost, fc, fo, n, cfg->es_margin, &v->stop, v->reason);
+        size_t len = strlen(v->reason);
+        if (how == RUNNER_CURVE_BORROWED && len + 40 < sizeof(v->reason))
+            snprintf(v->reason + len, sizeof(v->reason) - len, " (the finished runs' curves)");
         v->bound = lo;
         v->final_cost = c->planned_cost;
     }

@@ -818,7 +818,13 @@ st_status runner_curve_interval(const runner_config *cfg, const char *db_path,
                                 const runner_curve *c, double *pred, double *lo, double *hi,
                                 char *errmsg);
 /* The same, and *schedule_used (may be NULL) 1 when the law under the schedule gave the
- * interval, 0 when the power law in steps did. */
+ * interval, 0 when the power law in steps did, RUNNER_CURVE_BORROWED when the shape of the
+ * sweep's finished runs did. Borrowing (fit/curve.h, fit_curve_borrow, from the latest 40
+ * succeeded runs at the same fraction of their steps, c->x needed) replaces the law's interval
+ * when it is narrower: its range of errors is measured on those runs (leave-one-out,
+ * fit_curve_misfit), and only for a run inside their searched features (a quarter of each
+ * span beyond); and it gives one when the law has too few points. */
+#define RUNNER_CURVE_BORROWED 2
 st_status runner_curve_interval_law(const runner_config *cfg, const char *db_path,
                                     const runner_curve *c, double *pred, double *lo, double *hi,
                                     int *schedule_used, char *errmsg);

@@ -421,6 +421,18 @@ typedef struct runner_backend_type {
     st_status (*adopt)(void *state, const char *dir, char *job_id, size_t cap, char *errmsg);
 } runner_backend_type;
 
+/*
+ * The interval of running run c's final objective borrowed from the shape of the sweep's latest
+ * succeeded runs (w, read from store s; early_stop_borrow.c): fit_curve_borrow at c's fraction of
+ * its planned steps, [pred / (1 + err_max), pred / (1 + err_min)] from fit_curve_misfit of their
+ * leave-one-out errors. ST_EINVAL when it cannot vouch for one (c->x unknown, a maximised
+ * objective, fewer than three kin with a measured error, c outside its kin's features),
+ * ST_ENOMEM, ST_ENUMERIC.
+ */
+st_status es_borrow_interval(const runner_config *cfg, runner_store *s, const runner_sweep *w,
+                             const runner_curve *c, double *pred, double *lo, double *hi,
+                             char *errmsg);
+
 extern const runner_backend_type *const runner_backend_local;
 extern const runner_backend_type *const runner_backend_slurm_cli;
 extern const runner_backend_type *const runner_backend_slurm_rest;

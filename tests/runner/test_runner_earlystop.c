@@ -6,7 +6,9 @@
  * metrics and cost so far kept, and the optimizer sees it censored (its bound at its planned
  * cost) in both release modes; resume does not relaunch it. The built-in CARBS-mode check stops
  * a losing run against the front of the runs before it. The front rule against a constructed
- * front (log-cost interpolation by hand); the `early_stopping:` block of a sweep file.
+ * front (log-cost interpolation by hand); the `early_stopping:` block of a sweep file. The
+ * interval borrowed from the finished runs' curves (a second learning phase the run's own
+ * points cannot show) replaces the power law's for a run among them, not for one far outside.
  */
 #include "tests/runner/runner_test_util.h"
 
@@ -209,6 +211,112 @@ static void config_block(void)
     }
 }
 
+/* ---- the interval borrowed from the finished runs' curves ---------------------------------- */
+
+#define BS 1000 /* steps of each run; an eval every 50 */
+
+/* A curve with a second learning phase at 60% of the run whose depth grows with ln lr: the
+ * power law of the first 30% cannot see it, the finished runs went through it. */
+static double phased(double lr, double s)
+{
+    double drop = 0.2 + 0.1 * log(lr / 1e-3);
+    return 2.0 + 3.0 / sqrt(s) - drop / (1.0 + exp(-(s - 600.0) / 40.0));
+}
+
+/* A sweep of n finished runs at lr log-spaced over [lo, hi], each with its eval curve. */
+static const char *borrow_store(const char *file, double lo, double hi, int n)
+{
+    const char *db = tu_path(file);
+    char em[ST_ERRMSG_MAX] = "";
+    CHECK_ST(runner_store_create_sweep(db,
+                                       "name: bw\nobjective: {metric: val_loss}\ncost: {metric: "
+                                       "flops}\nparameters:\n  lr: {space: log, min: 1e-4, max: "
+                                       "1e-2, center: 1e-3}\nbudget: {runs: 40}\n",
+                                       em),
+             ST_OK);
+    if (em[0])
+        fprintf(stderr, "create: %s\n", em);
+    runner_store *s = NULL;
+    CHECK_ST(runner_store_open(db, &s, em), ST_OK);
+    sqlite3 *h = NULL;
+    sqlite3_open(db, &h);
+    for (int j = 0; j < n; j++) {
+        double lr = lo * pow(hi / lo, j / (n - 1.0));
+        uint64_t id = 0;
+        CHECK_ST(runner_store_record(s, "bw", &lr, phased(lr, BS), 1.0, 0, NULL, &id), ST_OK);
+        char sql[256];
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO attempts(id, run_id, number, state, backend, dir, slot, started) "
+                 "VALUES (%llu, %llu, 1, 'exited', 'test', '/tmp', 0, 0)",
+                 (unsigned long long)id, (unsigned long long)id);
+        CHECK(sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK);
+        for (int k = 50; k <= BS; k += 50) {
+            snprintf(sql, sizeof(sql),
+                     "INSERT INTO metric_points(attempt_id, event, step, t, line) VALUES (%llu, 2, "
+                     "%d, 0, '{\"event\":\"eval\",\"step\":%d,\"val_loss\":%.10g}')",
+                     (unsigned long long)id, k, k, phased(lr, k));
+            CHECK(sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK);
+        }
+    }
+    sqlite3_close(h);
+    runner_store_close(s);
+    return db;
+}
+
+/* runner_curve_interval_law for a run at lr (x NULL when !with_x) cut at 30% of its steps */
+static st_status borrow_interval(const char *db, double lr, int with_x, double *pred, double *lo,
+                                 double *hi, int *how)
+{
+    runner_store *s = NULL;
+    runner_sweep *w = NULL;
+    CHECK_ST(runner_store_open(db, &s, NULL), ST_OK);
+    CHECK_ST(runner_store_read_sweep(s, "bw", &w), ST_OK);
+    double step[6], loss[6];
+    for (int k = 0; k < 6; k++) {
+        step[k] = 50.0 * (k + 1);
+        loss[k] = phased(lr, step[k]);
+    }
+    runner_curve c;
+    memset(&c, 0, sizeof(c));
+    c.run = 999;
+    c.x = with_x ? &lr : NULL;
+    c.n = 6;
+    c.step = step;
+    c.loss = loss;
+    c.planned_steps = BS;
+    c.planned_tokens = c.planned_cost = NAN;
+    c.fraction = 0.3;
+    char em[ST_ERRMSG_MAX] = "";
+    st_status rc = w ? runner_curve_interval_law(w->cfg, db, &c, pred, lo, hi, how, em) : ST_EDB;
+    if (rc)
+        fprintf(stderr, "borrow interval: %s\n", em);
+    runner_sweep_free(w);
+    runner_store_close(s);
+    return rc;
+}
+
+static void borrowed_interval(void)
+{
+    const char *db = borrow_store("borrow.db", 1e-4, 1e-2, 12);
+    double lr = 2e-3, want = phased(lr, BS), p, lo, hi, pp, plo, phi;
+    int how = -1;
+    CHECK_ST(borrow_interval(db, lr, 1, &p, &lo, &hi, &how), ST_OK);
+    CHECK(how == RUNNER_CURVE_BORROWED);
+    CHECK(fabs(p / want - 1) < 0.005 && lo <= want && want <= hi);
+    /* without the run's parameters: the power law of its own points, which misses the drop */
+    CHECK_ST(borrow_interval(db, lr, 0, &pp, &plo, &phi, &how), ST_OK);
+    CHECK(how == 0 && pp / want - 1 > 0.05 && (phi - plo) / pp > (hi - lo) / p);
+    printf("borrowed: final %.4f, borrowed %.4f [%.4f, %.4f], power law %.4f [%.4f, %.4f]\n", want,
+           p, lo, hi, pp, plo, phi);
+    /* a run far outside its kin's learning rates is the law's: kin at 1e-4..1e-3, run at 1e-2 */
+    const char *db2 = borrow_store("borrow2.db", 1e-4, 1e-3, 8);
+    CHECK_ST(borrow_interval(db2, 1e-2, 1, &p, &lo, &hi, &how), ST_OK);
+    CHECK(how == 0);
+    CHECK_ST(borrow_interval(db2, 5e-4, 1, &p, &lo, &hi, &how), ST_OK);
+    want = phased(5e-4, BS);
+    CHECK(how == RUNNER_CURVE_BORROWED && fabs(p / want - 1) < 0.01 && lo <= want && want <= hi);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -219,6 +327,7 @@ int main(int argc, char **argv)
     stops_losing_run(0);
     stops_losing_run(1);
     front_check_stops();
+    borrowed_interval();
     st_global_cleanup();
     tu_cleanup();
     return check_summary("test_runner_earlystop");
