@@ -9,6 +9,12 @@
  *   law+C   the same law with C fixed to the median C of the other runs' whole-curve fits (a
  *           sweep has finished runs; a run's first 30% seldom shows any annealing);
  *   power   the peer: a plain power law in steps, L = E + A s^-a (the same fitter, lr = 1, C = 0);
+ * and from the run's loss at the cut and the other runs' whole curves (leave-one-out: as if the
+ * other 17 had finished, the best case of a sweep):
+ *   borrow  fit_curve_borrow (fit/curve.h): the others' ln(final / loss at the same fraction)
+ *           regressed locally-linearly on ln lr, ln (d_model^2 n_layer) and ln tokens (each over
+ *           its range; the schedule as the group), --bandwidth and --ridge its options;
+ *   borrow0 the same with the slopes held at 0: a kernel-weighted mean of the ratios;
  * and prints each one's error on the final validation loss, then the median and worst relative
  * error per method ("BENCH curves.<method>.median_rel_err <value>", ... .worst_rel_err).
  * --seq-len and --batch change the runs' shape (default 64 x 4), --tokens-scale X multiplies every
@@ -174,8 +180,9 @@ static int read_curves(const char *path, curve *cs)
 
 /* ---- predictions ------------------------------------------------------------------------ */
 
-enum { M_LAW, M_LAW_C, M_POWER, N_METHODS };
-static const char *const METHOD[N_METHODS] = {"law", "law+C", "power"};
+enum { M_LAW, M_LAW_C, M_POWER, M_BORROW0, M_BORROW, N_METHODS };
+static const char *const METHOD[N_METHODS] = {"law", "law+C", "power", "borrow0", "borrow"};
+#define N_OWN M_BORROW0 /* the methods that use the run's own points only */
 
 /* the validation points of steps from..upto; returns their number */
 static size_t val_points(const curve *c, size_t from, size_t upto, size_t *steps, double *loss)
@@ -239,7 +246,73 @@ static double median(double *x, size_t n)
     return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
-/* every run: the three predictions from the first `frac` of its steps; the summary lines */
+/* ---- borrowing the shape of the sweep's other runs (fit_curve_borrow) ----------------------- */
+
+static fit_curve_borrow_options g_borrow; /* --bandwidth, --ridge */
+
+/* the loss of the last validation point at or before step upto: the run's loss at the cut */
+static double loss_at(const curve *c, size_t upto)
+{
+    for (size_t s = upto < c->n_steps ? upto : c->n_steps; s >= 1; s--)
+        if (isfinite(c->val[s - 1]))
+            return c->val[s - 1];
+    return NAN;
+}
+
+/* A run's features as a sweep of these runs would have them: ln lr, ln (d_model^2 n_layer) and ln
+ * tokens, each divided by its range over the runs (so that 1 is the searched span); the schedule
+ * is the group. */
+static void kin_of(const curve *cs, size_t n, double *xs, int *groups, double *final)
+{
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (size_t k = 0; k < n; k++) {
+        const run_cfg *r = &cs[k].cfg;
+        double *f = xs + 3 * k;
+        f[0] = log(r->lr);
+        f[1] = log((double)r->d_model * r->d_model * r->n_layer);
+        f[2] = log(r->tokens);
+        for (int q = 0; q < 3; q++)
+            lo[q] = fmin(lo[q], f[q]), hi[q] = fmax(hi[q], f[q]);
+        groups[k] = (int)r->schedule;
+        final[k] = cs[k].val[cs[k].n_steps - 1];
+    }
+    for (size_t k = 0; k < n; k++)
+        for (int q = 0; q < 3; q++)
+            xs[3 * k + q] /= hi[q] > lo[q] ? hi[q] - lo[q] : 1.0;
+}
+
+/* run k's final loss borrowed from the other runs (all of them finished: leave-one-out), from
+ * its loss at the cut own[k] and theirs; ridge 1e9 holds the slopes at 0 (a kernel-weighted
+ * mean of the ratios); NAN if it cannot be */
+static double borrow(const curve *cs, size_t n, size_t k, const double *own, double ridge)
+{
+    static double xs[3 * MAX_RUNS], final[MAX_RUNS], cut[MAX_RUNS];
+    static int groups[MAX_RUNS];
+    kin_of(cs, n, xs, groups, final);
+    size_t m = 0;
+    for (size_t j = 0; j < n; j++) /* runs whose value at the cut is unknown are no kin */
+        if (isfinite(own[j]) || j == k) {
+            memmove(xs + 3 * m, xs + 3 * j, 3 * sizeof(double));
+            groups[m] = groups[j], final[m] = final[j], cut[m] = own[j];
+            if (j == k)
+                k = m;
+            m++;
+        }
+    fit_curve_kin kin = {m - 1, 3, xs, groups, cut, final};
+    /* run k moved to the end: the kin are the others */
+    double xk[3] = {xs[3 * k], xs[3 * k + 1], xs[3 * k + 2]}, ck = cut[k];
+    int gk = groups[k];
+    memmove(xs + 3 * k, xs + 3 * (k + 1), 3 * (m - k - 1) * sizeof(double));
+    memmove(groups + k, groups + k + 1, (m - k - 1) * sizeof(int));
+    memmove(final + k, final + k + 1, (m - k - 1) * sizeof(double));
+    memmove(cut + k, cut + k + 1, (m - k - 1) * sizeof(double));
+    fit_curve_borrow_options o = g_borrow;
+    o.ridge = ridge;
+    double p = NAN;
+    return fit_curve_borrow(&kin, xk, gk, ck, SIZE_MAX, &o, &p, NULL) == ST_OK ? p : NAN;
+}
+
+/* every run: the predictions from the first `frac` of its steps; the summary lines */
 static int evaluate(const curve *cs, size_t n, double skip, double frac)
 {
     double C_full[MAX_RUNS], err[N_METHODS][MAX_RUNS], tmp[MAX_RUNS], rms[MAX_RUNS];
@@ -255,8 +328,13 @@ static int evaluate(const curve *cs, size_t n, double skip, double frac)
         /* C is identified where a run anneals hard: WSD's decay (cosine's is spread out) */
         C_full[k] = ok && cs[k].cfg.schedule == GPT_SCHEDULE_WSD ? law.C : NAN;
     }
-    printf("%-4s %-3s %-2s %-7s %-6s %-6s %-8s %-17s %-17s %-17s\n", "run", "d", "L", "lr", "sched",
-           "steps", "final", "law (err)", "law+C (err)", "power (err)");
+    /* each run's own loss at the cut, for the borrowing methods */
+    double at_cut[MAX_RUNS];
+    for (size_t k = 0; k < n; k++)
+        at_cut[k] = loss_at(&cs[k], (size_t)floor(frac * (double)cs[k].n_steps));
+    printf("%-4s %-3s %-2s %-7s %-6s %-6s %-8s %-17s %-17s %-17s %-17s %-17s\n", "run", "d", "L",
+           "lr", "sched", "steps", "final", "law (err)", "law+C (err)", "power (err)",
+           "borrow0 (err)", "borrow (err)");
     for (size_t k = 0; k < n; k++) {
         const curve *c = &cs[k];
         size_t m = 0;
@@ -270,8 +348,12 @@ static int evaluate(const curve *cs, size_t n, double skip, double frac)
                c->cfg.lr, c->cfg.schedule == GPT_SCHEDULE_WSD ? "wsd" : "cosine", c->n_steps,
                final);
         for (int mth = 0; mth < N_METHODS; mth++) {
-            double p;
-            if (predict(c, mth, C_pool, from, upto, &p, NULL, NULL) != 0) {
+            double p = mth == M_BORROW0  ? borrow(cs, n, k, at_cut, 1e9)
+                       : mth == M_BORROW ? borrow(cs, n, k, at_cut, g_borrow.ridge)
+                                         : NAN;
+            if (mth < N_OWN && predict(c, mth, C_pool, from, upto, &p, NULL, NULL) != 0)
+                p = NAN;
+            if (!isfinite(p)) {
                 printf(" %-17s", "failed");
                 continue;
             }
@@ -302,6 +384,7 @@ int main(int argc, char **argv)
     const char *out = "build/bench/curves.tsv", *data = "data/kjv";
     int retrain = 0, seq_len = 64, batch = 4;
     double frac = 0.3, skip = 0.1, tokens_scale = 1.0;
+    g_borrow = fit_curve_borrow_options_default();
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--retrain"))
             retrain = 1;
@@ -319,10 +402,15 @@ int main(int argc, char **argv)
             batch = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--tokens-scale") && i + 1 < argc)
             tokens_scale = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--bandwidth") && i + 1 < argc)
+            g_borrow.bandwidth = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--ridge") && i + 1 < argc)
+            g_borrow.ridge = atof(argv[++i]);
         else {
             fprintf(stderr,
                     "usage: bench_curves [--out FILE] [--data DIR] [--frac F] "
-                    "[--skip F] [--seq-len T] [--batch B] [--tokens-scale X] [--retrain]\n");
+                    "[--skip F] [--seq-len T] [--batch B] [--tokens-scale X] [--bandwidth H] "
+                    "[--retrain]\n");
             return 2;
         }
     }
