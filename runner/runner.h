@@ -812,7 +812,9 @@ void runner_stop_rule_front(double bound, double planned_cost, const double *fro
  * schedule, extrapolated the same way with the default range of errors (the sweep's other runs
  * carry no schedule to measure it on); when that law does not extrapolate to a positive loss
  * (its annealing term ran away: fit_curve_predict_interval's ST_ENUMERIC), the power law as
- * without c->lr. ST_OK, ST_EINVAL (too few points, unknown planned steps), ST_ENUMERIC, ST_EDB.
+ * without c->lr. Either is replaced by the interval borrowed from the sweep's finished runs when
+ * that one is narrower (runner_curve_interval_law below). ST_OK, ST_EINVAL (too few points,
+ * unknown planned steps), ST_ENUMERIC, ST_EDB.
  */
 st_status runner_curve_interval(const runner_config *cfg, const char *db_path,
                                 const runner_curve *c, double *pred, double *lo, double *hi,
