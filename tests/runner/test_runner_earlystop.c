@@ -217,23 +217,24 @@ static void config_block(void)
 
 /* A curve with a second learning phase at 60% of the run whose depth grows with ln lr: the
  * power law of the first 30% cannot see it, the finished runs went through it. */
-static double phased(double lr, double s)
+static double phased(double lr, double s, double deep)
 {
-    double drop = 0.2 + 0.1 * log(lr / 1e-3);
+    double drop = deep * (0.2 + 0.1 * log(lr / 1e-3));
     return 2.0 + 3.0 / sqrt(s) - drop / (1.0 + exp(-(s - 600.0) / 40.0));
 }
 
-/* A sweep of n finished runs at lr log-spaced over [lo, hi], each with its eval curve. */
-static const char *borrow_store(const char *file, double lo, double hi, int n)
+/* A sweep of n finished runs at lr log-spaced over [lo, hi], each with its eval curve; with
+ * `sched`, a categorical second parameter alternating between its two choices, and the second
+ * choice's runs drop twice as deep (another shape: no kin of the first's). */
+static const char *borrow_store(const char *file, double lo, double hi, int n, int sched)
 {
     const char *db = tu_path(file);
-    char em[ST_ERRMSG_MAX] = "";
-    CHECK_ST(runner_store_create_sweep(db,
-                                       "name: bw\nobjective: {metric: val_loss}\ncost: {metric: "
-                                       "flops}\nparameters:\n  lr: {space: log, min: 1e-4, max: "
-                                       "1e-2, center: 1e-3}\nbudget: {runs: 40}\n",
-                                       em),
-             ST_OK);
+    char em[ST_ERRMSG_MAX] = "", yaml[512];
+    snprintf(yaml, sizeof(yaml),
+             "name: bw\nobjective: {metric: val_loss}\ncost: {metric: flops}\nparameters:\n"
+             "  lr: {space: log, min: 1e-4, max: 1e-2, center: 1e-3}\n%sbudget: {runs: 40}\n",
+             sched ? "  sched: {choices: [cosine, wsd]}\n" : "");
+    CHECK_ST(runner_store_create_sweep(db, yaml, em), ST_OK);
     if (em[0])
         fprintf(stderr, "create: %s\n", em);
     runner_store *s = NULL;
@@ -241,9 +242,9 @@ static const char *borrow_store(const char *file, double lo, double hi, int n)
     sqlite3 *h = NULL;
     sqlite3_open(db, &h);
     for (int j = 0; j < n; j++) {
-        double lr = lo * pow(hi / lo, j / (n - 1.0));
+        double x[2] = {lo * pow(hi / lo, j / (n - 1.0)), j % 2}, deep = sched && j % 2 ? 2 : 1;
         uint64_t id = 0;
-        CHECK_ST(runner_store_record(s, "bw", &lr, phased(lr, BS), 1.0, 0, NULL, &id), ST_OK);
+        CHECK_ST(runner_store_record(s, "bw", x, phased(x[0], BS, deep), 1.0, 0, NULL, &id), ST_OK);
         char sql[256];
         snprintf(sql, sizeof(sql),
                  "INSERT INTO attempts(id, run_id, number, state, backend, dir, slot, started) "
@@ -254,7 +255,7 @@ static const char *borrow_store(const char *file, double lo, double hi, int n)
             snprintf(sql, sizeof(sql),
                      "INSERT INTO metric_points(attempt_id, event, step, t, line) VALUES (%llu, 2, "
                      "%d, 0, '{\"event\":\"eval\",\"step\":%d,\"val_loss\":%.10g}')",
-                     (unsigned long long)id, k, k, phased(lr, k));
+                     (unsigned long long)id, k, k, phased(x[0], k, deep));
             CHECK(sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK);
         }
     }
@@ -264,8 +265,8 @@ static const char *borrow_store(const char *file, double lo, double hi, int n)
 }
 
 /* runner_curve_interval_law for a run at lr (x NULL when !with_x) cut at 30% of its steps */
-static st_status borrow_interval(const char *db, double lr, int with_x, double *pred, double *lo,
-                                 double *hi, int *how)
+static st_status borrow_interval(const char *db, double lr, int with_x, double deep, double *pred,
+                                 double *lo, double *hi, int *how)
 {
     runner_store *s = NULL;
     runner_sweep *w = NULL;
@@ -274,12 +275,13 @@ static st_status borrow_interval(const char *db, double lr, int with_x, double *
     double step[6], loss[6];
     for (int k = 0; k < 6; k++) {
         step[k] = 50.0 * (k + 1);
-        loss[k] = phased(lr, step[k]);
+        loss[k] = phased(lr, step[k], deep);
     }
+    double x[2] = {lr, deep > 1};
     runner_curve c;
     memset(&c, 0, sizeof(c));
     c.run = 999;
-    c.x = with_x ? &lr : NULL;
+    c.x = with_x ? x : NULL;
     c.n = 6;
     c.step = step;
     c.loss = loss;
@@ -297,24 +299,32 @@ static st_status borrow_interval(const char *db, double lr, int with_x, double *
 
 static void borrowed_interval(void)
 {
-    const char *db = borrow_store("borrow.db", 1e-4, 1e-2, 12);
-    double lr = 2e-3, want = phased(lr, BS), p, lo, hi, pp, plo, phi;
+    const char *db = borrow_store("borrow.db", 1e-4, 1e-2, 12, 0);
+    double lr = 2e-3, want = phased(lr, BS, 1), p, lo, hi, pp, plo, phi;
     int how = -1;
-    CHECK_ST(borrow_interval(db, lr, 1, &p, &lo, &hi, &how), ST_OK);
+    CHECK_ST(borrow_interval(db, lr, 1, 1, &p, &lo, &hi, &how), ST_OK);
     CHECK(how == RUNNER_CURVE_BORROWED);
     CHECK(fabs(p / want - 1) < 0.005 && lo <= want && want <= hi);
     /* without the run's parameters: the power law of its own points, which misses the drop */
-    CHECK_ST(borrow_interval(db, lr, 0, &pp, &plo, &phi, &how), ST_OK);
+    CHECK_ST(borrow_interval(db, lr, 0, 1, &pp, &plo, &phi, &how), ST_OK);
     CHECK(how == 0 && pp / want - 1 > 0.05 && (phi - plo) / pp > (hi - lo) / p);
     printf("borrowed: final %.4f, borrowed %.4f [%.4f, %.4f], power law %.4f [%.4f, %.4f]\n", want,
            p, lo, hi, pp, plo, phi);
     /* a run far outside its kin's learning rates is the law's: kin at 1e-4..1e-3, run at 1e-2 */
-    const char *db2 = borrow_store("borrow2.db", 1e-4, 1e-3, 8);
-    CHECK_ST(borrow_interval(db2, 1e-2, 1, &p, &lo, &hi, &how), ST_OK);
+    const char *db2 = borrow_store("borrow2.db", 1e-4, 1e-3, 8, 0);
+    CHECK_ST(borrow_interval(db2, 1e-2, 1, 1, &p, &lo, &hi, &how), ST_OK);
     CHECK(how == 0);
-    CHECK_ST(borrow_interval(db2, 5e-4, 1, &p, &lo, &hi, &how), ST_OK);
-    want = phased(5e-4, BS);
+    CHECK_ST(borrow_interval(db2, 5e-4, 1, 1, &p, &lo, &hi, &how), ST_OK);
+    want = phased(5e-4, BS, 1);
     CHECK(how == RUNNER_CURVE_BORROWED && fabs(p / want - 1) < 0.01 && lo <= want && want <= hi);
+    /* a categorical choice: each run borrows from the runs of its own choice only */
+    const char *db3 = borrow_store("borrow3.db", 1e-4, 1e-2, 24, 1);
+    for (int deep = 1; deep <= 2; deep++) {
+        want = phased(lr, BS, deep);
+        CHECK_ST(borrow_interval(db3, lr, 1, deep, &p, &lo, &hi, &how), ST_OK);
+        CHECK(how == RUNNER_CURVE_BORROWED && fabs(p / want - 1) < 0.01 && lo <= want &&
+              want <= hi);
+    }
 }
 
 int main(int argc, char **argv)
