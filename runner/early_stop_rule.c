@@ -90,41 +90,62 @@ out:
     return e;
 }
 
+/* The store and the sweep as the interval's rules read them: opened once, when one needs them. */
+typedef struct sweep_view {
+    const runner_config *cfg;
+    const char *db_path;
+    int read;     /* 1 once view_read has run */
+    st_status rc; /* its outcome */
+    runner_store *s;
+    runner_sweep *w;
+    char em[ST_ERRMSG_MAX];
+} sweep_view;
+
+static st_status view_read(sweep_view *v)
+{
+    if (v->read)
+        return v->rc;
+    v->read = 1;
+    v->rc = runner_store_open(v->db_path, &v->s, v->em);
+    if (!v->rc)
+        v->rc = runner_store_read_sweep(v->s, v->cfg->name, &v->w);
+    if (v->rc && v->s)
+        snprintf(v->em, sizeof(v->em), "%s", runner_store_errmsg(v->s));
+    return v->rc;
+}
+
+static void view_close(sweep_view *v)
+{
+    runner_sweep_free(v->w);
+    runner_store_close(v->s);
+}
+
 /* The range of the law's errors at `cut` on the latest succeeded runs of the sweep; NAN: too
  * few. */
-static st_status sweep_misfit(const runner_config *cfg, const char *db_path, double cut,
-                              double *err_min, double *err_max, char *errmsg)
+static st_status sweep_misfit(sweep_view *v, double cut, double *err_min, double *err_max,
+                              char *errmsg)
 {
     *err_min = *err_max = NAN;
-    runner_store *s = NULL;
-    runner_sweep *w = NULL;
-    st_status rc = runner_store_open(db_path, &s, errmsg);
-    if (!rc)
-        rc = runner_store_read_sweep(s, cfg->name, &w);
+    st_status rc = view_read(v);
     if (rc) {
-        if (s && errmsg)
-            snprintf(errmsg, ST_ERRMSG_MAX, "%s", runner_store_errmsg(s));
-        runner_store_close(s);
+        snprintf(errmsg, ST_ERRMSG_MAX, "%s", v->em);
         return rc;
     }
     double err[MAX_SIBLINGS];
     size_t k = 0;
-    for (size_t i = w->n_runs; i-- > 0 && k < MAX_SIBLINGS;)
-        if (w->runs[i].status == RUNNER_RUN_SUCCEEDED)
-            err[k++] = sibling_error(s, w->runs[i].id, cfg->objective, cut);
+    for (size_t i = v->w->n_runs; i-- > 0 && k < MAX_SIBLINGS;)
+        if (v->w->runs[i].status == RUNNER_RUN_SUCCEEDED)
+            err[k++] = sibling_error(v->s, v->w->runs[i].id, v->cfg->objective, cut);
     fit_curve_misfit(err, k, err_min, err_max);
-    runner_sweep_free(w);
-    runner_store_close(s);
     return ST_OK;
 }
 
 /* The interval by one law: under the schedule (Tissue et al.; C fitted, the default range of
  * errors) when `schedule`, else the power law in steps with the range measured on the sweep's
  * finished runs. steps/loss: the m usable points; lr: scratch of n_steps. */
-static st_status interval_by(const runner_config *cfg, const char *db_path, const runner_curve *c,
-                             int schedule, const size_t *steps, const double *loss, size_t m,
-                             size_t n_steps, double *lr, double *pred, double *lo, double *hi,
-                             char *errmsg)
+static st_status interval_by(sweep_view *v, const runner_curve *c, int schedule,
+                             const size_t *steps, const double *loss, size_t m, size_t n_steps,
+                             double *lr, double *pred, double *lo, double *hi, char *errmsg)
 {
     int need = schedule ? MIN_POINTS + 1 : MIN_POINTS; /* C free: one more unknown */
     if (m < (size_t)need)
@@ -136,8 +157,7 @@ static st_status interval_by(const runner_config *cfg, const char *db_path, cons
     if (schedule) {
         memcpy(lr, c->lr, n_steps * sizeof(double)); /* Tissue et al. under its schedule */
     } else {
-        st_status rc =
-            sweep_misfit(cfg, db_path, fmin(c->fraction, 0.95), &io.err_min, &io.err_max, errmsg);
+        st_status rc = sweep_misfit(v, fmin(c->fraction, 0.95), &io.err_min, &io.err_max, errmsg);
         if (rc)
             return rc;
         for (size_t i = 0; i < n_steps; i++)
@@ -148,21 +168,13 @@ static st_status interval_by(const runner_config *cfg, const char *db_path, cons
                                       errmsg);
 }
 
-/* The borrowed interval (early_stop_borrow.c), with the store and the sweep read for it. */
-static st_status borrowed(const runner_config *cfg, const char *db_path, const runner_curve *c,
-                          double *pred, double *lo, double *hi)
+/* The borrowed interval (early_stop_borrow.c). */
+static st_status borrowed(sweep_view *v, const runner_curve *c, double *pred, double *lo,
+                          double *hi)
 {
-    runner_store *s = NULL;
-    runner_sweep *w = NULL;
     char em[ST_ERRMSG_MAX];
-    st_status rc = runner_store_open(db_path, &s, em);
-    if (!rc)
-        rc = runner_store_read_sweep(s, cfg->name, &w);
-    if (!rc)
-        rc = es_borrow_interval(cfg, s, w, c, pred, lo, hi, em);
-    runner_sweep_free(w);
-    runner_store_close(s);
-    return rc;
+    st_status rc = view_read(v);
+    return rc ? rc : es_borrow_interval(v->cfg, v->s, v->w, c, pred, lo, hi, em);
 }
 
 st_status runner_curve_interval_law(const runner_config *cfg, const char *db_path,
@@ -182,23 +194,23 @@ st_status runner_curve_interval_law(const runner_config *cfg, const char *db_pat
     st_status rc = steps && loss && lr ? ST_OK : ST_ENOMEM;
     size_t m = rc ? 0 : usable_points(c->step, c->loss, c->n, (double)n_steps, steps, loss);
     int schedule = c->lr != NULL;
+    sweep_view v = {.cfg = cfg, .db_path = db_path};
     if (!rc)
-        rc = interval_by(cfg, db_path, c, schedule, steps, loss, m, n_steps, lr, pred, lo, hi,
-                         errmsg);
+        rc = interval_by(&v, c, schedule, steps, loss, m, n_steps, lr, pred, lo, hi, errmsg);
     if (schedule && rc == ST_ENUMERIC) {
         /* the law under the schedule ran away (not a positive loss): the power law */
         schedule = 0;
-        rc = interval_by(cfg, db_path, c, 0, steps, loss, m, n_steps, lr, pred, lo, hi, errmsg);
+        rc = interval_by(&v, c, 0, steps, loss, m, n_steps, lr, pred, lo, hi, errmsg);
     }
     /* the shape of the finished runs, when its errors on them are narrower than the law's */
     double bp, bl, bh;
-    if (c->x && rc != ST_ENOMEM && rc != ST_EDB &&
-        borrowed(cfg, db_path, c, &bp, &bl, &bh) == ST_OK &&
+    if (c->x && rc != ST_ENOMEM && rc != ST_EDB && borrowed(&v, c, &bp, &bl, &bh) == ST_OK &&
         (rc || (bh - bl) / bp < (*hi - *lo) / *pred)) {
         *pred = bp, *lo = bl, *hi = bh;
         rc = ST_OK;
         schedule = RUNNER_CURVE_BORROWED;
     }
+    view_close(&v);
     if (!rc && schedule_used)
         *schedule_used = schedule;
     free(steps);
