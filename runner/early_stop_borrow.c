@@ -38,8 +38,9 @@ static double feature(const runner_param_spec *ps, double v)
     return hi > lo && isfinite(hi - lo) ? t / (hi - lo) : NAN;
 }
 
-/* A run's features (d of them: the numeric searched parameters, scaled) and its group (its
- * categorical choices and which parameters are inactive: runs of another group are no kin). */
+/* A run's features (d of them, the same for every run of the sweep: the numeric searched
+ * parameters, scaled; 0 where one is inactive) and its group (its categorical choices and which
+ * parameters are inactive: runs of another group are no kin). */
 static int features_of(const runner_config *cfg, const double *x, double *f, size_t *d)
 {
     unsigned g = 2166136261u; /* FNV-1a over the choices and the inactive flags */
@@ -49,12 +50,13 @@ static int features_of(const runner_config *cfg, const double *x, double *f, siz
         if (ps->is_fixed)
             continue;
         int key = -1;
-        if (ps->p.space == CARBS_SPACE_CATEGORICAL)
+        if (ps->p.space == CARBS_SPACE_CATEGORICAL) {
             key = isfinite(x[i]) ? (int)x[i] : -2;
-        else if (isnan(x[i]))
-            key = -3;
-        else
-            f[(*d)++] = isfinite(feature(ps, x[i])) ? feature(ps, x[i]) : 0.0;
+        } else {
+            double v = feature(ps, x[i]);
+            key = isnan(x[i]) ? -3 : -1;
+            f[(*d)++] = isfinite(v) ? v : 0.0;
+        }
         g = (g ^ (unsigned)(key + 7)) * 16777619u;
     }
     return (int)(g & 0x7fffffff);
