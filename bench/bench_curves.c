@@ -15,6 +15,8 @@
  *           regressed locally-linearly on ln lr, ln (d_model^2 n_layer) and ln tokens (each over
  *           its range; the schedule as the group), --bandwidth and --ridge its options;
  *   borrow0 the same with the slopes held at 0: a kernel-weighted mean of the ratios;
+ * then borrow_seq: borrow as a sweep meets it, the runs finishing in 50 random orders and each
+ * borrowing only from the runs before it;
  * and prints each one's error on the final validation loss, then the median and worst relative
  * error per method ("BENCH curves.<method>.median_rel_err <value>", ... .worst_rel_err).
  * --seq-len and --batch change the runs' shape (default 64 x 4), --tokens-scale X multiplies every
@@ -23,6 +25,7 @@
  * data/kjv (scripts/prepare-data).
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,35 +284,70 @@ static void kin_of(const curve *cs, size_t n, double *xs, int *groups, double *f
             xs[3 * k + q] /= hi[q] > lo[q] ? hi[q] - lo[q] : 1.0;
 }
 
-/* run k's final loss borrowed from the other runs (all of them finished: leave-one-out), from
- * its loss at the cut own[k] and theirs; ridge 1e9 holds the slopes at 0 (a kernel-weighted
- * mean of the ratios); NAN if it cannot be */
-static double borrow(const curve *cs, size_t n, size_t k, const double *own, double ridge)
+/* run k's final loss borrowed from the runs j with use[j] (the finished runs of its sweep; k
+ * itself never), from its loss at the cut own[k] and theirs; ridge 1e9 holds the slopes at 0
+ * (a kernel-weighted mean of the ratios); NAN if it cannot be */
+static double borrow(const curve *cs, size_t n, size_t k, const double *own, const int *use,
+                     double ridge)
 {
-    static double xs[3 * MAX_RUNS], final[MAX_RUNS], cut[MAX_RUNS];
-    static int groups[MAX_RUNS];
-    kin_of(cs, n, xs, groups, final);
+    static double xall[3 * MAX_RUNS], fall[MAX_RUNS], xs[3 * MAX_RUNS], final[MAX_RUNS],
+        cut[MAX_RUNS];
+    static int gall[MAX_RUNS], groups[MAX_RUNS];
+    kin_of(cs, n, xall, gall, fall);
     size_t m = 0;
-    for (size_t j = 0; j < n; j++) /* runs whose value at the cut is unknown are no kin */
-        if (isfinite(own[j]) || j == k) {
-            memmove(xs + 3 * m, xs + 3 * j, 3 * sizeof(double));
-            groups[m] = groups[j], final[m] = final[j], cut[m] = own[j];
-            if (j == k)
-                k = m;
-            m++;
+    for (size_t j = 0; j < n; j++)
+        if (j != k && use[j] && isfinite(own[j])) {
+            memcpy(xs + 3 * m, xall + 3 * j, 3 * sizeof(double));
+            groups[m] = gall[j], final[m] = fall[j], cut[m++] = own[j];
         }
-    fit_curve_kin kin = {m - 1, 3, xs, groups, cut, final};
-    /* run k moved to the end: the kin are the others */
-    double xk[3] = {xs[3 * k], xs[3 * k + 1], xs[3 * k + 2]}, ck = cut[k];
-    int gk = groups[k];
-    memmove(xs + 3 * k, xs + 3 * (k + 1), 3 * (m - k - 1) * sizeof(double));
-    memmove(groups + k, groups + k + 1, (m - k - 1) * sizeof(int));
-    memmove(final + k, final + k + 1, (m - k - 1) * sizeof(double));
-    memmove(cut + k, cut + k + 1, (m - k - 1) * sizeof(double));
+    fit_curve_kin kin = {m, 3, xs, groups, cut, final};
     fit_curve_borrow_options o = g_borrow;
     o.ridge = ridge;
     double p = NAN;
-    return fit_curve_borrow(&kin, xk, gk, ck, SIZE_MAX, &o, &p, NULL) == ST_OK ? p : NAN;
+    return fit_curve_borrow(&kin, xall + 3 * k, gall[k], own[k], SIZE_MAX, &o, &p, NULL) == ST_OK
+               ? p
+               : NAN;
+}
+
+/* As a sweep meets it: the runs finish in a random order, and run perm[q] borrows from
+ * perm[0..q-1] only. Over `n_perm` orders, the median and worst |error| of the predictions that
+ * could be made (enough kin of its schedule before it) and their share. */
+static void evaluate_sequential(const curve *cs, size_t n, const double *at_cut, size_t n_perm)
+{
+    static double err[64 * MAX_RUNS];
+    size_t n_err = 0, n_tried = 0, perm[MAX_RUNS];
+    int use[MAX_RUNS];
+    uint64_t rng = 12345;
+    for (size_t t = 0; t < n_perm; t++) {
+        for (size_t i = 0; i < n; i++)
+            perm[i] = i;
+        for (size_t i = n; i > 1; i--) { /* Fisher-Yates with a 64-bit LCG */
+            rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+            size_t j = (size_t)((rng >> 33) % i), tmp = perm[i - 1];
+            perm[i - 1] = perm[j], perm[j] = tmp;
+        }
+        for (size_t q = 0; q < n; q++) {
+            memset(use, 0, sizeof(use));
+            for (size_t r = 0; r < q; r++)
+                use[perm[r]] = 1;
+            size_t k = perm[q];
+            double p = borrow(cs, n, k, at_cut, use, g_borrow.ridge),
+                   final = cs[k].val[cs[k].n_steps - 1];
+            n_tried++;
+            if (isfinite(p) && n_err < sizeof(err) / sizeof(err[0]))
+                err[n_err++] = fabs(p - final) / final;
+        }
+    }
+    if (!n_err)
+        return;
+    double worst = 0;
+    for (size_t i = 0; i < n_err; i++)
+        worst = fmax(worst, err[i]);
+    printf("BENCH curves.borrow_seq.median_rel_err %.5f\n", median(err, n_err));
+    printf("BENCH curves.borrow_seq.worst_rel_err %.5f\n", worst);
+    printf("BENCH curves.borrow_seq.predicted %zu of %zu (runs in %zu random orders, each "
+           "borrowing from the runs before it)\n",
+           n_err, n_tried, n_perm);
 }
 
 /* every run: the predictions from the first `frac` of its steps; the summary lines */
@@ -330,8 +368,11 @@ static int evaluate(const curve *cs, size_t n, double skip, double frac)
     }
     /* each run's own loss at the cut, for the borrowing methods */
     double at_cut[MAX_RUNS];
-    for (size_t k = 0; k < n; k++)
+    int all[MAX_RUNS];
+    for (size_t k = 0; k < n; k++) {
         at_cut[k] = loss_at(&cs[k], (size_t)floor(frac * (double)cs[k].n_steps));
+        all[k] = 1;
+    }
     printf("%-4s %-3s %-2s %-7s %-6s %-6s %-8s %-17s %-17s %-17s %-17s %-17s\n", "run", "d", "L",
            "lr", "sched", "steps", "final", "law (err)", "law+C (err)", "power (err)",
            "borrow0 (err)", "borrow (err)");
@@ -348,8 +389,8 @@ static int evaluate(const curve *cs, size_t n, double skip, double frac)
                c->cfg.lr, c->cfg.schedule == GPT_SCHEDULE_WSD ? "wsd" : "cosine", c->n_steps,
                final);
         for (int mth = 0; mth < N_METHODS; mth++) {
-            double p = mth == M_BORROW0  ? borrow(cs, n, k, at_cut, 1e9)
-                       : mth == M_BORROW ? borrow(cs, n, k, at_cut, g_borrow.ridge)
+            double p = mth == M_BORROW0  ? borrow(cs, n, k, at_cut, all, 1e9)
+                       : mth == M_BORROW ? borrow(cs, n, k, at_cut, all, g_borrow.ridge)
                                          : NAN;
             if (mth < N_OWN && predict(c, mth, C_pool, from, upto, &p, NULL, NULL) != 0)
                 p = NAN;
@@ -376,6 +417,7 @@ static int evaluate(const curve *cs, size_t n, double skip, double frac)
         printf("BENCH curves.law.whole_curve_rel_rms %.5f (median over runs: the law fitted on "
                "all points from the skip on)\n",
                median(rms, n_rms));
+    evaluate_sequential(cs, n, at_cut, 50);
     return 0;
 }
 

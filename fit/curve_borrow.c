@@ -142,6 +142,9 @@ out:
 st_status fit_curve_borrow(const fit_curve_kin *kin, const double *x, int group, double cut_loss,
                            size_t skip, const fit_curve_borrow_options *o, double *pred, char *err)
 {
+    char tmp[ST_ERRMSG_MAX];
+    if (!err)
+        err = tmp;
     st_status rc = check_kin(kin, o, err);
     if (rc)
         return rc;
@@ -160,6 +163,9 @@ st_status fit_curve_borrow(const fit_curve_kin *kin, const double *x, int group,
 st_status fit_curve_borrow_loo(const fit_curve_kin *kin, const fit_curve_borrow_options *o,
                                double *rel_err, char *err)
 {
+    char tmp[ST_ERRMSG_MAX];
+    if (!err)
+        err = tmp;
     st_status rc = check_kin(kin, o, err);
     if (rc)
         return rc;

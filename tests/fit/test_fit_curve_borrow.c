@@ -162,6 +162,12 @@ static void errors(void)
     CHECK_ST(fit_curve_borrow_loo(&kin, &o, e, err), ST_OK); /* each has 2 kin: all NAN */
     CHECK(isnan(e[0]) && isnan(e[1]) && isnan(e[2]));
     CHECK_ST(fit_curve_borrow_loo(NULL, &o, e, err), ST_EINVAL);
+    /* every error path with err NULL: the message has nowhere to go, the status still does */
+    CHECK_ST(fit_curve_borrow(&kin, &x, 0, 2.0, 1, &o, &p, NULL), ST_EINVAL);
+    CHECK_ST(fit_curve_borrow(&kin, &x, 0, -1.0, SIZE_MAX, &o, &p, NULL), ST_EINVAL);
+    CHECK_ST(fit_curve_borrow(NULL, &x, 0, 2.0, SIZE_MAX, &o, &p, NULL), ST_EINVAL);
+    CHECK_ST(fit_curve_borrow_loo(&kin, &o, e, NULL), ST_OK);
+    CHECK_ST(fit_curve_borrow_loo(NULL, &o, e, NULL), ST_EINVAL);
 }
 
 int main(void)
