@@ -172,13 +172,13 @@ st_status fit_curve_borrow_loo(const fit_curve_kin *kin, const fit_curve_borrow_
     if (!rel_err)
         return st_errf(err, ST_EINVAL, "curve borrow: missing arguments");
     for (size_t j = 0; j < kin->n; j++) {
-        double p = NAN;
+        double b0 = NAN; /* run j's own features, validated with the kin above */
         const double *xj = kin->d ? kin->xs + j * kin->d : NULL;
         int g = kin->groups ? kin->groups[j] : 0;
-        rc = fit_curve_borrow(kin, xj, g, kin->cut[j], j, o, &p, err);
+        rc = intercept(kin, xj, g, j, o, &b0, err);
         if (rc == ST_ENOMEM)
             return rc;
-        rel_err[j] = rc ? NAN : (p - kin->final[j]) / kin->final[j];
+        rel_err[j] = rc ? NAN : (kin->cut[j] * exp(b0) - kin->final[j]) / kin->final[j];
     }
     return ST_OK;
 }
