@@ -167,7 +167,8 @@ $(BUILD)/bench/bench_trainer: $(BUILD)/bench/bench_trainer.o $(BUILD)/mod/libtra
 
 # make bench-curves: tiny-GPT runs (curves stored in build/bench/curves.tsv, reused; delete it or
 # pass BENCH_CURVES_FLAGS=--retrain to train again), each run's final loss predicted from its
-# first 30% of steps by the curve law of fit/curve.h and by a plain power law (docs/benchmarks.md)
+# first 30% of steps by the curve law of fit/curve.h, by a plain power law, and borrowed from the
+# other runs' curves (fit_curve_borrow; docs/benchmarks.md section 6)
 $(BUILD)/bench/bench_curves: $(BUILD)/bench/bench_curves.o $(BUILD)/mod/libfit.a \
                              $(BUILD)/mod/libtrainer.a $(BUILD)/mod/libcommon.a
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
