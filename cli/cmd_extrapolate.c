@@ -298,10 +298,10 @@ static void print_runs(const study *st, const fit_xp *xp, const fit_xp_result *r
     size_t out = c->n_runs - c->n_used - n_branch;
     if (out)
         printf("left out: %zu over the cost cap, %zu out of memory or timed out, %zu "
-               "infrastructure, %zu unfinished, %zu unusable, %zu beyond the fit, %zu malformed "
-               "final records\n",
-               c->n_over_budget, c->n_resource, c->n_infra, c->n_unfinished, c->n_unusable,
-               c->n_beyond, c->n_bad_final);
+               "infrastructure, %zu unfinished, %zu stopped early, %zu unusable, %zu beyond the "
+               "fit, %zu malformed final records\n",
+               c->n_over_budget, c->n_resource, c->n_infra, c->n_unfinished, c->n_stopped_early,
+               c->n_unusable, c->n_beyond, c->n_bad_final);
 }
 
 /* The width of the settings' name column: 16, or the longest parameter name

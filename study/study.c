@@ -208,7 +208,10 @@ static run_use classify(study *s, const runner_sweep_run *u)
             c->n_infra++;
         return USE_NOT;
     default:
-        c->n_unfinished++;
+        if (u->status == RUNNER_RUN_STOPPED && u->stopped_early)
+            c->n_stopped_early++;
+        else
+            c->n_unfinished++;
         return USE_NOT;
     }
 }
@@ -436,10 +439,10 @@ static void left_out_text(const study *s, char *buf, size_t cap)
     const study_counts *c = &s->counts;
     snprintf(buf, cap,
              "%zu runs: %zu succeeded, %zu diverged; left out: %zu over the cost cap, %zu out "
-             "of memory or timed out, %zu infrastructure, %zu unfinished, %zu unusable, %zu "
-             "malformed final records",
+             "of memory or timed out, %zu infrastructure, %zu unfinished, %zu stopped early, %zu "
+             "unusable, %zu malformed final records",
              c->n_runs, c->n_succeeded, c->n_diverged, c->n_over_budget, c->n_resource, c->n_infra,
-             c->n_unfinished, c->n_unusable, c->n_bad_final);
+             c->n_unfinished, c->n_stopped_early, c->n_unusable, c->n_bad_final);
 }
 
 /* Warns for each law-following parameter recommended outside its searched range. */

@@ -78,9 +78,12 @@ typedef struct study_counts {
     size_t n_over_budget; /* refused or killed over the cost cap */
     size_t n_resource;    /* out of memory, wall timeout, straggler */
     size_t n_infra;       /* infrastructure failures (retries exhausted) */
-    size_t n_unfinished;  /* pending, running or stopped */
-    size_t n_unusable;    /* finished but without objective/cost, or values outside the space */
-    size_t n_beyond;      /* cost above fit_max_cost (left out of the fit) */
+    size_t n_unfinished;  /* pending, running or stopped by the user */
+    /* stopped early by the stop rule (docs/config.md, "Early stopping"): ended without a final
+     * objective, so left out */
+    size_t n_stopped_early;
+    size_t n_unusable; /* finished but without objective/cost, or values outside the space */
+    size_t n_beyond;   /* cost above fit_max_cost (left out of the fit) */
     /* a malformed final record (failure bad_final): a configuration error of the trainer,
      * neither infrastructure nor the stability boundary */
     size_t n_bad_final;

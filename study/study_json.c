@@ -103,6 +103,7 @@ static void add_counts(const study *s, json_t *o)
     json_object_set_new(j, "infrastructure", json_integer((json_int_t)c->n_infra));
     json_object_set_new(j, "bad_final", json_integer((json_int_t)c->n_bad_final));
     json_object_set_new(j, "unfinished", json_integer((json_int_t)c->n_unfinished));
+    json_object_set_new(j, "stopped_early", json_integer((json_int_t)c->n_stopped_early));
     json_object_set_new(j, "unusable", json_integer((json_int_t)c->n_unusable));
     json_object_set_new(j, "beyond_fit", json_integer((json_int_t)c->n_beyond));
     json_object_set_new(j, "branch_points", json_integer((json_int_t)c->n_branch_points));

@@ -122,8 +122,9 @@ static void add_run(runner_sweep *w, runner_run_status st, runner_failure f, con
     u->predicted_cost = u->final_N = u->final_D = NAN;
 }
 
-/* junk: 0 none; 1 refused/killed over the cost cap, infrastructure, OOM, stopped, running
- * runs interleaved; 2 the same runs over the cap recorded as divergences (the old reading). */
+/* junk: 0 none; 1 refused/killed over the cost cap, infrastructure, OOM, stopped (by the user and
+ * early), running runs interleaved; 2 the same runs over the cap recorded as divergences (the old
+ * reading). */
 static runner_sweep *make_sweep(int junk)
 {
     runner_sweep *w = calloc(1, sizeof(*w));
@@ -168,6 +169,9 @@ static runner_sweep *make_sweep(int junk)
             add_run(w, RUNNER_RUN_FAILED, RUNNER_FAIL_OOM, x, NAN, NAN);
             add_run(w, RUNNER_RUN_STOPPED, RUNNER_FAIL_STOPPED, x, NAN, NAN);
             add_run(w, RUNNER_RUN_RUNNING, RUNNER_FAIL_NONE, x, NAN, NAN);
+            /* stopped early by the stop rule: ended without a final, never the boundary */
+            add_run(w, RUNNER_RUN_STOPPED, RUNNER_FAIL_NONE, x, NAN, NAN);
+            w->runs[w->n_runs - 1].stopped_early = 1;
         }
     }
     return w;
@@ -206,7 +210,8 @@ static void test_failure_kinds(void)
     const study_counts *ca = study_get_counts(a), *cb = study_get_counts(b);
     CHECK(cb->n_used == ca->n_used && cb->n_diverged == ca->n_diverged);
     CHECK(cb->n_over_budget == 18 && cb->n_infra == 3 && cb->n_resource == 3 &&
-          cb->n_unfinished == 6 && cb->n_bad_final == 3 && ca->n_bad_final == 0);
+          cb->n_unfinished == 6 && cb->n_stopped_early == 3 && cb->n_bad_final == 3 &&
+          ca->n_bad_final == 0);
     size_t P = fit_xp_n_params(study_engine(a));
     CHECK(P == 5); /* the fixed seq_len is not fitted */
     CHECK(memcmp(ra.value, rb.value, P * sizeof(double)) == 0);
