@@ -441,7 +441,7 @@ static st_status load_root(ctx *c, const yaml_node_t *root)
         return rc;
     runner_config *cfg = c->cfg;
     const yaml_node_t *cmd = NULL, *env = NULL, *cost = NULL, *params = NULL, *obj = NULL,
-                      *budget = NULL, *backend = NULL;
+                      *budget = NULL, *backend = NULL, *branches = NULL;
     yaml_node_t *k, *v;
     const char *key;
     FOREACH_PAIR(c, root, k, v, key)
@@ -501,11 +501,14 @@ static st_status load_root(ctx *c, const yaml_node_t *root)
             rc = cfg_load_constraints(c, v);
         } else if (!strcmp(key, "large_run")) {
             rc = cfg_load_large_run(c, v);
+        } else if (!strcmp(key, "branches")) {
+            branches = v;
+            rc = cfg_load_branches(c, v);
         } else {
             rc = cfg_fail(c, k, key, ST_EINVAL,
                           "unknown key (name, command, env, workdir, objective, cost, parameters, "
                           "budget, parallel, retries, timeouts, seed, deterministic, optimizer, "
-                          "backend, early_stopping, method, constraints, large_run)");
+                          "backend, early_stopping, method, constraints, large_run, branches)");
         }
         if (rc)
             return rc;
@@ -531,7 +534,8 @@ static st_status load_root(ctx *c, const yaml_node_t *root)
     if (cfg->cost_expr && isinf(cfg->max_cost_per_run))
         return cfg_fail(c, cost, "cost.expr", ST_EINVAL,
                         "is used to refuse runs above budget.max_cost_per_run, which is not set");
-    if ((rc = cfg_check_method(c)) || (rc = cfg_check_optimizer(c)))
+    if ((rc = cfg_check_method(c)) || (rc = cfg_check_optimizer(c)) ||
+        (rc = cfg_check_branches(c, branches)))
         return rc;
     return check_refs(c, cmd, env, cost);
 }
@@ -594,6 +598,7 @@ st_status runner_config_load_string(const char *text, size_t len, const char *la
     cfg->es_patience = 3;
     cfg->es_min_fraction = 0.2;
     cfg->es_margin = 0.01;
+    cfg->br_decay = 0.2;
     cfg->target_compute = NAN;
     cfg->retries = 3;
     cfg->backoff_seconds = 5;
@@ -793,6 +798,8 @@ void runner_config_destroy(runner_config *c)
     free_list(c->opt_values, c->n_opts);
     free(c->text);
     free_list(c->con_names, c->n_con);
+    free(c->br_at);
+    free_list(c->br_argv, c->br_argc);
     free(c->con_le);
     free(c->con_bound);
     runner_slurm_config *sc = &c->slurm;

@@ -7,6 +7,7 @@
  *   config_backend.c    the `backend:` block (local, Slurm)
  *   config_param.c      categorical (`choices:`) and conditional (`when:`) parameters
  *   config_largerun.c   the `large_run:` block (health checks, straggler and spike settings)
+ *   config_branches.c   the `branches:` block (cooldown branches the controller spawns)
  */
 #ifndef RUNNER_CONFIG_INT_H
 #define RUNNER_CONFIG_INT_H
@@ -26,7 +27,8 @@ typedef struct ctx {
     runner_config *cfg;
     /* where the optimizer block set the study mode's fields (for messages; NULL: not set) */
     const yaml_node_t *opt_map, *opt_goal, *opt_factor, *opt_compute, *opt_design;
-    const yaml_node_t *method; /* the `method:` node (NULL: not given) */
+    const yaml_node_t *method;        /* the `method:` node (NULL: not given) */
+    const yaml_node_t *branches_args; /* the `branches.args` node (NULL: not given) */
 } ctx;
 
 /* Formats "label:line:col: field: message" into c->errmsg and returns s. */
@@ -63,6 +65,10 @@ st_status cfg_load_optimizer(ctx *c, const yaml_node_t *map);
 st_status cfg_check_optimizer(ctx *c);
 /* config_optimizer.c: the `early_stopping:` block. */
 st_status cfg_load_early_stopping(ctx *c, const yaml_node_t *map);
+/* config_branches.c: the `branches:` block, and its checks once every key is read (its
+ * placeholders name parameters; map: the block, NULL when absent). */
+st_status cfg_load_branches(ctx *c, const yaml_node_t *map);
+st_status cfg_check_branches(ctx *c, const yaml_node_t *map);
 /* config_param.c: the `parameters:` block (every parameter, in file order). */
 st_status cfg_load_params(ctx *c, const yaml_node_t *map);
 /* config_param.c: a parameter with `choices:` (map: its mapping), a `when:` block, the masks

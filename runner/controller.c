@@ -280,8 +280,8 @@ static st_status observe_settled(runner *r, const active *a, runner_run_status t
                                  int early, int censored, double y, double obs_cost, double cost)
 {
     int observed = to == RUNNER_RUN_SUCCEEDED || to == RUNNER_RUN_FAILED || early;
-    if (r->det)
-        return ST_OK; /* released in suggestion order by release.c */
+    if (r->det || a->parent)
+        return ST_OK; /* released in suggestion order by release.c; a branch is never shown */
     if (observed && out == OUT_COST_ONLY)
         return ctl_observe_cost(r, a->carbs_id, a->x_all, cost);
     if (observed && (!early || censored)) {
@@ -366,6 +366,23 @@ static void settlement_of_attempt(const runner *r, const active *a, const runner
     o->n_x = r->cfg->n_params;
 }
 
+/* A succeeded run's cooldown branches, made in its settlement's transaction (not in
+ * deterministic mode: there they are made when it is released, release.c). */
+typedef struct spawn {
+    runner *r;
+    const active *a;
+    double cost;
+    size_t n_new;
+    double planned;
+} spawn;
+
+static st_status spawn_branches(void *ctx)
+{
+    spawn *sp = ctx;
+    return ctl_branches_spawn(sp->r, sp->a->run_id, sp->a->x_all, sp->cost, &sp->n_new,
+                              &sp->planned);
+}
+
 /* Classifies a finished attempt (ctl_classify, outcome_of_kind) and records the outcome in one
  * transaction (store_settle_attempt), then tells the optimizer. */
 static st_status settle(runner *r, size_t idx, const runner_job *job)
@@ -439,14 +456,19 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
     o.stop_reason = early ? stop_reason : NULL;
     o.bound_objective = bound;
     o.bound_cost = bound_cost > 0 ? bound_cost : NAN;
-    /* deterministic mode: the observation waits for its turn (release.c) */
-    o.observe = observed && !r->det && (!early || censored);
+    /* deterministic mode: the observation waits for its turn (release.c); a branch has none */
+    o.observe = observed && !r->det && (!early || censored) && !a->parent;
     o.obs_output = to == RUNNER_RUN_SUCCEEDED || censored ? obs_y : NAN;
     o.obs_cost = obs_cost;
     o.obs_failed = to == RUNNER_RUN_FAILED;
     o.obs_t = now;
     o.event_kind = to == RUNNER_RUN_PENDING ? "retry" : runner_run_status_name(to);
     o.event_msg = msg;
+    spawn sp = {r, a, cost, 0, 0};
+    if (to == RUNNER_RUN_SUCCEEDED && !a->parent && !r->det) {
+        o.then = spawn_branches;
+        o.then_ctx = &sp;
+    }
     if ((rc = store_settle_attempt(r->st, &o)))
         return rc;
 
@@ -456,7 +478,7 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
         return rc;
     if (observed && isfinite(cost))
         r->spent += cost;
-    if (to == RUNNER_RUN_SUCCEEDED &&
+    if (to == RUNNER_RUN_SUCCEEDED && !a->parent &&
         (!r->has_best || (r->cfg->maximize ? objective > r->best : objective < r->best))) {
         r->has_best = 1;
         r->best = objective;
@@ -465,6 +487,7 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
     a->overhead += runner_mono() - t0;
     record_overhead(r, a->overhead);
     ctl_progress(r, "%s", msg);
+    ctl_branches_made(r, a->run_id, sp.n_new, sp.planned);
 
     drop_active(r, idx);
     return ST_OK;
@@ -472,7 +495,8 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
 
 /* ---- launching --------------------------------------------------------------------------- */
 
-static st_status build_env(runner *r, const active *a, char ***envp)
+/* The environment of attempt a (br: a cooldown branch's templates, else NULL). */
+static st_status build_env(runner *r, const active *a, const runner_branch_ctx *br, char ***envp)
 {
     size_t n = r->cfg->n_env + 6;
     char **env = calloc(n, sizeof(char *));
@@ -480,8 +504,10 @@ static st_status build_env(runner *r, const active *a, char ***envp)
         return ST_ENOMEM;
     size_t k = 0;
     st_status rc = ST_OK;
-    rc = runner_command_expand(r->cfg, r->cfg->env, r->cfg->n_env, 0, a->x_all, (uint64_t)a->run_id,
-                               a->number, a->dir, env, &k);
+    rc = br ? runner_command_expand_branch(r->cfg, r->cfg->env, r->cfg->n_env, 0, a->x_all, br,
+                                           a->number, a->dir, env, &k)
+            : runner_command_expand(r->cfg, r->cfg->env, r->cfg->n_env, 0, a->x_all,
+                                    (uint64_t)a->run_id, a->number, a->dir, env, &k);
     char buf[4200];
     const char *fixed[4];
     char run[64], att[64], gpus[1024] = "";
@@ -550,10 +576,29 @@ static st_status unlaunch(runner *r, const char *why)
     return ST_OK;
 }
 
+/* The command of attempt a into argv (cfg->argc + cfg->br_argc + 1 slots): the sweep's, and for
+ * a cooldown branch (br not NULL) the parent's with branches.args appended. */
+static st_status build_argv(runner *r, const active *a, const runner_branch_ctx *br, char **argv)
+{
+    const runner_config *cfg = r->cfg;
+    size_t n = 0, m = 0;
+    if (!br)
+        return runner_command_expand(cfg, cfg->argv, cfg->argc, 1, a->x_all, (uint64_t)a->run_id,
+                                     a->number, a->dir, argv, &n);
+    st_status rc = runner_command_expand_branch(cfg, cfg->argv, cfg->argc, 1, a->x_all, br,
+                                                a->number, a->dir, argv, &n);
+    if (!rc)
+        rc = runner_command_expand_branch(cfg, cfg->br_argv, cfg->br_argc, 1, a->x_all, br,
+                                          a->number, a->dir, argv + n, &m);
+    return rc;
+}
+
 /* Launches run `run_id` (x_all copied) in a free slot: one transaction records the attempt as
- * launching before anything starts, a second one its job id. */
+ * launching before anything starts, a second one its job id. q: the queued run (a cooldown
+ * branch when q->parent), NULL for a new suggestion. */
 static st_status launch_run(runner *r, int64_t run_id, const double *x_all, double predicted,
-                            uint64_t carbs_id, unsigned number, runner_run_status from)
+                            uint64_t carbs_id, unsigned number, runner_run_status from,
+                            const store_queued *q)
 {
     if (r->opts.pause_hook)
         r->opts.pause_hook("launch", r->opts.pause_data);
@@ -575,6 +620,7 @@ static st_status launch_run(runner *r, int64_t run_id, const double *x_all, doub
     r->next_bound = NAN;
     r->next_phase = -1;
     a->carbs_id = carbs_id;
+    a->parent = q ? q->parent : 0;
     a->max_cost = NAN;
     a->x_all = malloc(r->cfg->n_params * sizeof(double));
     char dir[4096];
@@ -616,15 +662,21 @@ static st_status launch_run(runner *r, int64_t run_id, const double *x_all, doub
     r->n_act++;
 
     /* from here the attempt is in the store: any failure is the attempt's, not ours */
-    char **argv = calloc(r->cfg->argc + 1, sizeof(char *)), **env = NULL;
-    char em[ST_ERRMSG_MAX] = "";
+    char **argv = calloc(r->cfg->argc + r->cfg->br_argc + 1, sizeof(char *)), **env = NULL;
+    char em[ST_ERRMSG_MAX] = "", parent_ck[4200];
+    runner_branch_ctx bc = {0}, *br = NULL;
+    if (a->parent) { /* the parent's {_checkpoint}: template.c's path for its run directory */
+        snprintf(parent_ck, sizeof(parent_ck), "%s/%s/run-%lld/checkpoint", r->log_dir,
+                 r->cfg->name, (long long)a->parent);
+        bc = (runner_branch_ctx){(uint64_t)a->parent, parent_ck, (uint64_t)q->branch_step,
+                                 (uint64_t)q->decay_steps};
+        br = &bc;
+    }
     rc = argv ? ST_OK : ST_ENOMEM;
-    size_t n_argv = 0;
     if (!rc)
-        rc = runner_command_expand(r->cfg, r->cfg->argv, r->cfg->argc, 1, a->x_all,
-                                   (uint64_t)run_id, number, dir, argv, &n_argv);
+        rc = build_argv(r, a, br, argv);
     if (!rc)
-        rc = build_env(r, a, &env);
+        rc = build_env(r, a, br, &env);
     if (!rc && mkdir_p(dir) != 0)
         rc = st_errf(em, ST_EBACKEND, "cannot create %s: %s", dir, strerror(errno));
     if (!rc) {
@@ -675,10 +727,10 @@ static st_status launch_some(runner *r, int *changed)
         double predicted = NAN;
         unsigned number = 1;
         int from_queue = 0;
+        store_queued q;
         r->next_bound = NAN; /* known only for a new suggestion */
         r->next_phase = -1;
         if (r->n_status[RUNNER_RUN_PENDING] > 0) {
-            store_queued q;
             if ((rc = store_next_pending(r->st, r->sweep, runner_now(), r->generation,
                                          r->cfg->n_params, x_all, &q)))
                 break;
@@ -708,7 +760,8 @@ static st_status launch_some(runner *r, int *changed)
             }
             r->refusals = 0;
         }
-        rc = launch_run(r, run_id, x_all, predicted, cid, number, RUNNER_RUN_PENDING);
+        rc = launch_run(r, run_id, x_all, predicted, cid, number, RUNNER_RUN_PENDING,
+                        from_queue ? &q : NULL);
         *changed = 1;
     }
     free(x_all);
@@ -847,6 +900,8 @@ static st_status step(runner *r, int *done, int *changed)
         int all = 0; /* the sweep is over: what is still held reaches the optimizer and store */
         if (!r->stopping && (rc = ctl_release_upto(r, r->n_runs, &all)))
             return fail_store(r, rc);
+        if (!r->stopping && r->n_status[RUNNER_RUN_PENDING] > 0)
+            return ST_OK; /* the release queued cooldown branches: they run first */
         r->finished = !r->stopping || (r->n_status[RUNNER_RUN_PENDING] == 0 &&
                                        r->n_status[RUNNER_RUN_STOPPED] == 0 && !ctl_budget_left(r));
         *done = 1;

@@ -8,6 +8,7 @@
  *                 expression's refusal, the record of a suggestion in the store
  *   release.c     the deterministic release: results reach the optimizer in suggestion order
  *   early_stop.c  early stopping: each attempt's curve, the stop check, patience, the record
+ *   branch.c      cooldown branches spawned off succeeded runs (the `branches:` block)
  */
 #ifndef RUNNER_CONTROLLER_INT_H
 #define RUNNER_CONTROLLER_INT_H
@@ -42,6 +43,7 @@ typedef struct active {
     double bound;      /* the cost the optimizer held under its cap (NaN: unknown) */
     int phase;         /* the optimizer's phase (carbs_phase; -1: unknown) */
     uint64_t carbs_id; /* valid only if issued by this controller's optimizer */
+    int64_t parent;    /* a cooldown branch: its parent run (0: a suggestion) */
     double overhead;   /* seconds spent by the controller on this attempt */
     struct es_run *es; /* early_stop.c: its curve so far (NULL until its first line) */
 } active;
@@ -160,6 +162,17 @@ st_status ctl_release_load(runner *r);
 /* For a proposer: the runs it may use (r->released, or in the other mode the prefix of runs
  * that are terminal) and the values of the rest (n x n_params, malloc'd; NULL when n is 0). */
 st_status ctl_release_view(runner *r, size_t *n_released, double **pending, size_t *n_pending);
+
+/* ---- branch.c ------------------------------------------------------------------------------ */
+
+/* Inside the caller's transaction: the cooldown branches of succeeded run `parent` (x_all: its
+ * parameters; parent_cost: its cost, NAN if unknown) as pending runs, unless it has some
+ * already; *n_new how many, *planned their planned cost. A no-op without branches.at. */
+st_status ctl_branches_spawn(runner *r, int64_t parent, const double *x_all, double parent_cost,
+                             size_t *n_new, double *planned);
+/* After that transaction committed: the counts (pending; in deterministic mode the released
+ * cost) and a progress line. */
+void ctl_branches_made(runner *r, int64_t parent, size_t n_new, double planned);
 
 /* ---- early_stop.c -------------------------------------------------------------------------- */
 

@@ -78,9 +78,11 @@ static st_status alloc_slots(runner *r)
 
 static st_status load_counts(runner *r)
 {
+    /* every row counts in the statuses (a pending branch is launched like a run), only
+     * suggestions in n_runs (the budget's runs); branches' costs count in what was spent */
     sqlite3_stmt *st = store_stmt(r->st, "SELECT status, count(*), sum(n_attempts), "
-                                         "sum(coalesce(cost, 0)) FROM runs WHERE sweep_id = ?1 "
-                                         "GROUP BY status");
+                                         "sum(coalesce(cost, 0)), sum(parent_run IS NULL) FROM "
+                                         "runs WHERE sweep_id = ?1 GROUP BY status");
     if (!st)
         return ST_EDB;
     sqlite3_bind_int64(st, 1, r->sweep);
@@ -95,7 +97,7 @@ static st_status load_counts(runner *r)
         size_t a = (size_t)sqlite3_column_int64(st, 2);
         if (s >= 0 && s < 6)
             r->n_status[s] = n;
-        r->n_runs += n;
+        r->n_runs += (size_t)sqlite3_column_int64(st, 4);
         r->n_retried += a > n ? a - n : 0;
         r->spent += sqlite3_column_double(st, 3);
     }
@@ -104,8 +106,10 @@ static st_status load_counts(runner *r)
         return store_fail(r->st, rc, "counting runs");
     st = store_stmt(r->st,
                     r->cfg->maximize
-                        ? "SELECT max(objective) FROM runs WHERE sweep_id = ?1 AND status = 2"
-                        : "SELECT min(objective) FROM runs WHERE sweep_id = ?1 AND status = 2");
+                        ? "SELECT max(objective) FROM runs WHERE sweep_id = ?1 AND status = 2 "
+                          "AND parent_run IS NULL"
+                        : "SELECT min(objective) FROM runs WHERE sweep_id = ?1 AND status = 2 "
+                          "AND parent_run IS NULL");
     if (!st)
         return ST_EDB;
     sqlite3_bind_int64(st, 1, r->sweep);
@@ -296,7 +300,8 @@ static st_status begin_generation(runner *r)
         int64_t ids[3] = {r->sweep, r->generation, r->det};
         rc = store_exec_ids(r->st,
                             "UPDATE runs SET carbs_id = id, generation = ?2 "
-                            "WHERE sweep_id = ?1 AND (status IN (0, 1) OR (?3 AND (status IN "
+                            "WHERE sweep_id = ?1 AND parent_run IS NULL AND (status IN (0, 1) OR "
+                            "(?3 AND (status IN "
                             "(2, 3, 4) OR stop_reason IS NOT NULL) AND id > (SELECT "
                             "coalesce(max(run_id), 0) FROM observations WHERE sweep_id = ?1)))",
                             "re-registering open runs", 3, ids);
@@ -316,7 +321,8 @@ static st_status load_active_attempts(runner *r)
     sqlite3_stmt *st =
         store_stmt(r->st, "SELECT a.id, a.run_id, a.number, a.state, a.job_id, a.dir, a.slot,"
                           " a.started, a.last_metric, a.out_off, a.mf_off, a.n_lines, a.n_garbage,"
-                          " a.max_cost, a.diverged, a.final, r.x, r.predicted_cost FROM attempts a"
+                          " a.max_cost, a.diverged, a.final, r.x, r.predicted_cost,"
+                          " coalesce(r.parent_run, 0) FROM attempts a"
                           " JOIN runs r ON r.id = a.run_id WHERE r.sweep_id = ?1"
                           " AND a.state IN ('launching', 'running') ORDER BY a.id");
     if (!st)
@@ -502,7 +508,9 @@ static st_status add_active_from_row(runner *r, sqlite3_stmt *st)
     memcpy(a->x_all, sqlite3_column_blob(st, 16), nb);
     a->predicted_cost =
         sqlite3_column_type(st, 17) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 17);
-    a->carbs_id = (uint64_t)a->run_id; /* re-registered as outstanding under its run id */
+    a->parent = sqlite3_column_int64(st, 18);
+    /* re-registered as outstanding under its run id; a branch is not the optimizer's */
+    a->carbs_id = a->parent ? 0 : (uint64_t)a->run_id;
     r->slot_busy[slot] = 1;
     r->n_act++;
     return ST_OK;

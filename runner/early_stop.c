@@ -198,7 +198,7 @@ static void check_point(runner *r, active *a, size_t k)
 st_status es_check(runner *r, active *a, int *stop)
 {
     *stop = 0;
-    if (!r->stop_fn || !a->es || a->kill_stage)
+    if (!r->stop_fn || !a->es || a->kill_stage || a->parent) /* a branch is short: it runs on */
         return ST_OK;
     es_run *e = a->es;
     while (!e->stop && e->n_checked < e->n)

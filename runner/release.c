@@ -83,8 +83,8 @@ static st_status read_run(runner *r, int64_t after, held *h, int *found)
     sqlite3_stmt *st = store_stmt(r->st, "SELECT id, status, failure, n_attempts, carbs_id, "
                                          "generation, objective, cost, predicted_cost, x, "
                                          "stop_reason IS NOT NULL, bound_objective, bound_cost"
-                                         " FROM runs"
-                                         " WHERE +sweep_id = ?1 AND id > ?2 ORDER BY id LIMIT 1");
+                                         " FROM runs WHERE +sweep_id = ?1 AND id > ?2"
+                                         " AND parent_run IS NULL ORDER BY id LIMIT 1");
     if (!st)
         return ST_EDB;
     sqlite3_bind_int64(st, 1, r->sweep);
@@ -118,10 +118,14 @@ static st_status read_run(runner *r, int64_t after, held *h, int *found)
     return rc;
 }
 
-/* The observations row of a released run, in its own transaction. A refusal (over budget,
- * never launched) keeps no cost of its own: its predicted cost stands in, as on replay. */
-static st_status write_observation(runner *r, const held *h, double cost)
+/* The observations row of a released run, in its own transaction, with a succeeded run's
+ * cooldown branches (*n_new, *planned: branch.c). A refusal (over budget, never launched) keeps
+ * no cost of its own: its predicted cost stands in, as on replay. */
+static st_status write_observation(runner *r, const held *h, double cost, size_t *n_new,
+                                   double *planned)
 {
+    *n_new = 0;
+    *planned = 0;
     st_status rc = store_begin(r->st);
     if (rc)
         return rc;
@@ -143,6 +147,8 @@ static st_status write_observation(runner *r, const held *h, double cost)
     sqlite3_bind_int(st, 6, h->status == RUNNER_RUN_FAILED);
     sqlite3_bind_double(st, 7, runner_now());
     rc = store_exec_stmt(r->st, st, "releasing an observation");
+    if (!rc && h->status == RUNNER_RUN_SUCCEEDED)
+        rc = ctl_branches_spawn(r, h->id, h->x_all, h->cost, n_new, planned);
     if (!rc)
         return store_commit(r->st);
     store_rollback(r->st);
@@ -183,7 +189,11 @@ static st_status release_one(runner *r, const held *h)
     double cost = h->early ? h->bound_cost : h->cost;
     if (isnan(cost) && h->failure == RUNNER_FAIL_OVER_BUDGET && h->n_attempts == 0)
         cost = h->predicted; /* a refusal: the cost expression's value */
-    st_status rc = write_observation(r, h, cost);
+    size_t n_new = 0;
+    double planned = 0;
+    st_status rc = write_observation(r, h, cost, &n_new, &planned);
+    if (!rc)
+        ctl_branches_made(r, h->id, n_new, planned);
     if (!rc)
         rc = observe(r, h, cost);
     if (!rc && isfinite(h->cost))
@@ -229,11 +239,15 @@ st_status ctl_release_load(runner *r)
         return ST_OK;
     /* released: the runs up to the last one observed (an infrastructure failure after it is
      * counted as held: it is forgotten again at the next release, before any suggestion) */
-    sqlite3_stmt *st = store_stmt(r->st, "SELECT count(*), sum(coalesce(cost, 0)), "
-                                         "coalesce(max(id), 0) FROM runs "
-                                         "WHERE sweep_id = ?1 AND id <= (SELECT "
-                                         "coalesce(max(run_id), 0) FROM observations WHERE "
-                                         "sweep_id = ?1)");
+    /* the branches of released runs count at their planned cost, as release_one charged them
+     * (runner/branch.c) */
+    sqlite3_stmt *st = store_stmt(r->st, "WITH last(id) AS (SELECT coalesce(max(run_id), 0) FROM "
+                                         "observations WHERE sweep_id = ?1) "
+                                         "SELECT count(*), coalesce(sum(cost), 0) + (SELECT "
+                                         "coalesce(sum(predicted_cost), 0) FROM runs WHERE "
+                                         "sweep_id = ?1 AND parent_run <= (SELECT id FROM last)),"
+                                         " coalesce(max(id), 0) FROM runs WHERE sweep_id = ?1 "
+                                         "AND parent_run IS NULL AND id <= (SELECT id FROM last)");
     if (!st)
         return ST_EDB;
     sqlite3_bind_int64(st, 1, r->sweep);
@@ -271,7 +285,8 @@ st_status ctl_release_view(runner *r, size_t *n_released, double **pending, size
         return ST_ENOMEM;
     /* the runs after the last released one, by id */
     sqlite3_stmt *st =
-        store_stmt(r->st, "SELECT x FROM runs WHERE +sweep_id = ?1 AND id > ?2 ORDER BY id");
+        store_stmt(r->st, "SELECT x FROM runs WHERE +sweep_id = ?1 AND id > ?2 AND parent_run "
+                          "IS NULL ORDER BY id");
     if (!st) {
         free(p);
         return ST_EDB;

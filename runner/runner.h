@@ -243,7 +243,15 @@ typedef struct runner_config {
     double es_min_fraction; /* early_stopping.min_fraction of the planned tokens (or steps)
                                before any stop, in [0, 1); default 0.2 */
     double es_margin;       /* early_stopping.margin: relative, default 0.01 (the rules') */
-    char *text;             /* the file's text, stored with the sweep so resume needs no file */
+    double *br_at;          /* branches.at: fractions of a parent's steps where its cooldown
+                               branches end, n_br_at of them (0: no branches) */
+    size_t n_br_at;
+    double br_decay; /* branches.decay_fraction: a branch's share of steps decaying, 0.2 */
+    char **br_argv;  /* branches.args: appended to the parent's command, br_argc items;
+                        placeholders also {_parent_run}, {_parent_checkpoint},
+                        {_branch_step}, {_decay_steps} */
+    size_t br_argc;
+    char *text; /* the file's text, stored with the sweep so resume needs no file */
     runner_backend_kind backend; /* default local */
     runner_slurm_config slurm;   /* when backend is RUNNER_BACKEND_SLURM */
     runner_method method;        /* method: carbs (default), grid, random, study */
@@ -421,6 +429,9 @@ typedef struct runner_status {
      * "" when there is none */
     size_t n_bad_final;
     char bad_final[384];
+    /* cooldown branches (the `branches:` block) by status: rows of their own, never in n_runs
+     * or n_by_status; their cost is in spent_cost */
+    size_t n_branches, n_branch_by_status[6];
 } runner_status;
 
 /* Status of sweep `sweep` (NULL: the only one). ST_OK, ST_ENOTFOUND, ST_EINVAL (several sweeps
@@ -468,8 +479,10 @@ typedef struct runner_sweep_run {
     double objective, cost;    /* NAN when not recorded */
     double predicted_cost;     /* the optimizer's prediction when suggested, NAN if none */
     double final_N, final_D;   /* the final record's "params" and "tokens", NAN when absent */
-    uint64_t parent;           /* a cooldown branch (final record "branch":1): its parent's id,
-                                  the final's "parent_run"; 0 when not a branch
+    uint64_t parent;           /* a cooldown branch: its parent's id, from the run row when the
+                                  controller spawned it (the `branches:` block; then whatever
+                                  its status), else the final record's "parent_run" with
+                                  "branch":1; 0 when not a branch
                                   (docs/metrics-protocol.md, "Cooldown branches") */
     int stopped_early;         /* status stopped by the stop rule (ended; its curve is kept) */
     double bound_objective;    /* stopped early: the lower end of its final objective's interval,

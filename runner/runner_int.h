@@ -34,7 +34,7 @@
 
 /* ---- store.c ----------------------------------------------------------------------------- */
 
-#define RUNNER_SCHEMA_VERSION 5
+#define RUNNER_SCHEMA_VERSION 6
 #define STORE_STMT_CACHE      64
 /* PRAGMA application_id of a store ("STUN"): how a store is told from other SQLite files */
 #define RUNNER_STORE_APP_ID   1398035790
@@ -267,6 +267,9 @@ typedef struct store_settlement {
     int obs_failed;
     /* the event: its kind (a static string) and message */
     const char *event_kind, *event_msg;
+    /* NULL, or more to write in the same transaction, last (cooldown branches, branch.c) */
+    st_status (*then)(void *ctx);
+    void *then_ctx;
 } store_settlement;
 
 /* One transaction: the attempt done, the run's new status and outcome, the early stop, the
@@ -289,6 +292,8 @@ typedef struct store_queued {
     uint64_t carbs_id; /* 0 unless issued by the optimizer of `generation` */
     double predicted;  /* the predicted cost (NAN: none) */
     unsigned number;   /* the next attempt's number: one above every attempt recorded */
+    int64_t parent;    /* a cooldown branch: its parent run, checkpoint step and decay steps */
+    int64_t branch_step, decay_steps; /* (parent 0: a suggestion) */
 } store_queued;
 
 /* The pending run of sweep `sweep` due first at `now` (not_before, then id), its parameters
@@ -311,8 +316,20 @@ st_status store_quarantine_list(runner_store *s, int64_t sweep, char **out);
 
 /* ---- template.c ------------------------------------------------------------------------- */
 
+/* A cooldown branch as its command's templates see it (docs/config.md, "Cooldown branches"):
+ * its command is the parent's, with the parent's id for {_run} (so that seeds repeat), its own
+ * {_attempt}, {_dir}, {_checkpoint} and {_resume}, and branches.args appended. */
+typedef struct runner_branch_ctx {
+    uint64_t parent;               /* the parent run's id: {_parent_run}, and {_run} */
+    const char *parent_checkpoint; /* the parent's {_checkpoint} path: {_parent_checkpoint} */
+    uint64_t step;                 /* the parent's checkpoint step it starts from: {_branch_step} */
+    uint64_t decay_steps;          /* its own steps, all decaying: {_decay_steps} */
+} runner_branch_ctx;
+
 /* Checks braces and placeholder names of one template. ST_OK or ST_EINVAL (errmsg says why). */
 st_status runner_template_check(const runner_config *cfg, const char *t, char *errmsg);
+/* The same for branches.args, where the branch placeholders are known too. */
+st_status runner_template_check_branch(const runner_config *cfg, const char *t, char *errmsg);
 /* Expands a template; values: cfg->n_params values (fixed ones ignored). *out: malloc'd. */
 st_status runner_template_expand(const runner_config *cfg, const char *t, const double *values,
                                  uint64_t run, unsigned attempt, const char *dir, char **out);
@@ -328,6 +345,12 @@ size_t runner_grid_count(const runner_param_spec *ps);
 st_status runner_command_expand(const runner_config *cfg, char *const *t, size_t n, int flags,
                                 const double *values, uint64_t run, unsigned attempt,
                                 const char *dir, char **out, size_t *n_out);
+/* The same for a cooldown branch's templates (br not NULL: {_run} is br->parent, and the branch
+ * placeholders are expanded). */
+st_status runner_command_expand_branch(const runner_config *cfg, char *const *t, size_t n,
+                                       int flags, const double *values, const runner_branch_ctx *br,
+                                       unsigned attempt, const char *dir, char **out,
+                                       size_t *n_out);
 
 /* ---- backends (backend_local.c, backend_slurm*.c) ---------------------------------------- */
 

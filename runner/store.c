@@ -71,6 +71,13 @@ static const char *const migrations[RUNNER_SCHEMA_VERSION] = {
      * resolved against its directory, else the directory launch ran in), so that resume and
      * Slurm jobs use it whatever the current directory of the process that resumes */
     "ALTER TABLE sweeps ADD COLUMN workdir TEXT;",
+    /* v6: cooldown branches the controller spawns (runner/branch.c): the parent run (NULL: a
+     * run of its own, a suggestion), the parent's checkpoint step it starts from and its own
+     * decay steps. Branch rows are never suggestions: every query of the sweep's suggestions,
+     * its budget of runs and its front says `parent_run IS NULL` */
+    "ALTER TABLE runs ADD COLUMN parent_run INTEGER;"
+    "ALTER TABLE runs ADD COLUMN branch_step INTEGER;"
+    "ALTER TABLE runs ADD COLUMN decay_steps INTEGER;",
 };
 
 double runner_now(void)

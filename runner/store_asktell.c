@@ -86,7 +86,8 @@ static st_status take_enqueued(runner_store *s, int64_t sweep, const runner_conf
 {
     *found = 0;
     sqlite3_stmt *st = store_stmt(s, "SELECT id, x FROM runs WHERE sweep_id = ?1 AND status = 0 "
-                                     "AND n_attempts = 0 ORDER BY id LIMIT 1");
+                                     "AND n_attempts = 0 AND parent_run IS NULL ORDER BY id "
+                                     "LIMIT 1");
     if (!st)
         return ST_EDB;
     sqlite3_bind_int64(st, 1, sweep);
@@ -117,7 +118,8 @@ static st_status take_enqueued(runner_store *s, int64_t sweep, const runner_conf
 static st_status check_budget(runner_store *s, int64_t sweep, const runner_config *cfg,
                               size_t *n_runs)
 {
-    sqlite3_stmt *st = store_stmt(s, "SELECT (SELECT count(*) FROM runs WHERE sweep_id = ?1),"
+    sqlite3_stmt *st = store_stmt(s, "SELECT (SELECT count(*) FROM runs WHERE sweep_id = ?1 AND "
+                                     "parent_run IS NULL),"
                                      " (SELECT coalesce(sum(cost), 0) FROM runs WHERE sweep_id ="
                                      " ?1) FROM sweeps WHERE id = ?1");
     if (!st)
@@ -143,7 +145,7 @@ st_status store_release_view(runner_store *s, int64_t sweep, size_t np, size_t c
     if (!(*pending = malloc((cap ? cap : 1) * np * sizeof(double))))
         return ST_ENOMEM;
     sqlite3_stmt *st = store_stmt(s, "SELECT status, stop_reason IS NOT NULL, x FROM runs "
-                                     "WHERE sweep_id = ?1 ORDER BY id");
+                                     "WHERE sweep_id = ?1 AND parent_run IS NULL ORDER BY id");
     if (!st)
         return ST_EDB;
     sqlite3_bind_int64(st, 1, sweep);

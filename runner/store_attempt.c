@@ -182,6 +182,8 @@ st_status store_settle_attempt(runner_store *s, const store_settlement *o)
     }
     if ((rc = store_event(s, o->sweep, o->run_id, o->attempt_id, o->event_kind, o->event_msg)))
         goto out;
+    if (o->then && (rc = o->then(o->then_ctx)))
+        goto out;
     return store_commit(s);
 db:
     rc = ST_EDB;
@@ -228,7 +230,9 @@ st_status store_next_pending(runner_store *s, int64_t sweep, double now, int64_t
     memset(q, 0, sizeof(*q));
     q->predicted = NAN;
     sqlite3_stmt *st = store_stmt(s, "SELECT id, x, carbs_id, generation, predicted_cost, "
-                                     "n_attempts FROM runs WHERE sweep_id = ?1 AND status = 0 "
+                                     "n_attempts, coalesce(parent_run, 0), coalesce(branch_step, "
+                                     "0), coalesce(decay_steps, 0) FROM runs WHERE sweep_id = ?1 "
+                                     "AND status = 0 "
                                      "AND not_before <= ?2 ORDER BY not_before, id LIMIT 1");
     if (!st)
         return ST_EDB;
@@ -249,6 +253,11 @@ st_status store_next_pending(runner_store *s, int64_t sweep, double now, int64_t
         q->predicted =
             sqlite3_column_type(st, 4) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 4);
         q->number = (unsigned)sqlite3_column_int(st, 5) + 1;
+        q->parent = sqlite3_column_int64(st, 6);
+        q->branch_step = sqlite3_column_int64(st, 7);
+        q->decay_steps = sqlite3_column_int64(st, 8);
+        if (q->parent)
+            q->carbs_id = 0; /* never the optimizer's */
     }
     sqlite3_reset(st);
     if (rc || !q->found)

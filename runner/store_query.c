@@ -73,18 +73,19 @@ st_status runner_store_status(runner_store *s, const char *sweep, runner_status 
     out->max_cost_per_run = cfg->max_cost_per_run;
     runner_config_destroy(cfg);
 
-    sqlite3_stmt *st = store_stmt(s, "SELECT status, count(*), sum(n_attempts), sum(cost) "
-                                     "FROM runs WHERE sweep_id = ?1 GROUP BY status");
+    sqlite3_stmt *st = store_stmt(s, "SELECT status, count(*), sum(n_attempts), sum(cost), "
+                                     "parent_run IS NOT NULL FROM runs WHERE sweep_id = ?1 "
+                                     "GROUP BY status, parent_run IS NOT NULL");
     if (!st)
         return ST_EDB;
     sqlite3_bind_int64(st, 1, id);
     int src;
     while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-        int k = sqlite3_column_int(st, 0);
+        int k = sqlite3_column_int(st, 0), branch = sqlite3_column_int(st, 4);
         size_t n = (size_t)sqlite3_column_int64(st, 1), a = (size_t)sqlite3_column_int64(st, 2);
         if (k >= 0 && k < 6)
-            out->n_by_status[k] = n;
-        out->n_runs += n;
+            (branch ? out->n_branch_by_status : out->n_by_status)[k] = n;
+        *(branch ? &out->n_branches : &out->n_runs) += n;
         out->n_attempts += a;
         out->n_retried += a > n ? a - n : 0;
         if (sqlite3_column_type(st, 3) != SQLITE_NULL)
@@ -95,9 +96,11 @@ st_status runner_store_status(runner_store *s, const char *sweep, runner_status 
         return store_fail(s, src, "status");
     st = store_stmt(s, out->maximize
                            ? "SELECT id, objective, cost FROM runs WHERE sweep_id = ?1 AND "
-                             "status = 2 ORDER BY objective DESC, cost LIMIT 1"
+                             "status = 2 AND parent_run IS NULL ORDER BY objective DESC, cost "
+                             "LIMIT 1"
                            : "SELECT id, objective, cost FROM runs WHERE sweep_id = ?1 AND "
-                             "status = 2 ORDER BY objective ASC, cost LIMIT 1");
+                             "status = 2 AND parent_run IS NULL ORDER BY objective ASC, cost "
+                             "LIMIT 1");
     if (!st)
         return ST_EDB;
     sqlite3_bind_int64(st, 1, id);
@@ -153,10 +156,12 @@ st_status runner_store_pareto(runner_store *s, const char *sweep, size_t cap, si
     /* by cost, and among equal costs the best first, so that ties add one point */
     sqlite3_stmt *st = store_stmt(s, maximize ? "SELECT id, cost, objective FROM runs WHERE "
                                                 "sweep_id = ?1 AND status = 2 AND cost IS NOT "
-                                                "NULL ORDER BY cost, objective DESC, id"
+                                                "NULL AND parent_run IS NULL ORDER BY cost, "
+                                                "objective DESC, id"
                                               : "SELECT id, cost, objective FROM runs WHERE "
                                                 "sweep_id = ?1 AND status = 2 AND cost IS NOT "
-                                                "NULL ORDER BY cost, objective, id");
+                                                "NULL AND parent_run IS NULL ORDER BY cost, "
+                                                "objective, id");
     if (!st)
         return ST_EDB;
     sqlite3_bind_int64(st, 1, id);
@@ -237,7 +242,8 @@ static json_t *jnum(double v)
 
 static const char *const runs_sql =
     "SELECT id, status, failure, x, objective, cost, final, n_attempts, predicted_cost, "
-    "stop_reason, bound_objective FROM runs WHERE sweep_id = ?1 ORDER BY id";
+    "stop_reason, bound_objective, parent_run, branch_step, decay_steps FROM runs "
+    "WHERE sweep_id = ?1 ORDER BY id";
 
 st_status runner_store_export_json(runner_store *s, const char *sweep, char **out)
 {
@@ -289,6 +295,11 @@ st_status runner_store_export_json(runner_store *s, const char *sweep, char **ou
             json_object_set_new(run, "stop_reason",
                                 json_string((const char *)sqlite3_column_text(st, 9)));
             json_object_set_new(run, "bound_objective", jnum(col_double(st, 10)));
+        }
+        if (sqlite3_column_type(st, 11) != SQLITE_NULL) { /* a cooldown branch */
+            json_object_set_new(run, "parent_run", json_integer(sqlite3_column_int64(st, 11)));
+            json_object_set_new(run, "branch_step", json_integer(sqlite3_column_int64(st, 12)));
+            json_object_set_new(run, "decay_steps", json_integer(sqlite3_column_int64(st, 13)));
         }
         double N = NAN, D = NAN;
         if (sqlite3_column_type(st, 6) != SQLITE_NULL) {

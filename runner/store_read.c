@@ -94,8 +94,8 @@ static st_status read_attempts(runner_store *s, runner_sweep_run *u)
 
 static const char *const read_runs_sql =
     "SELECT id, status, failure, x, objective, cost, final, predicted_cost, "
-    "stop_reason IS NOT NULL, bound_objective, bound_cost FROM runs WHERE sweep_id = ?1 "
-    "ORDER BY id";
+    "stop_reason IS NOT NULL, bound_objective, bound_cost, parent_run FROM runs "
+    "WHERE sweep_id = ?1 ORDER BY id";
 
 static st_status read_runs(runner_store *s, int64_t sweep, runner_sweep *w)
 {
@@ -135,6 +135,8 @@ static st_status read_runs(runner_store *s, int64_t sweep, runner_sweep *w)
         u->stopped_early = u->status == RUNNER_RUN_STOPPED && sqlite3_column_int(st, 8);
         u->bound_objective = col_double(st, 9);
         u->bound_cost = col_double(st, 10);
+        if (sqlite3_column_type(st, 11) != SQLITE_NULL) /* a branch the controller spawned */
+            u->parent = (uint64_t)sqlite3_column_int64(st, 11);
     }
     if (!rc && src != SQLITE_DONE)
         rc = store_fail(s, src, "reading runs");

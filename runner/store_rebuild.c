@@ -155,11 +155,12 @@ static st_status replay_observations(runner_store *s, int64_t sweep, const runne
 static st_status register_open(runner_store *s, int64_t sweep, const runner_config *cfg, carbs *c,
                                int timed, double *all, double *x)
 {
-    sqlite3_stmt *st = store_stmt(s, "SELECT id, x, sg_born FROM runs WHERE sweep_id = ?1 AND "
-                                     "(status IN (0, 1) OR (?2 AND (status IN (2, 3, 4) OR "
-                                     "stop_reason IS NOT NULL) AND id > (SELECT "
-                                     "coalesce(max(run_id), 0) FROM observations WHERE "
-                                     "sweep_id = ?1))) ORDER BY id");
+    sqlite3_stmt *st =
+        store_stmt(s, "SELECT id, x, sg_born FROM runs WHERE sweep_id = ?1 AND "
+                      "parent_run IS NULL AND (status IN (0, 1) OR (?2 AND (status IN (2, 3, 4) OR "
+                      "stop_reason IS NOT NULL) AND id > (SELECT "
+                      "coalesce(max(run_id), 0) FROM observations WHERE "
+                      "sweep_id = ?1))) ORDER BY id");
     if (!st)
         return ST_EDB;
     sqlite3_bind_int64(st, 1, sweep);

@@ -4,7 +4,8 @@
  * "{_checkpoint}" by the run's checkpoint path (<run dir>/checkpoint, the same for every attempt)
  * and "{_resume}" by that path once the file exists, else by "" (docs/large-run.md);
  * "{{" and "}}" are literal braces. A template expands to exactly one string: values are never
- * split or passed through a shell.
+ * split or passed through a shell. A cooldown branch's templates also know "{_parent_run}",
+ * "{_parent_checkpoint}", "{_branch_step}" and "{_decay_steps}" (runner_branch_ctx).
  */
 #include "runner/runner_int.h"
 
@@ -14,7 +15,12 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *const builtins[] = {"_run", "_attempt", "_dir", "_checkpoint", "_resume"};
+/* the first N_PLAIN are every template's; the rest a branch's (branches.args) */
+static const char *const builtins[] = {
+    "_run",        "_attempt",           "_dir",         "_checkpoint", "_resume",
+    "_parent_run", "_parent_checkpoint", "_branch_step", "_decay_steps"};
+#define N_PLAIN 5
+enum { B_RUN, B_ATTEMPT, B_DIR, B_CHECKPOINT, B_RESUME, B_PARENT, B_PARENT_CK, B_STEP, B_DECAY };
 
 static int param_index(const runner_config *cfg, const char *name, size_t len)
 {
@@ -24,15 +30,16 @@ static int param_index(const runner_config *cfg, const char *name, size_t len)
     return -1;
 }
 
-static int builtin_index(const char *name, size_t len)
+static int builtin_index(const char *name, size_t len, int branch)
 {
-    for (size_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++)
+    size_t n = branch ? sizeof(builtins) / sizeof(builtins[0]) : N_PLAIN;
+    for (size_t i = 0; i < n; i++)
         if (strlen(builtins[i]) == len && !memcmp(builtins[i], name, len))
             return (int)i;
     return -1;
 }
 
-st_status runner_template_check(const runner_config *cfg, const char *t, char *errmsg)
+static st_status check(const runner_config *cfg, const char *t, int branch, char *errmsg)
 {
     for (const char *p = t; *p; p++) {
         if (p[0] == '{' && p[1] == '{') {
@@ -51,12 +58,25 @@ st_status runner_template_check(const runner_config *cfg, const char *t, char *e
         if (!e)
             return st_errf(errmsg, ST_EINVAL, "'%s': '{' without '}' (write '{{')", t);
         size_t len = (size_t)(e - p - 1);
-        if (param_index(cfg, p + 1, len) < 0 && builtin_index(p + 1, len) < 0)
-            return st_errf(errmsg, ST_EINVAL, "'%s': unknown placeholder {%.*s}", t, (int)len,
-                           p + 1);
+        if (param_index(cfg, p + 1, len) < 0 && builtin_index(p + 1, len, branch) < 0)
+            return st_errf(errmsg, ST_EINVAL, "'%s': unknown placeholder {%.*s}%s", t, (int)len,
+                           p + 1,
+                           !branch && builtin_index(p + 1, len, 1) >= 0
+                               ? " (a branch's placeholder: only in branches.args)"
+                               : "");
         p = e;
     }
     return ST_OK;
+}
+
+st_status runner_template_check(const runner_config *cfg, const char *t, char *errmsg)
+{
+    return check(cfg, t, 0, errmsg);
+}
+
+st_status runner_template_check_branch(const runner_config *cfg, const char *t, char *errmsg)
+{
+    return check(cfg, t, 1, errmsg);
 }
 
 void runner_format_value(const runner_param_spec *ps, double v, char *buf, size_t cap)
@@ -98,8 +118,46 @@ static char *checkpoint_of(const char *dir, int only_existing)
     return p;
 }
 
-st_status runner_template_expand(const runner_config *cfg, const char *t, const double *values,
-                                 uint64_t run, unsigned attempt, const char *dir, char **out)
+/* One builtin's text into val (cap bytes) or *piece; *ck holds a checkpoint path made here.
+ * ST_EINVAL for a branch placeholder outside a branch. */
+static st_status builtin_text(int bi, uint64_t run, unsigned attempt, const char *dir,
+                              const runner_branch_ctx *br, char *val, size_t cap,
+                              const char **piece, char **ck)
+{
+    switch (bi) {
+    case B_RUN:
+        snprintf(val, cap, "%llu", (unsigned long long)(br ? br->parent : run));
+        return ST_OK;
+    case B_ATTEMPT:
+        snprintf(val, cap, "%u", attempt);
+        return ST_OK;
+    case B_DIR:
+        *piece = dir ? dir : "";
+        return ST_OK;
+    case B_CHECKPOINT:
+    case B_RESUME:
+        free(*ck);
+        if (!(*ck = checkpoint_of(dir, bi == B_RESUME)))
+            return ST_ENOMEM;
+        *piece = *ck;
+        return ST_OK;
+    default:
+        break;
+    }
+    if (!br)
+        return ST_EINVAL;
+    if (bi == B_PARENT_CK)
+        *piece = br->parent_checkpoint ? br->parent_checkpoint : "";
+    else
+        snprintf(val, cap, "%llu",
+                 (unsigned long long)(bi == B_PARENT ? br->parent
+                                      : bi == B_STEP ? br->step
+                                                     : br->decay_steps));
+    return ST_OK;
+}
+
+static st_status expand(const runner_config *cfg, const char *t, const double *values, uint64_t run,
+                        unsigned attempt, const char *dir, const runner_branch_ctx *br, char **out)
 {
     size_t cap = strlen(t) + 64, n = 0;
     char *o = malloc(cap);
@@ -117,28 +175,20 @@ st_status runner_template_expand(const runner_config *cfg, const char *t, const 
             const char *e = strchr(p, '}');
             size_t len = (size_t)(e - p - 1);
             int pi = param_index(cfg, p + 1, len);
-            int bi = builtin_index(p + 1, len);
+            int bi = builtin_index(p + 1, len, 1);
+            st_status rc = ST_OK;
             if (pi >= 0 && runner_param_choice(&cfg->params[pi], values[pi]))
                 piece = runner_param_choice(&cfg->params[pi], values[pi]);
             else if (pi >= 0)
                 runner_format_value(&cfg->params[pi], values[pi], val, sizeof(val));
-            else if (bi == 0)
-                snprintf(val, sizeof(val), "%llu", (unsigned long long)run);
-            else if (bi == 1)
-                snprintf(val, sizeof(val), "%u", attempt);
-            else if (bi == 2)
-                piece = dir ? dir : "";
-            else if (bi == 3 || bi == 4) {
-                free(ck);
-                if (!(ck = checkpoint_of(dir, bi == 4))) {
-                    free(o);
-                    return ST_ENOMEM;
-                }
-                piece = ck;
-            } else {
+            else
+                rc = bi >= 0
+                         ? builtin_text(bi, run, attempt, dir, br, val, sizeof(val), &piece, &ck)
+                         : ST_EINVAL;
+            if (rc) {
                 free(ck);
                 free(o);
-                return ST_EINVAL;
+                return rc;
             }
             if (pi >= 0 && cfg->params[pi].is_fixed)
                 piece = cfg->params[pi].fixed_text;
@@ -167,6 +217,12 @@ st_status runner_template_expand(const runner_config *cfg, const char *t, const 
     return ST_OK;
 }
 
+st_status runner_template_expand(const runner_config *cfg, const char *t, const double *values,
+                                 uint64_t run, unsigned attempt, const char *dir, char **out)
+{
+    return expand(cfg, t, values, run, attempt, dir, NULL, out);
+}
+
 /* 1 if template t names a parameter that is inactive at values (NaN and conditional). */
 static int names_inactive(const runner_config *cfg, const char *t, const double *values)
 {
@@ -185,9 +241,9 @@ static int names_inactive(const runner_config *cfg, const char *t, const double 
     return 0;
 }
 
-st_status runner_command_expand(const runner_config *cfg, char *const *t, size_t n, int flags,
-                                const double *values, uint64_t run, unsigned attempt,
-                                const char *dir, char **out, size_t *n_out)
+static st_status command_expand(const runner_config *cfg, char *const *t, size_t n, int flags,
+                                const double *values, uint64_t run, const runner_branch_ctx *br,
+                                unsigned attempt, const char *dir, char **out, size_t *n_out)
 {
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
@@ -199,11 +255,25 @@ st_status runner_command_expand(const runner_config *cfg, char *const *t, size_t
             }
             continue;
         }
-        st_status rc = runner_template_expand(cfg, t[i], values, run, attempt, dir, &out[k]);
+        st_status rc = expand(cfg, t[i], values, run, attempt, dir, br, &out[k]);
         if (rc)
             return rc;
         k++;
     }
     *n_out = k;
     return ST_OK;
+}
+
+st_status runner_command_expand(const runner_config *cfg, char *const *t, size_t n, int flags,
+                                const double *values, uint64_t run, unsigned attempt,
+                                const char *dir, char **out, size_t *n_out)
+{
+    return command_expand(cfg, t, n, flags, values, run, NULL, attempt, dir, out, n_out);
+}
+
+st_status runner_command_expand_branch(const runner_config *cfg, char *const *t, size_t n,
+                                       int flags, const double *values, const runner_branch_ctx *br,
+                                       unsigned attempt, const char *dir, char **out, size_t *n_out)
+{
+    return command_expand(cfg, t, n, flags, values, 0, br, attempt, dir, out, n_out);
 }

@@ -27,6 +27,10 @@
  *   --slow-attempt N --slow-from S --slow-factor F: in attempt N ($SCALETUNE_ATTEMPT), steps from
  *   S on sleep F x --sleep-ms (a straggling node)
  *   --slow-node NAME: the same in every attempt while $SCALETUNE_NODE is NAME (a slow node)
+ *   {step} in the --checkpoint PATH: one file per step (the reference trainer's convention)
+ *   --branch-from PATH --decay-steps K [--parent-run ID]: a cooldown branch: the K steps after
+ *   the step PATH holds (exit 1 without it), val_loss = loss + 1/(s + K) at the end, cost
+ *   (flops) its K steps' share of --cost only, and the branch fields in its final record
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -126,9 +130,14 @@ static int read_step(const char *path)
     return step;
 }
 
-static void write_step(const char *path, int step)
+static void write_step(const char *pattern, int step)
 {
-    char tmp[4200];
+    char path[4200], tmp[4300];
+    const char *at = strstr(pattern, "{step}");
+    if (at)
+        snprintf(path, sizeof(path), "%.*s%d%s", (int)(at - pattern), pattern, step, at + 6);
+    else
+        snprintf(path, sizeof(path), "%s", pattern);
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     if (!f)
@@ -146,6 +155,29 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* A cooldown branch off the checkpoint at `from` (its step s): K steps, the final at s + K. */
+static int run_branch(const char *from, int k, const char *parent_run, int steps, double loss,
+                      double cost)
+{
+    int s = read_step(from);
+    if (s <= 0 || k <= 0) {
+        fprintf(stderr, "fake_trainer: no checkpoint at '%s' (or no --decay-steps)\n", from);
+        return 1;
+    }
+    char lb[64], pr[96] = "";
+    for (int j = 1; j <= k; j++)
+        fprintf(out, "{\"event\": \"step\", \"step\": %d, \"loss\": %s, \"flops\": %.17g}\n", s + j,
+                pyjson(loss + 1.0 / (s + j), lb, sizeof(lb)), cost * j / steps);
+    if (parent_run)
+        snprintf(pr, sizeof(pr), ", \"parent_run\": %s", parent_run);
+    fprintf(out,
+            "{\"event\": \"final\", \"val_loss\": %s, \"flops\": %.17g, \"params\": 1000, "
+            "\"tokens\": %.17g, \"branch\": 1, \"parent_step\": %d, \"branch_steps\": %d%s}\n",
+            pyjson(loss + 1.0 / (s + k), lb, sizeof(lb)), cost * k / steps,
+            20000.0 * (s + k) / steps, s, k, pr);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = "ok";
@@ -157,8 +189,9 @@ int main(int argc, char **argv)
     int eval_every = 0;
     const char *bad_runs = NULL, *spike_runs = NULL, *spikes = NULL;
     const char *ckpt = NULL, *resume = NULL, *slow_node = NULL;
-    int slow_attempt = 0, slow_from = 0;
+    int slow_attempt = 0, slow_from = 0, decay_steps = 0;
     double slow_factor = 1;
+    const char *branch_from = NULL, *parent_run = NULL;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -213,6 +246,12 @@ int main(int argc, char **argv)
             slow_factor = atof(v), i++;
         else if (!strcmp(a, "--slow-node") && v)
             slow_node = v, i++;
+        else if (!strcmp(a, "--branch-from") && v)
+            branch_from = v, i++;
+        else if (!strcmp(a, "--decay-steps") && v)
+            decay_steps = atoi(v), i++;
+        else if (!strcmp(a, "--parent-run") && v)
+            parent_run = v, i++;
         else {
             fprintf(stderr, "fake_trainer: bad argument '%s'\n", a);
             return 2;
@@ -273,6 +312,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "fake_trainer: exit %d as asked\n", atoi(mode + 5));
         return atoi(mode + 5);
     }
+    if (branch_from)
+        return run_branch(branch_from, decay_steps, parent_run, steps, loss, cost);
     int last = steps;
     if (eval_every > 0)
         fprintf(out, "{\"event\": \"config\", \"steps\": %d}\n", steps);

@@ -20,7 +20,7 @@ static void test_schema(void)
     CHECK(s == NULL && strstr(em, "no such store") && access(db, F_OK) != 0);
     CHECK_ST(runner_store_create(db, &s, em), ST_OK);
     runner_store_close(s);
-    CHECK(tu_query(db, "PRAGMA user_version") == 5);
+    CHECK(tu_query(db, "PRAGMA user_version") == 6);
     sqlite3 *h;
     sqlite3_open(db, &h);
     sqlite3_stmt *st;
@@ -45,12 +45,13 @@ static void test_schema(void)
         "sg_resample; ALTER TABLE runs DROP COLUMN sg_born; ALTER TABLE runs DROP "
         "COLUMN expires; ALTER TABLE runs DROP COLUMN stop_reason; ALTER TABLE runs DROP COLUMN "
         "bound_objective; ALTER TABLE runs DROP COLUMN bound_cost; ALTER TABLE sweeps DROP "
-        "COLUMN workdir; PRAGMA user_version = 1",
+        "COLUMN workdir; ALTER TABLE runs DROP COLUMN parent_run; ALTER TABLE runs DROP COLUMN "
+        "branch_step; ALTER TABLE runs DROP COLUMN decay_steps; PRAGMA user_version = 1",
         NULL, NULL, NULL);
     sqlite3_close(h);
     CHECK_ST(runner_store_open(db1, &s, em), ST_OK);
     runner_store_close(s);
-    CHECK(tu_query(db1, "PRAGMA user_version") == 5);
+    CHECK(tu_query(db1, "PRAGMA user_version") == 6);
     CHECK(tu_query(db1, "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN "
                         "('sg_suggest', 'sg_design', 'sg_resample', 'sg_born', 'expires')") == 5);
     CHECK(tu_query(db1, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_by_status_cost'") ==
@@ -67,6 +68,9 @@ static void test_schema(void)
                        "ALTER TABLE runs DROP COLUMN bound_objective; "
                        "ALTER TABLE runs DROP COLUMN bound_cost; "
                        "ALTER TABLE sweeps DROP COLUMN workdir; "
+                       "ALTER TABLE runs DROP COLUMN parent_run; "
+                       "ALTER TABLE runs DROP COLUMN branch_step; "
+                       "ALTER TABLE runs DROP COLUMN decay_steps; "
                        "INSERT INTO sweeps(id, name, config, created, log_dir) "
                        "VALUES(1, 'old', 'x', 0, '/tmp'); "
                        "INSERT INTO runs(id, sweep_id, status, x, created, objective) "
@@ -75,7 +79,7 @@ static void test_schema(void)
     sqlite3_close(h);
     CHECK_ST(runner_store_open(db2, &s, em), ST_OK);
     runner_store_close(s);
-    CHECK(tu_query(db2, "PRAGMA user_version") == 5);
+    CHECK(tu_query(db2, "PRAGMA user_version") == 6);
     CHECK(tu_query(db2, "SELECT count(*) FROM runs WHERE stop_reason IS NULL AND "
                         "bound_objective IS NULL AND objective = 1.5") == 1);
     /* ...and its sweep has no recorded workdir (NULL: the sweep file's, as before v5) */
