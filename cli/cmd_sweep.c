@@ -250,6 +250,11 @@ static void on_progress(const runner_progress *p, void *data)
                      p->n_infra_failed, p->n_retried, best, p->spent_cost);
     if (isfinite(p->budget_cost) && n > 0 && (size_t)n < sizeof(line))
         n += snprintf(line + n, sizeof(line) - (size_t)n, "/%.4g", p->budget_cost);
+    if (p->n_branch_running + p->n_branch_pending + p->n_branch_done && n > 0 &&
+        (size_t)n < sizeof(line))
+        n += snprintf(line + n, sizeof(line) - (size_t)n,
+                      " | branches: %zu running, %zu pending, %zu ok", p->n_branch_running,
+                      p->n_branch_pending, p->n_branch_done);
     char rate[64];
     rate_eta(ps, p, rate, sizeof(rate));
     if (n > 0 && (size_t)n < sizeof(line))

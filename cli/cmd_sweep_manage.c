@@ -274,6 +274,11 @@ static int status_json(runner_store *s, const sweep_args *a, const runner_status
                         st->budget_runs ? json_integer((json_int_t)st->budget_runs) : json_null());
     live_json(o, runs, l);
     json_object_set_new(o, "runs", runs);
+    json_t *br = json_object(); /* cooldown branches (the branches: block), not runs */
+    json_object_set_new(br, "total", json_integer((json_int_t)st->n_branches));
+    for (int k = 0; k < 6; k++)
+        json_object_set_new(br, keys[k], json_integer((json_int_t)st->n_branch_by_status[k]));
+    json_object_set_new(o, "branches", br);
     json_object_set_new(o, "attempts", json_integer((json_int_t)st->n_attempts));
     json_object_set_new(o, "retried", json_integer((json_int_t)st->n_retried));
     json_object_set_new(o, "garbage_lines", json_integer((json_int_t)st->n_garbage));
@@ -443,6 +448,14 @@ static void status_text(runner_store *s, const sweep_args *a, const runner_statu
         printf("           %zu of the infra_failed printed a malformed final record (a "
                "configuration error of the trainer): %s\n",
                st->n_bad_final, st->bad_final);
+    if (st->n_branches)
+        printf("branches   %zu cooldown branches: %zu succeeded, %zu failed, %zu infra_failed, "
+               "%zu running, %zu pending\n",
+               st->n_branches, st->n_branch_by_status[RUNNER_RUN_SUCCEEDED],
+               st->n_branch_by_status[RUNNER_RUN_FAILED],
+               st->n_branch_by_status[RUNNER_RUN_INFRA_FAILED],
+               st->n_branch_by_status[RUNNER_RUN_RUNNING],
+               st->n_branch_by_status[RUNNER_RUN_PENDING]);
     printf("attempts   %zu (%zu retries), %zu garbage lines\n", st->n_attempts, st->n_retried,
            st->n_garbage);
     printf("spend      %.6g", st->spent_cost);

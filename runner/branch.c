@@ -186,6 +186,7 @@ void ctl_branches_made(runner *r, int64_t parent, size_t n_new, double planned)
     if (!n_new)
         return;
     r->n_status[RUNNER_RUN_PENDING] += n_new;
+    r->n_branch_status[RUNNER_RUN_PENDING] += n_new;
     if (r->det)
         r->rel_spent += planned; /* deterministic: the planned cost, known when released */
     ctl_progress(r, "run %lld: %zu cooldown branch%s queued", (long long)parent, n_new,

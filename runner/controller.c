@@ -70,11 +70,15 @@ void ctl_progress(runner *r, const char *fmt, ...)
     runner_progress p;
     memset(&p, 0, sizeof(p));
     p.n_runs = r->n_runs;
-    p.n_running = r->n_status[RUNNER_RUN_RUNNING];
-    p.n_pending = r->n_status[RUNNER_RUN_PENDING];
-    p.n_done = r->n_status[RUNNER_RUN_SUCCEEDED];
-    p.n_failed = r->n_status[RUNNER_RUN_FAILED];
-    p.n_infra_failed = r->n_status[RUNNER_RUN_INFRA_FAILED];
+    const size_t *all = r->n_status, *br = r->n_branch_status; /* runs: all rows but branches */
+    p.n_running = all[RUNNER_RUN_RUNNING] - br[RUNNER_RUN_RUNNING];
+    p.n_pending = all[RUNNER_RUN_PENDING] - br[RUNNER_RUN_PENDING];
+    p.n_done = all[RUNNER_RUN_SUCCEEDED] - br[RUNNER_RUN_SUCCEEDED];
+    p.n_failed = all[RUNNER_RUN_FAILED] - br[RUNNER_RUN_FAILED];
+    p.n_infra_failed = all[RUNNER_RUN_INFRA_FAILED] - br[RUNNER_RUN_INFRA_FAILED];
+    p.n_branch_running = br[RUNNER_RUN_RUNNING];
+    p.n_branch_pending = br[RUNNER_RUN_PENDING];
+    p.n_branch_done = br[RUNNER_RUN_SUCCEEDED];
     p.n_retried = r->n_retried;
     p.budget_runs = r->cfg->budget_runs;
     p.spent_cost = r->spent;
@@ -85,11 +89,16 @@ void ctl_progress(runner *r, const char *fmt, ...)
     r->opts.progress(&p, r->opts.progress_data);
 }
 
-void ctl_set_status_count(runner *r, runner_run_status from, runner_run_status to)
+void ctl_set_status_count(runner *r, runner_run_status from, runner_run_status to, int branch)
 {
     if (r->n_status[from])
         r->n_status[from]--;
     r->n_status[to]++;
+    if (branch) {
+        if (r->n_branch_status[from])
+            r->n_branch_status[from]--;
+        r->n_branch_status[to]++;
+    }
 }
 
 /* From the leaf up: an attempt's parents usually exist (a new run's directory is the one
@@ -483,7 +492,7 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
         r->has_best = 1;
         r->best = objective;
     }
-    ctl_set_status_count(r, RUNNER_RUN_RUNNING, to);
+    ctl_set_status_count(r, RUNNER_RUN_RUNNING, to, a->parent != 0);
     a->overhead += runner_mono() - t0;
     record_overhead(r, a->overhead);
     ctl_progress(r, "%s", msg);
@@ -568,7 +577,7 @@ static st_status unlaunch(runner *r, const char *why)
         store_abandon_attempt(r->st, r->sweep, a->run_id, a->attempt_id, runner_now(), msg);
     if (rc)
         return rc;
-    ctl_set_status_count(r, RUNNER_RUN_RUNNING, RUNNER_RUN_PENDING);
+    ctl_set_status_count(r, RUNNER_RUN_RUNNING, RUNNER_RUN_PENDING, a->parent != 0);
     if (a->number > 1 && r->n_retried)
         r->n_retried--;
     drop_active(r, r->n_act - 1);
@@ -655,7 +664,7 @@ static st_status launch_run(runner *r, int64_t run_id, const double *x_all, doub
         free(a->dir);
         return rc;
     }
-    ctl_set_status_count(r, from, RUNNER_RUN_RUNNING);
+    ctl_set_status_count(r, from, RUNNER_RUN_RUNNING, a->parent != 0);
     if (number > 1)
         r->n_retried++;
     r->slot_busy[slot] = 1;

@@ -66,6 +66,7 @@ struct runner {
     runner_job *jobs;
     char *buf;
     size_t n_runs, n_status[6], n_retried, refusals;
+    size_t n_branch_status[6]; /* the cooldown branches among n_status (branch.c) */
     double spent;
     int has_best;
     double best;
@@ -128,8 +129,8 @@ void ctl_progress(runner *r, const char *fmt, ...)
 #endif
     ;
 
-/* Moves one run between the in-memory status counts. */
-void ctl_set_status_count(runner *r, runner_run_status from, runner_run_status to);
+/* Moves one run (a cooldown branch when `branch`) between the in-memory status counts. */
+void ctl_set_status_count(runner *r, runner_run_status from, runner_run_status to, int branch);
 
 /* ---- suggest.c ----------------------------------------------------------------------------- */
 

@@ -83,6 +83,7 @@ static st_status load_counts(runner *r)
     sqlite3_stmt *st = store_stmt(r->st, "SELECT status, count(*), sum(n_attempts), "
                                          "sum(coalesce(cost, 0)), sum(parent_run IS NULL) FROM "
                                          "runs WHERE sweep_id = ?1 GROUP BY status");
+    memset(r->n_branch_status, 0, sizeof(r->n_branch_status));
     if (!st)
         return ST_EDB;
     sqlite3_bind_int64(st, 1, r->sweep);
@@ -95,9 +96,12 @@ static st_status load_counts(runner *r)
         int s = sqlite3_column_int(st, 0);
         size_t n = (size_t)sqlite3_column_int64(st, 1);
         size_t a = (size_t)sqlite3_column_int64(st, 2);
-        if (s >= 0 && s < 6)
+        size_t n_suggested = (size_t)sqlite3_column_int64(st, 4);
+        if (s >= 0 && s < 6) {
             r->n_status[s] = n;
-        r->n_runs += (size_t)sqlite3_column_int64(st, 4);
+            r->n_branch_status[s] = n - n_suggested;
+        }
+        r->n_runs += n_suggested;
         r->n_retried += a > n ? a - n : 0;
         r->spent += sqlite3_column_double(st, 3);
     }
@@ -391,7 +395,7 @@ static st_status adopt_launching(runner *r)
             snprintf(a->job_id, sizeof(a->job_id), "%s", jid);
             i++;
         } else {
-            ctl_set_status_count(r, RUNNER_RUN_RUNNING, RUNNER_RUN_PENDING);
+            ctl_set_status_count(r, RUNNER_RUN_RUNNING, RUNNER_RUN_PENDING, a->parent != 0);
             r->slot_busy[a->slot] = 0;
             free(a->dir);
             free(a->final_line);

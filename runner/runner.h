@@ -621,6 +621,7 @@ typedef struct runner runner;
 
 typedef struct runner_progress {
     size_t n_runs, n_running, n_pending, n_done, n_failed, n_infra_failed, n_retried;
+    size_t n_branch_running, n_branch_pending, n_branch_done; /* cooldown branches, apart */
     size_t budget_runs;
     double spent_cost, budget_cost;
     int has_best;
