@@ -73,10 +73,12 @@ class TestReadme(unittest.TestCase):
     def test_examples_from_another_directory(self):
         """The example sweeps name the repository root as their workdir (relative to the file),
         so they run from any directory: small variants (a few runs each) of examples/tiny-gpt.yaml,
+        examples/tiny-gpt-branches.yaml (whose runs also get their cooldown branches),
         examples/python/toy-sweep.yaml and examples/fake-trainer.yaml, in a fresh-clone layout,
         launched by absolute path from a directory outside it."""
         fake = os.path.join(stutil.BUILD, "tests", "runner", "fake_trainer")
         budgets = [("tiny-gpt.yaml", "budget: {runs: 32,", "budget: {runs: 2,", 2),
+                   ("tiny-gpt-branches.yaml", "budget: {runs: 24,", "budget: {runs: 2,", 2),
                    ("python/toy-sweep.yaml", "budget: {runs: 12,", "budget: {runs: 3,", 3)]
         if os.path.exists(fake):
             budgets.append(("fake-trainer.yaml", "budget: {runs: 24,", "budget: {runs: 4,", 4))
@@ -101,7 +103,11 @@ class TestReadme(unittest.TestCase):
                 st = subprocess.run([stutil.CLI, "sweep", "status", "--db", db, "--json"],
                                     cwd=away, env=stutil.tool_env(), capture_output=True,
                                     text=True)
-                self.assertEqual(json.loads(st.stdout)["runs"]["succeeded"], n, name)
+                status = json.loads(st.stdout)
+                self.assertEqual(status["runs"]["succeeded"], n, name)
+                if "branches" in name:  # two cooldown branches off each run, with the trainer
+                    self.assertEqual(status["branches"]["total"], 2 * n, st.stdout)
+                    self.assertEqual(status["branches"]["succeeded"], 2 * n, st.stdout)
 
     def test_two_commands_exist(self):
         cmds = readme_block("Two commands")
