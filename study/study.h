@@ -250,7 +250,8 @@ typedef struct study_plan {
 } study_plan;
 
 /*
- * Fits the engine (o->n_boot replicates, no backtest) on the first n_use runs of sweep w at
+ * Fits the engine (o->n_boot replicates, no backtest) on the first n_use runs of sweep w (its
+ * suggestions, in order, with the cooldown branches of those wherever their rows are) at
  * compute C (NAN: factor x the largest successful run), and chooses up to k runs greedily,
  * conditioning on the n_pending settings in pending (cfg->n_params each) first. seed draws the
  * candidates. *out: free with study_plan_free. ST_OK; ST_EEMPTY or ST_ENOTFOUND when the engine

@@ -167,6 +167,12 @@ st_status study_design_units(size_t P, uint64_t seed, size_t first, size_t n, do
  * are balanced: points b k .. b k + k - 1 hold each of a k-level parameter's levels once, in an
  * order drawn from `seed`, b and the parameter. The ordered coordinates are left as they are. */
 void study_design_levels(const study_space *sp, uint64_t seed, size_t index, double *u);
+/* study_mode.c: the runs a proposal may use: the first n_use suggestions of w (rows without a
+ * parent, in id order) and the cooldown branches of those, wherever their rows are (a branch's
+ * row is made when its parent is released, after the rows of later suggestions). *view is w
+ * with view->runs malloc'd shallow copies (the rows' arrays stay w's; free view->runs only).
+ * ST_OK or ST_ENOMEM. */
+st_status study_released_view(const runner_sweep *w, size_t n_use, runner_sweep *view);
 /* The default initial design's size for a sweep: design_initial, else max(8, budget_runs / 4),
  * 16 without a run budget. */
 size_t study_design_size(const runner_config *cfg);

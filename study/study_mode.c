@@ -401,6 +401,27 @@ static st_status work_choose(plan_work *k, size_t n_pending, size_t kk, study_pl
     return ST_OK;
 }
 
+st_status study_released_view(const runner_sweep *w, size_t n_use, runner_sweep *view)
+{
+    *view = *w;
+    view->runs = malloc((w->n_runs ? w->n_runs : 1) * sizeof(*view->runs));
+    if (!view->runs)
+        return ST_ENOMEM;
+    uint64_t cut = 0; /* the id of the last suggestion used */
+    for (size_t i = 0, k = 0; i < w->n_runs && k < n_use; i++)
+        if (!w->runs[i].parent) {
+            cut = w->runs[i].id;
+            k++;
+        }
+    view->n_runs = 0;
+    for (size_t i = 0; i < w->n_runs; i++) {
+        const runner_sweep_run *u = &w->runs[i];
+        if (u->parent ? u->parent <= cut : u->id <= cut)
+            view->runs[view->n_runs++] = *u;
+    }
+    return ST_OK;
+}
+
 st_status study_plan_make(const runner_sweep *w, size_t n_use, const double *pending,
                           size_t n_pending, double compute, double factor, size_t kk, uint64_t seed,
                           const study_mode_options *o, study_plan **out, char *errmsg)
@@ -417,8 +438,11 @@ st_status study_plan_make(const runner_sweep *w, size_t n_use, const double *pen
         study_space_clear(&k.sp);
         return rc;
     }
-    runner_sweep view = *w;
-    view.n_runs = n_use < w->n_runs ? n_use : w->n_runs;
+    runner_sweep view;
+    if ((rc = study_released_view(w, n_use, &view))) {
+        study_space_clear(&k.sp);
+        return st_errf(errmsg, rc, "out of memory");
+    }
     double t0 = now_seconds();
     rc = work_fit(&k, &view, compute, factor, errmsg);
     double t1 = now_seconds();
@@ -457,6 +481,7 @@ st_status study_plan_make(const runner_sweep *w, size_t n_use, const double *pen
         pl->acq_seconds = now_seconds() - t1;
     }
     work_clear(&k);
+    free(view.runs);
     if (rc) {
         study_plan_free(pl);
         return rc;
@@ -477,15 +502,18 @@ void study_plan_free(study_plan *p)
 /* ---- the proposer ----------------------------------------------------------------------- */
 
 /* Without a cost expr, exp(k) N D in the cost metric's unit: k from the released successful
- * runs (their median ln(cost / (N D))), ln 6 (FLOPs) before any. */
-static void cost_k_from_runs(study_space *sp, const runner_sweep *w, size_t n_use)
+ * runs (their median ln(cost / (N D))), ln 6 (FLOPs) before any. w: the released view (a
+ * cooldown branch's cost is of its own steps only: not a run's N D). */
+static void cost_k_from_runs(study_space *sp, const runner_sweep *w)
 {
     if (sp->cfg->cost_expr || sp->jN == STUDY_NONE || sp->jD == STUDY_NONE)
         return;
-    double *v = malloc((n_use + 1) * sizeof(double));
+    double *v = malloc((w->n_runs + 1) * sizeof(double));
     size_t n = 0;
-    for (size_t i = 0; v && i < n_use; i++) {
+    for (size_t i = 0; v && i < w->n_runs; i++) {
         const runner_sweep_run *u = &w->runs[i];
+        if (u->parent)
+            continue;
         double N = u->x[sp->pidx[sp->jN]], D = u->x[sp->pidx[sp->jD]];
         if (u->status == RUNNER_RUN_SUCCEEDED && u->cost > 0 && N > 0 && D > 0)
             v[n++] = log(u->cost / (N * D));
@@ -497,9 +525,11 @@ static void cost_k_from_runs(study_space *sp, const runner_sweep *w, size_t n_us
     free(v);
 }
 
-static st_status design_x(const runner_config *cfg, const runner_sweep *w, size_t n_use,
+/* A design point; w: the released view (study_released_view). */
+static st_status design_x(const runner_config *cfg, const runner_sweep *w,
                           const study_mode_options *o, size_t index, double *x, char *errmsg)
 {
+    size_t n_use = w->n_runs;
     study_space sp;
     st_status rc = study_space_init(&sp, cfg, o, errmsg);
     double *u = rc ? NULL : malloc(sp.P * sizeof(double));
@@ -513,14 +543,14 @@ static st_status design_x(const runner_config *cfg, const runner_sweep *w, size_
         sp.div_lr = dN + n_use + 1;
         for (size_t i = 0; i < n_use; i++) {
             const runner_sweep_run *r = &w->runs[i];
-            if (r->status != RUNNER_RUN_FAILED || r->failure != RUNNER_FAIL_DIVERGED)
+            if (r->parent || r->status != RUNNER_RUN_FAILED || r->failure != RUNNER_FAIL_DIVERGED)
                 continue;
             dN[sp.n_div] = sp.jN != STUDY_NONE ? r->x[sp.pidx[sp.jN]] : r->final_N;
             dN[n_use + 1 + sp.n_div++] = r->x[sp.pidx[sp.jLR]];
         }
     }
     if (!rc) {
-        cost_k_from_runs(&sp, w, n_use);
+        cost_k_from_runs(&sp, w);
         if (!cfg->cost_expr && !isfinite(cfg->max_cost_per_run)) {
             /* the box's largest setting under the cost just learned */
             for (size_t j = 0; j < sp.P; j++)
@@ -549,7 +579,7 @@ st_status study_propose(const runner_sweep *w, const runner_propose_request *req
         errmsg = local;
     study_mode_options o = opts ? *opts : study_mode_options_default();
     const runner_config *cfg = req->cfg;
-    size_t n_use = req->n_released < w->n_runs ? req->n_released : w->n_runs;
+    size_t n_use = req->n_released; /* suggestions: study_released_view adds their branches */
     if (req->index >= study_design_size(cfg)) {
         /* not given: NAN (or 0 from a parser that leaves it unset) */
         double C =
@@ -572,7 +602,12 @@ st_status study_propose(const runner_sweep *w, const runner_propose_request *req
             return ST_OK;
         /* the engine cannot fit yet, or nothing adds information: the design goes on */
     }
-    return design_x(cfg, w, n_use, &o, req->index, x, errmsg);
+    runner_sweep view;
+    if (study_released_view(w, n_use, &view))
+        return st_errf(errmsg, ST_ENOMEM, "out of memory");
+    st_status rc = design_x(cfg, &view, &o, req->index, x, errmsg);
+    free(view.runs);
+    return rc;
 }
 
 st_status study_proposer(void *user, const runner_propose_request *req, double *x, char *errmsg)

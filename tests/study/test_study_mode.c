@@ -614,6 +614,35 @@ static void test_sweep_launch(void)
         CHECK(system(cmd) == 0);
 }
 
+/* The proposer's view of a sweep with cooldown branches: suggestions 1, 2, 3 (rows 1, 2, 5),
+ * branches of 1 (row 3), of 2 (row 6, made after suggestion 3's row) and of 3 (row 7); with
+ * two suggestions released it sees rows 1, 2, 3 and 6, nothing of suggestion 3. */
+static void test_released_view(void)
+{
+    runner_sweep_run runs[6];
+    memset(runs, 0, sizeof(runs));
+    const uint64_t ids[6] = {1, 2, 3, 5, 6, 7}, parents[6] = {0, 0, 1, 0, 2, 5};
+    for (size_t i = 0; i < 6; i++) {
+        runs[i].id = ids[i];
+        runs[i].parent = parents[i];
+    }
+    runner_sweep w;
+    memset(&w, 0, sizeof(w));
+    w.runs = runs;
+    w.n_runs = 6;
+    runner_sweep v;
+    CHECK_ST(study_released_view(&w, 2, &v), ST_OK);
+    CHECK(v.n_runs == 4 && v.runs[0].id == 1 && v.runs[1].id == 2 && v.runs[2].id == 3 &&
+          v.runs[3].id == 6);
+    free(v.runs);
+    CHECK_ST(study_released_view(&w, 0, &v), ST_OK);
+    CHECK(v.n_runs == 0);
+    free(v.runs);
+    CHECK_ST(study_released_view(&w, 99, &v), ST_OK); /* everything */
+    CHECK(v.n_runs == 6);
+    free(v.runs);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -627,6 +656,7 @@ int main(int argc, char **argv)
     test_design_shape();
     test_design_below_divergence();
     test_proposer();
+    test_released_view();
     test_sweep_launch();
     return check_summary("study.mode");
 }
