@@ -98,7 +98,9 @@ int sweep_do_watch(const sweep_args *a)
         if (!st.controller_alive && st.n_by_status[RUNNER_RUN_RUNNING] == 0) {
             int done = st.budget_runs && st.n_runs >= st.budget_runs &&
                        st.n_by_status[RUNNER_RUN_PENDING] == 0 &&
-                       st.n_by_status[RUNNER_RUN_STOPPED] == 0;
+                       st.n_by_status[RUNNER_RUN_STOPPED] == 0 &&
+                       st.n_branch_by_status[RUNNER_RUN_PENDING] == 0 &&
+                       st.n_branch_by_status[RUNNER_RUN_STOPPED] == 0;
             if (done) {
                 printf("sweep '%s' finished\n", st.name);
                 return 0;
