@@ -56,6 +56,8 @@ static void usage(FILE *f)
                "                        model, kept with its run (not independent runs);\n"
                "                        points the law does not describe are left out,\n"
                "                        with a warning\n"
+               "  --no-branches         leave cooldown branches out (by default each is a\n"
+               "                        point of its parent run)\n"
                "  --json                print JSON\n"
                "  --emit yaml|command   print the recommended run instead, ready to launch: a\n"
                "                        one-run sweep file (all parameters fixed) or a shell\n"
@@ -77,7 +79,7 @@ typedef struct args {
     const char *db, *sweep, *config, *out, *emit, *emit_name, *emit_out;
     cli_emit_options eo;
     double compute, factor;
-    int json, allow_unsafe, no_backtest, curves;
+    int json, allow_unsafe, no_backtest, curves, no_branches;
     fit_xp_options o;
     const char *role_name[32];
     fit_xp_role role[32];
@@ -129,6 +131,10 @@ static int parse_args(int argc, char **argv, args *a)
         }
         if (!strcmp(s, "--curves")) {
             a->curves = 1;
+            continue;
+        }
+        if (!strcmp(s, "--no-branches")) {
+            a->no_branches = 1;
             continue;
         }
         if (!strcmp(s, "--no-backtest")) {
@@ -440,6 +446,7 @@ static int study_setup(const args *a, study_options *so, runner_config **cfg)
     so->config_override = *cfg;
     so->backtest = !a->no_backtest;
     so->curves = a->curves;
+    so->branches = !a->no_branches;
     so->n_roles = a->n_roles;
     for (size_t k = 0; k < a->n_roles; k++) {
         /* "name=role": the name part, kept in the args' own buffer */

@@ -21,6 +21,7 @@ study_options study_options_default(void)
     o.factor = 10;
     o.fit_max_cost = INFINITY;
     o.backtest = 1;
+    o.branches = 1;
     o.curve_weight = 0.5;
     o.n_curve_fractions = 2;
     o.curve_fractions[0] = 0.25;

@@ -61,7 +61,10 @@ typedef struct study_options {
     double curve_weight;       /* in [0, 1]; default 0.5 */
     size_t n_curve_fractions;  /* default 2: 0.25 and 0.5 */
     double curve_fractions[8]; /* each in (0, 1) */
-    size_t n_roles;            /* role overrides: parameter role_name[k] has role[k] */
+    /* 1 (default): cooldown branches are points of their parents (study_branches_load); 0:
+     * left out and counted unused */
+    int branches;
+    size_t n_roles; /* role overrides: parameter role_name[k] has role[k] */
     const char *role_name[STUDY_MAX_ROLES];
     fit_xp_role role[STUDY_MAX_ROLES];
 } study_options;

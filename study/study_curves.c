@@ -182,7 +182,7 @@ st_status study_branches_load(study *s)
         if (!u->parent)
             continue;
         size_t k = engine_run_of(s, u->parent);
-        if (k == s->n || u->status != RUNNER_RUN_SUCCEEDED ||
+        if (!s->o.branches || k == s->n || u->status != RUNNER_RUN_SUCCEEDED ||
             !(u->objective > 0 && isfinite(u->objective)) ||
             !(u->final_D > 0 && isfinite(u->final_D))) {
             s->counts.n_branch_unused++;

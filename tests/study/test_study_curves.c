@@ -204,6 +204,13 @@ static void check_branches(void)
     CHECK_REL(Dc, 0.3 * D, 1e-12);
     CHECK_REL(y, 2.4, 1e-12);
     study_destroy(s);
+    /* extrapolate --no-branches: every branch unused, no point */
+    o.branches = 0;
+    CHECK_ST(study_open(db, "curves", &o, &s, em), ST_OK);
+    c = study_get_counts(s);
+    CHECK(c->n_branch_points == 0 && c->n_branch_unused == 3 && c->n_used == 4);
+    CHECK(study_n_curve_points(s) == 0);
+    study_destroy(s);
     store_remove(dir, db);
 }
 
