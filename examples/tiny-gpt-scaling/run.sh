@@ -16,6 +16,9 @@
 #   E2E_TOKENS_MIN (1e5)  E2E_TOKENS_MAX (2e6)  E2E_WARMUP (0.05; empty: searched)
 #   E2E_LR_MIN (1e-4)  E2E_LR_MAX (0.3)  E2E_WD (empty: weight decay searched 1e-3-0.5; a value: fixed)
 #   E2E_CURVES (0; 1: scaletune extrapolate --curves)
+#   E2E_BRANCHES (0; 1: runs train warmup-stable-decay with a checkpoint every E2E_CKPT_EVERY (25)
+#   steps and the controller branches cooldowns off each at 40% and 70% of its steps,
+#   docs/config.md "Cooldown branches"; extrapolate keeps them as points of their runs)
 #   E2E_SEED (3: the sweep's seed)  E2E_SEED_LARGE (1240: the large run's weights' seed; what its
 #   one-run sweep drew when the seed was searched)  E2E_THREADS_LARGE (2)  E2E_BOOT (200)  E2E_OPTIMIZER (an optimizer block replacing the mode's)
 #   E2E_ALLOW_UNSAFE (0; 1: a recommendation refused as unsafe, exit 3, is trained anyway)
@@ -47,6 +50,12 @@ if [ -n "$WD" ]; then WD_LINE="weight_decay: {value: $WD}"
 else WD_LINE="weight_decay: {space: log, min: 1.0e-3, max: 0.5, center: 0.05}"; fi
 CURVES=()
 [ "${E2E_CURVES:-0}" = 1 ] && CURVES=(--curves)
+BRANCH_ARGS=""
+BRANCH_BLOCK=""
+if [ "${E2E_BRANCHES:-0}" = 1 ]; then
+  BRANCH_ARGS=', "--schedule", "wsd", "--decay-frac", "0.2", "--checkpoint", "{_checkpoint}-{{step}}", "--checkpoint-every", "'"${E2E_CKPT_EVERY:-25}"'"'
+  BRANCH_BLOCK='branches: {at: [0.4, 0.7], decay_fraction: 0.2, args: ["--branch-from", "{_parent_checkpoint}-{_branch_step}", "--decay-steps", "{_decay_steps}", "--parent-run", "{_parent_run}"]}'
+fi
 if [ -n "$WARMUP" ]; then WARMUP_LINE="warmup:  {value: $WARMUP}"
 else WARMUP_LINE="warmup:  {space: logit, min: 0.0, max: 0.5, center: 0.05}"; fi
 if [ "$MODE" = study ]; then
@@ -84,7 +93,8 @@ name: $SW
 command: ["$TRAIN", "--d-model", "{d_model}", "--n-layer", "{n_layer}", "--n-head", "1",
           "--tokens", "{tokens}", "--lr", "{lr}", "--warmup", "{warmup}",
           "--weight-decay", "{weight_decay}", "--seed", "{seed}",
-          "--seq-len", "$SEQ", "--batch", "16", "--eval-batches", "16", "--threads", "{threads}"]
+          "--seq-len", "$SEQ", "--batch", "16", "--eval-batches", "16", "--threads", "{threads}"$BRANCH_ARGS]
+$BRANCH_BLOCK
 objective: {metric: val_loss, goal: minimize}
 cost: {metric: flops, expr: "6 * (12 * {n_layer} * {d_model}^2 + 256 * {d_model}) * {tokens}"}
 parameters:

@@ -302,6 +302,8 @@ class RunnerStatus(Structure):
         ("last_ended", c_double),
         ("n_bad_final", c_size_t),
         ("bad_final", c_char * 384),
+        ("n_branches", c_size_t),
+        ("n_branch_by_status", c_size_t * 6),
     ]
 
 

@@ -193,6 +193,7 @@ class Sweep:
         out["controller"] = text(st.controller)
         out["bad_final"] = text(st.bad_final)
         out["n_by_status"] = dict(zip(RUN_STATUSES, list(st.n_by_status)))
+        out["n_branch_by_status"] = dict(zip(RUN_STATUSES, list(st.n_branch_by_status)))
         for k in ("maximize", "has_best", "controller_alive", "stop_requested"):
             out[k] = bool(out[k])
         return out
