@@ -55,7 +55,8 @@ static void fill_run(report *r, rp_run *u, const runner_sweep_run *w, int valida
 }
 
 /* Appends the runs and attempts of one sweep (the validation sweep's values are matched to the
- * report's parameters by name). */
+ * report's parameters by name). Cooldown branches are not runs: the engine has them as points
+ * of their parents (study/), the report's tables and figures leave them out. */
 static st_status add_runs(report *r, const runner_sweep *w, int validation)
 {
     size_t n = w->n_runs, n_att = 0;
@@ -74,6 +75,8 @@ static st_status add_runs(report *r, const runner_sweep *w, int validation)
         return ST_ENOMEM;
     for (size_t i = 0; i < n; i++) {
         const runner_sweep_run *wr = &w->runs[i];
+        if (wr->parent)
+            continue;
         rp_run *u = &r->runs[r->n_runs];
         memset(u, 0, sizeof(*u));
         u->status = dupstr(runner_run_status_name(wr->status));

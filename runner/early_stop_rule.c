@@ -134,7 +134,7 @@ static st_status sweep_misfit(sweep_view *v, double cut, double *err_min, double
     double err[MAX_SIBLINGS];
     size_t k = 0;
     for (size_t i = v->w->n_runs; i-- > 0 && k < MAX_SIBLINGS;)
-        if (v->w->runs[i].status == RUNNER_RUN_SUCCEEDED)
+        if (v->w->runs[i].status == RUNNER_RUN_SUCCEEDED && !v->w->runs[i].parent)
             err[k++] = sibling_error(v->s, v->w->runs[i].id, v->cfg->objective, cut);
     fit_curve_misfit(err, k, err_min, err_max);
     return ST_OK;
