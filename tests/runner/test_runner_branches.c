@@ -186,15 +186,20 @@ static void test_deterministic(void)
                                     "a.id < b.id AND a.run_id > b.run_id") == 0);
 }
 
-/* A controller that goes away mid-sweep: the next one makes no branch twice. */
-static void test_resume(void)
+/* A controller that goes away mid-sweep: the next one makes no branch twice (both release
+ * modes). */
+static void test_resume(int det)
 {
-    runner_config *c = config("br-resume", PARENT_ARGS ", --sleep-ms, '20'",
-                              "budget: {runs: 6}\nparallel: 2\ndeterministic: false\n");
+    char name[32], dbn[32];
+    snprintf(name, sizeof(name), "br-resume-%d", det);
+    snprintf(dbn, sizeof(dbn), "resume-%d.db", det);
+    runner_config *c = config(name, PARENT_ARGS ", --sleep-ms, '20'",
+                              det ? "budget: {runs: 6}\nparallel: 2\n"
+                                  : "budget: {runs: 6}\nparallel: 2\ndeterministic: false\n");
     CHECK(c != NULL);
     if (!c)
         return;
-    const char *db = tu_path("resume.db");
+    const char *db = tu_path(dbn);
     runner_options o = runner_options_default();
     o.db_path = db;
     o.poll_seconds = 0.005;
@@ -213,7 +218,7 @@ static void test_resume(void)
     runner_destroy(r); /* its attempts run on; the next controller adopts them */
     runner_config_destroy(c);
     int fin = 0;
-    CHECK_ST(tu_sweep(db, NULL, "br-resume", &fin), ST_OK);
+    CHECK_ST(tu_sweep(db, NULL, name, &fin), ST_OK);
     CHECK(fin);
     CHECK(tu_query(db, "SELECT count(*) FROM runs WHERE parent_run IS NULL AND status = 2") == 6);
     check_branch_rows(db, 6);
@@ -321,7 +326,8 @@ int main(int argc, char **argv)
     test_sweep(0);
     test_sweep(1);
     test_deterministic();
-    test_resume();
+    test_resume(0);
+    test_resume(1);
     test_failures();
     tu_cleanup();
     st_global_cleanup();
