@@ -321,7 +321,10 @@ const char *report_errmsg(const report *r)
 
 size_t report_n_runs(const report *r)
 {
-    return r->n_sweep_runs;
+    size_t n = 0; /* cooldown branches are points of their runs, not runs */
+    for (size_t i = 0; i < r->n_sweep_runs; i++)
+        n += !r->runs[i].branch;
+    return n;
 }
 
 size_t report_n_pareto(const report *r)
@@ -422,6 +425,8 @@ static json_t *run_json(const report *r, const rp_run *u)
     json_object_set_new(j, "beyond_fit", json_boolean(u->beyond));
     if (u->validation)
         json_object_set_new(j, "validation_sweep", json_string(r->validate_sweep));
+    if (u->branch) /* a cooldown branch: a point of that run */
+        json_object_set_new(j, "parent_run", json_integer((json_int_t)u->branch));
     if (u->beyond) {
         json_t *pr = json_object();
         json_object_set_new(pr, "objective", jnum(u->pred));
@@ -624,6 +629,8 @@ st_status report_csv_dup(report *r, char **out)
     rp_buf_add(&b, ",objective,cost,attempts\n");
     for (size_t i = 0; i < r->n_sweep_runs; i++) {
         const rp_run *u = &r->runs[i];
+        if (u->branch)
+            continue; /* a point of its parent run (the JSON has it with parent_run) */
         rp_buf_addf(&b, "%lld,", (long long)u->id);
         csv_field(&b, u->status);
         for (size_t k = 0; k < r->n_params; k++) {
@@ -663,12 +670,12 @@ st_status report_md_dup(report *r, char **out)
     md_cell(&b, r->objective);
     rp_buf_addf(&b, " (%s) |\n| cost | ", r->goal);
     md_cell(&b, r->cost_metric);
-    size_t n_ok = 0, n_att = 0;
+    size_t n_ok = 0, n_att = 0, n_br = 0;
     for (size_t i = 0; i < r->n_sweep_runs; i++)
-        n_ok += r->runs[i].succeeded, n_att += r->runs[i].n_attempts;
+        n_ok += r->runs[i].succeeded, n_att += r->runs[i].n_attempts, n_br += !!r->runs[i].branch;
     rp_buf_addf(&b,
                 " |\n| runs | %zu (%zu succeeded) |\n| attempts | %zu |\n| Pareto runs | %zu |\n",
-                r->n_sweep_runs, n_ok, n_att, r->n_front);
+                r->n_sweep_runs - n_br, n_ok, n_att, r->n_front);
 
     rp_fmt_human(v1, sizeof(v1), r->target);
     rp_buf_addf(&b, "\n## Recommendation at compute %s (method: %s)\n\n", v1, rp_method_name(r));

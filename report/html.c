@@ -44,11 +44,15 @@ static void num_cell(rp_buf *b, double v)
 static void summary(report *r, rp_buf *b)
 {
     char t[256], v1[64], v2[64];
-    size_t by[6] = {0}, n_att = 0, n_retry = 0;
+    size_t by[6] = {0}, n_att = 0, n_retry = 0, n_br = 0;
     for (size_t i = 0; i < r->n_sweep_runs; i++) {
         const rp_run *u = &r->runs[i];
         static const char *const st[] = {"pending", "running",      "succeeded",
                                          "failed",  "infra_failed", "stopped"};
+        if (u->branch) {
+            n_br++;
+            continue;
+        }
         for (int k = 0; k < 6; k++)
             if (!strcmp(u->status, st[k]))
                 by[k]++;
@@ -63,8 +67,13 @@ static void summary(report *r, rp_buf *b)
     snprintf(t, sizeof(t),
              "%zu: %zu succeeded, %zu failed, %zu infrastructure-failed, %zu stopped, %zu "
              "pending or running",
-             r->n_sweep_runs, by[2], by[3], by[4], by[5], by[0] + by[1]);
+             r->n_sweep_runs - n_br, by[2], by[3], by[4], by[5], by[0] + by[1]);
     row2(b, "runs", t);
+    if (n_br) {
+        snprintf(t, sizeof(t), "%zu (points of their parent runs: diamonds on the loss curves)",
+                 n_br);
+        row2(b, "cooldown branches", t);
+    }
     snprintf(t, sizeof(t), "%zu (%zu retries)", n_att, n_retry);
     row2(b, "attempts", t);
     snprintf(t, sizeof(t), "%zu", r->n_front);
@@ -371,6 +380,8 @@ static void run_table(report *r, rp_buf *b)
     rp_buf_add(b, "</th><th>attempts</th></tr>\n");
     for (size_t i = 0; i < r->n_runs; i++) {
         const rp_run *u = &r->runs[i];
+        if (u->branch)
+            continue; /* a point of its parent run, not a run */
         const char *cls = u->on_front                  ? " class=\"front\""
                           : u->beyond                  ? " class=\"beyond\""
                           : strcmp(u->failure, "none") ? " class=\"fail\""

@@ -19,7 +19,7 @@
 /* Colours (plot.c palette): 0 black, 1 grey, 2 blue, 3 orange, 4 green, 5 red, 6 purple. */
 enum { C_BLACK = 0, C_GREY = 1, C_BLUE = 2, C_ORANGE = 3, C_GREEN = 4, C_RED = 5 };
 /* Glyphs (plpoin codes): filled circle, open circle, cross, open square. */
-enum { G_DOT = 17, G_CIRCLE = 4, G_CROSS = 5, G_SQUARE = 6 };
+enum { G_DOT = 17, G_CIRCLE = 4, G_CROSS = 5, G_SQUARE = 6, G_DIAMOND = 11 };
 
 typedef struct range {
     double lo, hi;
@@ -364,6 +364,10 @@ static st_status fig_curves(report *r, rp_buf *b)
             range_add(&Y, r->curves[i].pred_lo[q]);
             range_add(&Y, r->curves[i].pred_hi[q]);
         }
+        for (size_t q = 0; q < r->curves[i].n_br; q++) {
+            range_add(&X, lg(r->curves[i].br_x[q]));
+            range_add(&Y, r->curves[i].br_y[q]);
+        }
         if (r->curves[i].val_run && r->curves[i].n) {
             range_add(&Y, r->runs[r->curves[i].val_run - 1].pred_lo);
             range_add(&Y, r->runs[r->curves[i].val_run - 1].pred_hi);
@@ -386,9 +390,22 @@ static st_status fig_curves(report *r, rp_buf *b)
     size_t n_col = n_par < N_SHOWN ? n_par : N_SHOWN;
     for (size_t i = 0; i < n_par; i++)
         rp_fig_line(f, r->curves[i].n, lx + off[i], r->curves[i].y, C_GREY, 0.8, 0);
+    size_t n_br = 0;
+    for (size_t i = 0; i < n_par; i++) { /* cooldown branches: their objective, as diamonds */
+        double bx[RP_MAX_BRANCHES];
+        const rp_curve *c = &r->curves[i];
+        for (size_t k = 0; k < c->n_br; k++)
+            bx[k] = lg(c->br_x[k]);
+        rp_fig_points(f, c->n_br, bx, c->br_y, C_GREY, G_DIAMOND, 1.1);
+        n_br += c->n_br;
+    }
     for (size_t j = 0; j < n_col; j++) {
         size_t i = n_col > 1 ? j * (n_par - 1) / (n_col - 1) : 0;
         const rp_curve *c = &r->curves[i];
+        double bx[RP_MAX_BRANCHES];
+        for (size_t k = 0; k < c->n_br; k++)
+            bx[k] = lg(c->br_x[k]);
+        rp_fig_points(f, c->n_br, bx, c->br_y, 2 + (int)j, G_DIAMOND, 1.3);
         rp_fig_line(f, c->n, lx + off[i], c->y, 2 + (int)j, 1.6, 0);
         char t[64];
         snprintf(t, sizeof(t), "run %lld", (long long)c->run);
@@ -397,6 +414,11 @@ static st_status fig_curves(report *r, rp_buf *b)
     }
     if (n_par > n_col)
         rp_fig_legend(f, "other Pareto runs", C_GREY, -1, 1, 0);
+    if (n_br) {
+        char t[120];
+        snprintf(t, sizeof(t), "cooldown branch (its %s)", r->objective);
+        rp_fig_legend(f, t, C_BLACK, G_DIAMOND, 0, 0);
+    }
     curves_validation(r, f, lx, off);
     free(off);
     if (!total)
@@ -409,7 +431,12 @@ static st_status fig_curves(report *r, rp_buf *b)
     const char *law = NULL;
     for (size_t i = n_par; i < r->n_curves && !law; i++)
         law = r->curves[i].n_pred ? r->curves[i].pred_law : NULL;
-    char cap[1000], pc[320] = "";
+    char cap[1400], pc[320] = "", bc[240] = "";
+    if (n_br)
+        snprintf(bc, sizeof(bc),
+                 " Diamonds: the %s of the runs' %zu cooldown branches, at the %s of the tokens "
+                 "each trained on: what the run's setting reached when cooled down there.",
+                 r->objective, n_br, all_cost ? "cost" : "step");
     if (law)
         snprintf(pc, sizeof(pc),
                  " Blue, dashed: its curve predicted from its own first 30%% (%s, fitted on the "
@@ -422,8 +449,8 @@ static st_status fig_curves(report *r, rp_buf *b)
     snprintf(cap, sizeof(cap),
              "Training loss of the %zu Pareto runs (the step records of each one's last "
              "attempt) against the cost spent so far, or the step when the records do not carry "
-             "the cost%s.%s%s",
-             n_par, n_par > N_SHOWN ? "; nine, evenly spaced along the front, in colour" : "",
+             "the cost%s.%s%s%s",
+             n_par, n_par > N_SHOWN ? "; nine, evenly spaced along the front, in colour" : "", bc,
              r->n_curves > n_par
                  ? " Black: the validation run's training loss; at its end, orange: the "
                    "engine's prediction of its objective with the interval, black square: the "

@@ -39,8 +39,9 @@ static void fill_run(report *r, rp_run *u, const runner_sweep_run *w, int valida
     u->N = w->final_N;
     u->D = w->final_D;
     u->n_attempts = w->n_att;
+    u->branch = (int64_t)w->parent;
     u->succeeded = w->status == RUNNER_RUN_SUCCEEDED && isfinite(u->objective) &&
-                   isfinite(u->cost) && u->cost > 0;
+                   isfinite(u->cost) && u->cost > 0 && !u->branch;
     u->validation = validation;
     u->beyond = validation || (isfinite(u->cost) && u->cost > r->o.fit_max_cost);
     u->pred = u->pred_lo = u->pred_hi = u->pred_p = NAN;
@@ -55,8 +56,7 @@ static void fill_run(report *r, rp_run *u, const runner_sweep_run *w, int valida
 }
 
 /* Appends the runs and attempts of one sweep (the validation sweep's values are matched to the
- * report's parameters by name). Cooldown branches are not runs: the engine has them as points
- * of their parents (study/), the report's tables and figures leave them out. */
+ * report's parameters by name), in the sweep's order (the engine's run indices are into it). */
 static st_status add_runs(report *r, const runner_sweep *w, int validation)
 {
     size_t n = w->n_runs, n_att = 0;
@@ -75,8 +75,6 @@ static st_status add_runs(report *r, const runner_sweep *w, int validation)
         return ST_ENOMEM;
     for (size_t i = 0; i < n; i++) {
         const runner_sweep_run *wr = &w->runs[i];
-        if (wr->parent)
-            continue;
         rp_run *u = &r->runs[r->n_runs];
         memset(u, 0, sizeof(*u));
         u->status = dupstr(runner_run_status_name(wr->status));
@@ -269,8 +267,28 @@ static st_status load_curve(report *r, runner_store *s, int64_t id, rp_curve *c,
     return rc;
 }
 
-/* The curves of the Pareto runs, then of the validation sweep's runs (drawn against their
- * prediction). */
+/* The succeeded cooldown branches of curve c's run (r->sw's rows whose parent it is): each at
+ * the run's last x scaled by its tokens over the run's. */
+static void load_branches(report *r, rp_curve *c)
+{
+    const runner_sweep_run *p = NULL;
+    for (size_t i = 0; i < r->sw->n_runs && !p; i++)
+        if (r->sw->runs[i].id == (uint64_t)c->run)
+            p = &r->sw->runs[i];
+    if (!p || !c->n || !(p->final_D > 0))
+        return;
+    for (size_t i = 0; i < r->sw->n_runs && c->n_br < RP_MAX_BRANCHES; i++) {
+        const runner_sweep_run *b = &r->sw->runs[i];
+        if (b->parent != (uint64_t)c->run || b->status != RUNNER_RUN_SUCCEEDED ||
+            !(b->final_D > 0) || !isfinite(b->objective))
+            continue;
+        c->br_x[c->n_br] = c->x[c->n - 1] * b->final_D / p->final_D;
+        c->br_y[c->n_br++] = b->objective;
+    }
+}
+
+/* The curves of the Pareto runs (with their cooldown branches), then of the validation sweep's
+ * runs (drawn against their prediction). */
 static st_status load_curves(report *r, runner_store *s)
 {
     size_t n_val = 0;
@@ -285,6 +303,7 @@ static st_status load_curves(report *r, runner_store *s)
         st_status rc = load_curve(r, s, r->runs[r->front[i]].id, &r->curves[r->n_curves], 0);
         if (rc)
             return rc;
+        load_branches(r, &r->curves[r->n_curves]);
         r->n_curves++;
     }
     for (size_t i = 0; i < r->n_runs; i++) {

@@ -41,6 +41,8 @@ typedef struct rp_run {
     int on_front;   /* on the Pareto front of the fitted runs */
     int beyond;     /* left out of the fits (cost above fit_max_cost, or validation sweep) */
     int validation; /* from the validation sweep */
+    int64_t branch; /* a cooldown branch: its parent's id (never `succeeded`: not a run of its
+                       own; the loss curves draw it on its parent's, rp_curve) */
     /* beyond runs: the engine's prediction (the model at the run's settings, else the front's
      * law at its cost); NAN if none. pred_p: P(diverge) (model only). */
     double pred, pred_lo, pred_hi, pred_p;
@@ -56,6 +58,8 @@ typedef struct rp_attempt {
 } rp_attempt;
 
 /* The training curve of one Pareto or validation run (its last attempt's step records). */
+#define RP_MAX_BRANCHES 16 /* branches drawn per run (the sweep file allows 16 fractions) */
+
 typedef struct rp_curve {
     int64_t run;
     size_t n;
@@ -70,6 +74,10 @@ typedef struct rp_curve {
     double *pred_x, *pred_y, *pred_lo, *pred_hi; /* one block, pred_x owns it */
     const char *pred_law;
     double pred_from; /* the last step of the points it was fitted on */
+    /* a Pareto run's succeeded cooldown branches (docs/config.md, "Cooldown branches"): each
+     * its objective at its own tokens, placed at x_last x its tokens / the run's */
+    size_t n_br;
+    double br_x[RP_MAX_BRANCHES], br_y[RP_MAX_BRANCHES];
 } rp_curve;
 
 /* A law y(C) on a log-spaced grid of cost, with its pointwise bootstrap band. */

@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <jansson.h>
 #include <math.h>
+#include <sqlite3.h>
 
 #include "report/report.h"
 #include "report/report_int.h"
@@ -681,6 +682,71 @@ static void test_human(void)
     }
 }
 
+/* Cooldown branches (rows with a parent_run, as the controller's `branches:` block makes them):
+ * one per succeeded run at half its tokens, 5% above it. They are points of their runs: not in
+ * the run count, the runs table or the CSV, never on the front; the JSON lists them with their
+ * parent; the loss curves draw them as diamonds; the engine keeps them as points. */
+static void test_branches(void)
+{
+    char db[4200];
+    snprintf(db, sizeof(db), "%s", rt_path("branches.db"));
+    CHECK_ST(rt_sweep_k(db, "brs", 14, 10), ST_OK);
+    sqlite3 *h = NULL;
+    CHECK(sqlite3_open(db, &h) == SQLITE_OK);
+    CHECK(sqlite3_exec(h,
+                       "INSERT INTO runs(sweep_id, status, x, created, objective, cost, final, "
+                       "parent_run, branch_step, decay_steps) SELECT sweep_id, 2, x, created, "
+                       "objective * 1.05, cost * 0.2, json_set(final, '$.tokens', "
+                       "json_extract(final, '$.tokens') * 0.5, '$.val_loss', objective * 1.05), "
+                       "id, 4, 1 FROM runs WHERE status = 2 AND parent_run IS NULL",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    int n_br = 0, n_runs = 0;
+    if (sqlite3_prepare_v2(h,
+                           "SELECT sum(parent_run IS NOT NULL), sum(parent_run IS NULL) FROM "
+                           "runs",
+                           -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+        n_br = sqlite3_column_int(st, 0);
+        n_runs = sqlite3_column_int(st, 1);
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    CHECK(n_br >= 4 && n_runs == 14);
+
+    report_options o = report_options_default();
+    o.n_boot = 40;
+    report *r = NULL;
+    char em[ST_ERRMSG_MAX];
+    CHECK_ST(report_create(db, "brs", &o, &r, em), ST_OK);
+    if (!r) {
+        fprintf(stderr, "%s\n", em);
+        return;
+    }
+    CHECK(report_n_runs(r) == (size_t)n_runs);
+    json_t *root = load_json(r);
+    json_t *runs = json_object_get(root, "runs"), *front = json_object_get(root, "pareto");
+    size_t with_parent = 0;
+    for (size_t i = 0; i < json_array_size(runs); i++)
+        with_parent += json_object_get(json_array_get(runs, i), "parent_run") != NULL;
+    CHECK(json_array_size(runs) == (size_t)(n_runs + n_br) && with_parent == (size_t)n_br);
+    for (size_t i = 0; i < json_array_size(front); i++) /* ids of runs: at most n_runs */
+        CHECK(json_integer_value(json_object_get(json_array_get(front, i), "id")) <= n_runs);
+    json_decref(root);
+    char *html = NULL, *csv = NULL;
+    CHECK_ST(report_html_dup(r, &html), ST_OK);
+    CHECK(html && strstr(html, "Diamonds: the val_loss of the runs'") &&
+          strstr(html, "cooldown branches</th>"));
+    CHECK_ST(report_csv_dup(r, &csv), ST_OK);
+    size_t lines = 0;
+    for (const char *p = csv; p && *p; p++)
+        lines += *p == '\n';
+    CHECK(lines == (size_t)n_runs + 1); /* the header and the runs */
+    free(html);
+    free(csv);
+    report_destroy(r);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -699,6 +765,7 @@ int main(int argc, char **argv)
     test_beyond(db);
     test_validate_sweep(db);
     test_errors(db);
+    test_branches();
     rt_cleanup();
     return check_summary("report.outputs");
 }
