@@ -119,6 +119,23 @@ static st_status curve(report *r, size_t i, const double *grid, rp_curve_band *l
     return ST_OK;
 }
 
+/* A validation run's predicted curve: the model at its settings (engine coordinates x) and
+ * model size, at fractions 0.1 .. 1 of its tokens (log-spaced). */
+static void predict_envelope(report *r, rp_run *u, const double *x)
+{
+    u->n_env = 0;
+    for (size_t k = 0; k < RP_ENV; k++) {
+        double f = pow(10.0, -1.0 + (double)k / (RP_ENV - 1));
+        double y, lo, hi;
+        if (fit_xp_predict(r->xp, x, u->N, u->D * f, &y, &lo, &hi, NULL) != ST_OK)
+            continue;
+        u->env_f[u->n_env] = f;
+        u->env_y[u->n_env] = y;
+        u->env_lo[u->n_env] = lo;
+        u->env_hi[u->n_env++] = hi;
+    }
+}
+
 /* Predictions for runs beyond the fit: the model at the run's settings (its own model size and
  * tokens), else the objective's front law at its cost. */
 static void predict_beyond(report *r)
@@ -134,6 +151,8 @@ static void predict_beyond(report *r)
                 x[j] = u->x[r->hp[j].param];
             ok = fit_xp_predict(r->xp, x, u->N, u->D, &u->pred, &u->pred_lo, &u->pred_hi,
                                 &u->pred_p) == ST_OK;
+            if (ok && u->validation)
+                predict_envelope(r, u, x);
         }
         if (!ok && r->loss_law.ok) {
             double C = u->cost;

@@ -435,6 +435,18 @@ static json_t *run_json(const report *r, const rp_run *u)
         json_object_set_new(pr, "p_diverge", jnum(u->pred_p));
         json_object_set_new(j, "predicted", pr);
     }
+    if (u->n_env) { /* the model at its settings with fewer tokens (rp_run.env_*) */
+        json_t *env = json_array();
+        for (size_t k = 0; k < u->n_env; k++) {
+            json_t *e = json_object();
+            json_object_set_new(e, "token_fraction", jnum(u->env_f[k]));
+            json_object_set_new(e, "objective", jnum(u->env_y[k]));
+            json_object_set_new(e, "lo", jnum(u->env_lo[k]));
+            json_object_set_new(e, "hi", jnum(u->env_hi[k]));
+            json_array_append_new(env, e);
+        }
+        json_object_set_new(j, "predicted_curve", env);
+    }
     return j;
 }
 

@@ -303,7 +303,7 @@ static st_status fig_hp(report *r, const rp_hp *h, rp_buf *b)
  * and the objective it reached (black square) at its last record. */
 static void curves_validation(report *r, rp_fig *f, const double *lx, const size_t *off)
 {
-    int legend = 0, predicted = 0;
+    int legend = 0, predicted = 0, envelope = 0;
     for (size_t i = r->n_front; i < r->n_curves; i++) {
         const rp_curve *c = &r->curves[i];
         const rp_run *u = &r->runs[c->val_run - 1];
@@ -319,6 +319,14 @@ static void curves_validation(report *r, rp_fig *f, const double *lx, const size
         rp_fig_line(f, c->n, lx + off[i], c->y, C_BLACK, 2, 0);
         if (!c->n)
             continue;
+        if (u->n_env) { /* the model at its settings with fewer tokens, at their cost or step */
+            double ex[RP_ENV], x_last = c->x[c->n - 1];
+            for (size_t k = 0; k < u->n_env; k++)
+                ex[k] = lg(x_last * u->env_f[k]);
+            rp_fig_band(f, u->n_env, ex, u->env_lo, u->env_hi, C_GREEN);
+            rp_fig_line(f, u->n_env, ex, u->env_y, C_GREEN, 1.6, 1);
+            envelope = 1;
+        }
         double x = lx[off[i] + c->n - 1];
         rp_fig_errbars(f, 1, &x, &u->pred_lo, &u->pred_hi, C_ORANGE, 0);
         rp_fig_points(f, 1, &x, &u->pred, C_ORANGE, G_DOT, 1.3);
@@ -334,6 +342,8 @@ static void curves_validation(report *r, rp_fig *f, const double *lx, const size
     }
     if (predicted)
         rp_fig_legend(f, "predicted curve (its own first 30%)", C_BLUE, -1, 1, 1);
+    if (envelope)
+        rp_fig_legend(f, "the model: its setting with fewer tokens", C_GREEN, -1, 1, 1);
 }
 
 /* Training curves of the Pareto runs, and of the validation runs against their prediction. */
@@ -369,8 +379,13 @@ static st_status fig_curves(report *r, rp_buf *b)
             range_add(&Y, r->curves[i].br_y[q]);
         }
         if (r->curves[i].val_run && r->curves[i].n) {
-            range_add(&Y, r->runs[r->curves[i].val_run - 1].pred_lo);
-            range_add(&Y, r->runs[r->curves[i].val_run - 1].pred_hi);
+            const rp_run *u = &r->runs[r->curves[i].val_run - 1];
+            range_add(&Y, u->pred_lo);
+            range_add(&Y, u->pred_hi);
+            for (size_t q = 0; q < u->n_env; q++) {
+                range_add(&X, lg(r->curves[i].x[r->curves[i].n - 1] * u->env_f[q]));
+                range_add(&Y, u->env_y[q]);
+            }
         }
     }
     range_pad(&X, 0.03);
@@ -431,7 +446,14 @@ static st_status fig_curves(report *r, rp_buf *b)
     const char *law = NULL;
     for (size_t i = n_par; i < r->n_curves && !law; i++)
         law = r->curves[i].n_pred ? r->curves[i].pred_law : NULL;
-    char cap[1400], pc[320] = "", bc[240] = "";
+    char cap[1800], pc[320] = "", bc[240] = "", ec[400] = "";
+    for (size_t i = n_par; i < r->n_curves && !ec[0]; i++)
+        if (r->curves[i].val_run && r->runs[r->curves[i].val_run - 1].n_env)
+            snprintf(ec, sizeof(ec),
+                     " Green, dashed: the engine's model at the validation run's settings and "
+                     "model size with fewer tokens (a tenth to all of its own), with its 90%% "
+                     "interval: the loss its setting would reach if cooled down there, what a "
+                     "cooldown branch measures (a run lies above it before its decay).");
     if (n_br)
         snprintf(bc, sizeof(bc),
                  " Diamonds: the %s of the runs' %zu cooldown branches, at the %s of the tokens "
@@ -449,14 +471,14 @@ static st_status fig_curves(report *r, rp_buf *b)
     snprintf(cap, sizeof(cap),
              "Training loss of the %zu Pareto runs (the step records of each one's last "
              "attempt) against the cost spent so far, or the step when the records do not carry "
-             "the cost%s.%s%s%s",
+             "the cost%s.%s%s%s%s",
              n_par, n_par > N_SHOWN ? "; nine, evenly spaced along the front, in colour" : "", bc,
              r->n_curves > n_par
                  ? " Black: the validation run's training loss; at its end, orange: the "
                    "engine's prediction of its objective with the interval, black square: the "
                    "objective it reached."
                  : "",
-             pc);
+             pc, ec);
     caption(b, svg, cap);
     free(svg);
     return ST_OK;

@@ -29,6 +29,8 @@
 #define RP_GRID 64
 
 /* One run of the sweep (or of the validation sweep). */
+#define RP_ENV 10 /* points of a validation run's predicted curve (rp_run.env_*) */
+
 typedef struct rp_run {
     int64_t id;
     char *status;           /* "succeeded", "failed", ... */
@@ -46,6 +48,11 @@ typedef struct rp_run {
     /* beyond runs: the engine's prediction (the model at the run's settings, else the front's
      * law at its cost); NAN if none. pred_p: P(diverge) (model only). */
     double pred, pred_lo, pred_hi, pred_p;
+    /* a validation run predicted by the model: the model at its settings and model size with
+     * fewer tokens, env_f[k] x its own (the loss its setting would reach cooled down there, as
+     * a cooldown branch measures it), with the interval */
+    size_t n_env;
+    double env_f[RP_ENV], env_y[RP_ENV], env_lo[RP_ENV], env_hi[RP_ENV];
 } rp_run;
 
 /* One attempt, for failures and retries over time. */

@@ -595,11 +595,37 @@ static void test_validate_sweep(const char *db)
     for (const char *q = fig; q && (q = strstr(q, "fill=\"#1F77B4\"")) && q < cap; q++)
         n_band++;
     CHECK(n_band >= 1 && n_blue >= 10);
+    /* the model at the validation run's settings with fewer tokens (issue 17, part 4) */
+    CHECK(html && strstr(html, "Green, dashed: the engine's model at the validation run's"));
     if (html)
         check_html(html, report_n_figures(r));
     st_free(html);
     json_t *root = load_json(r);
     CHECK(json_object_get(root, "validation") != NULL);
+    /* its points: fractions 0.1 .. 1 of its tokens; at 1 the prediction of its objective */
+    size_t n_curves = 0;
+    json_t *jr = json_object_get(root, "runs");
+    for (size_t i = 0; i < json_array_size(jr); i++) {
+        json_t *u = json_array_get(jr, i), *pc = json_object_get(u, "predicted_curve");
+        if (!pc)
+            continue;
+        n_curves++;
+        size_t m = json_array_size(pc);
+        json_t *first = json_array_get(pc, 0), *last = json_array_get(pc, m - 1);
+        CHECK(m == RP_ENV && json_object_get(u, "validation_sweep"));
+        CHECK_REL(json_number_value(json_object_get(first, "token_fraction")), 0.1, 1e-12);
+        CHECK_REL(json_number_value(json_object_get(last, "token_fraction")), 1.0, 1e-12);
+        CHECK_REL(json_number_value(json_object_get(last, "objective")),
+                  json_number_value(json_object_get(json_object_get(u, "predicted"), "objective")),
+                  1e-12);
+        for (size_t k = 0; k < m; k++) {
+            json_t *e = json_array_get(pc, k);
+            double y = json_number_value(json_object_get(e, "objective"));
+            CHECK(json_number_value(json_object_get(e, "lo")) <= y &&
+                  y <= json_number_value(json_object_get(e, "hi")));
+        }
+    }
+    CHECK(n_curves == 3); /* the three validation runs */
     json_t *va = json_object_get(root, "validation_alerts");
     CHECK(json_array_size(va) == 1 &&
           !strcmp(json_string_value(json_object_get(json_array_get(va, 0), "kind")),
