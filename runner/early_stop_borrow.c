@@ -104,22 +104,21 @@ typedef struct kin_buf {
 } kin_buf;
 
 /* Succeeded run u as kin at fraction f of its steps: its loss there and its objective. */
-static void add_kin(runner_store *s, const runner_config *cfg, const runner_sweep_run *u, double f,
-                    kin_buf *k)
+static st_status add_kin(es_curves *cc, const runner_config *cfg, const runner_sweep_run *u,
+                         double f, kin_buf *k)
 {
     size_t n = 0, d = 0;
-    double *st = NULL, *val = NULL, *co = NULL;
-    if (!runner_store_run_curve(s, u->id, cfg->objective, NULL, &n, &st, &val, &co) && n >= 2) {
-        double at = loss_at_fraction(st, val, n, f);
-        if (at > 0 && isfinite(at) && u->objective > 0 && isfinite(u->objective)) {
-            k->groups[k->n] = features_of(cfg, u->x, k->xs + k->n * MAX_FEAT, &d);
-            k->cut[k->n] = at;
-            k->final[k->n++] = u->objective;
-        }
+    const double *st = NULL, *val = NULL;
+    st_status rc = es_curve(cc, u->id, &n, &st, &val);
+    if (rc || n < 2)
+        return rc;
+    double at = loss_at_fraction(st, val, n, f);
+    if (at > 0 && isfinite(at) && u->objective > 0 && isfinite(u->objective)) {
+        k->groups[k->n] = features_of(cfg, u->x, k->xs + k->n * MAX_FEAT, &d);
+        k->cut[k->n] = at;
+        k->final[k->n++] = u->objective;
     }
-    free(st);
-    free(val);
-    free(co);
+    return ST_OK;
 }
 
 /* 1 if x lies inside its kin's features (same group; packed, d per run), widened by BOX_MARGIN:
@@ -139,7 +138,7 @@ static int inside_box(const kin_buf *k, const double *x, int group, size_t d)
     return 1;
 }
 
-st_status es_borrow_interval(const runner_config *cfg, runner_store *s, const runner_sweep *w,
+st_status es_borrow_interval(const runner_config *cfg, es_curves *cc, const runner_sweep *w,
                              const runner_curve *c, double *pred, double *lo, double *hi,
                              char *errmsg)
 {
@@ -153,15 +152,19 @@ st_status es_borrow_interval(const runner_config *cfg, runner_store *s, const ru
     kin_buf *k = calloc(1, sizeof(kin_buf));
     if (!k)
         return st_errf(errmsg, ST_ENOMEM, "out of memory");
-    for (size_t i = w->n_runs; i-- > 0 && k->n < MAX_KIN;) {
+    st_status rc = ST_OK;
+    for (size_t i = w->n_runs; i-- > 0 && k->n < MAX_KIN && !rc;) {
         const runner_sweep_run *u = &w->runs[i];
         if (u->status == RUNNER_RUN_SUCCEEDED && !u->parent && u->id != c->run)
-            add_kin(s, cfg, u, f, k);
+            rc = add_kin(cc, cfg, u, f, k);
+    }
+    if (rc) {
+        free(k);
+        return st_errf(errmsg, rc, "borrowed interval: reading the runs' curves");
     }
     /* the features packed to d per run, as fit_curve_kin has them */
     for (size_t j = 0; j < k->n; j++)
         memmove(k->xs + j * d, k->xs + j * MAX_FEAT, d * sizeof(double));
-    st_status rc = ST_OK;
     if (!inside_box(k, x, group, d))
         rc = st_errf(errmsg, ST_EINVAL, "borrowed interval: the run is outside its kin");
     fit_curve_kin kin = {k->n, d, k->xs, k->groups, k->cut, k->final};

@@ -60,13 +60,67 @@ static size_t usable_points(const double *step, const double *loss, size_t n, do
     return m;
 }
 
+/* ---- the curves of one check, each read once ---------------------------------------------- */
+
+typedef struct es_curve_entry {
+    uint64_t id;
+    size_t n;
+    double *steps, *vals;
+} es_curve_entry;
+
+struct es_curves {
+    runner_store *s;
+    const char *metric;
+    es_curve_entry *e;
+    size_t n, cap;
+};
+
+st_status es_curve(es_curves *cc, uint64_t id, size_t *n, const double **steps, const double **vals)
+{
+    for (size_t i = 0; i < cc->n; i++)
+        if (cc->e[i].id == id) {
+            *n = cc->e[i].n, *steps = cc->e[i].steps, *vals = cc->e[i].vals;
+            return ST_OK;
+        }
+    if (cc->n == cc->cap) {
+        size_t cap = cc->cap ? 2 * cc->cap : 64;
+        es_curve_entry *ne = realloc(cc->e, cap * sizeof(*ne));
+        if (!ne)
+            return ST_ENOMEM;
+        cc->e = ne;
+        cc->cap = cap;
+    }
+    es_curve_entry *e = &cc->e[cc->n];
+    double *costs = NULL;
+    memset(e, 0, sizeof(*e));
+    e->id = id;
+    st_status rc =
+        runner_store_run_curve(cc->s, id, cc->metric, NULL, &e->n, &e->steps, &e->vals, &costs);
+    free(costs);
+    if (rc)
+        return rc;
+    cc->n++;
+    *n = e->n, *steps = e->steps, *vals = e->vals;
+    return ST_OK;
+}
+
+static void curves_free(es_curves *cc)
+{
+    for (size_t i = 0; i < cc->n; i++) {
+        free(cc->e[i].steps);
+        free(cc->e[i].vals);
+    }
+    free(cc->e);
+}
+
 /* The relative error at `cut` of one succeeded run (its whole eval curve); NAN if unusable. */
-static double sibling_error(runner_store *s, uint64_t id, const char *metric, double cut)
+static double sibling_error(es_curves *cc, uint64_t id, double cut)
 {
     size_t n = 0;
-    double *st = NULL, *val = NULL, *co = NULL, e = NAN;
-    if (runner_store_run_curve(s, id, metric, NULL, &n, &st, &val, &co) || n < 2)
-        goto out;
+    const double *st = NULL, *val = NULL;
+    double e = NAN;
+    if (es_curve(cc, id, &n, &st, &val) || n < 2)
+        return NAN;
     double last = round(st[n - 1]);
     size_t *steps = malloc(n * sizeof(size_t));
     double *loss = malloc(n * sizeof(double)), *lr = malloc((size_t)fmax(last, 1) * sizeof(double));
@@ -83,10 +137,6 @@ static double sibling_error(runner_store *s, uint64_t id, const char *metric, do
     free(steps);
     free(loss);
     free(lr);
-out:
-    free(st);
-    free(val);
-    free(co);
     return e;
 }
 
@@ -98,6 +148,7 @@ typedef struct sweep_view {
     st_status rc; /* its outcome */
     runner_store *s;
     runner_sweep *w;
+    es_curves curves; /* the finished runs' curves, read once for both rules */
     char em[ST_ERRMSG_MAX];
 } sweep_view;
 
@@ -111,11 +162,14 @@ static st_status view_read(sweep_view *v)
         v->rc = runner_store_read_sweep(v->s, v->cfg->name, &v->w);
     if (v->rc && v->s)
         snprintf(v->em, sizeof(v->em), "%s", runner_store_errmsg(v->s));
+    v->curves.s = v->s;
+    v->curves.metric = v->cfg->objective;
     return v->rc;
 }
 
 static void view_close(sweep_view *v)
 {
+    curves_free(&v->curves);
     runner_sweep_free(v->w);
     runner_store_close(v->s);
 }
@@ -135,7 +189,7 @@ static st_status sweep_misfit(sweep_view *v, double cut, double *err_min, double
     size_t k = 0;
     for (size_t i = v->w->n_runs; i-- > 0 && k < MAX_SIBLINGS;)
         if (v->w->runs[i].status == RUNNER_RUN_SUCCEEDED && !v->w->runs[i].parent)
-            err[k++] = sibling_error(v->s, v->w->runs[i].id, v->cfg->objective, cut);
+            err[k++] = sibling_error(&v->curves, v->w->runs[i].id, cut);
     fit_curve_misfit(err, k, err_min, err_max);
     return ST_OK;
 }
@@ -174,7 +228,7 @@ static st_status borrowed(sweep_view *v, const runner_curve *c, double *pred, do
 {
     char em[ST_ERRMSG_MAX];
     st_status rc = view_read(v);
-    return rc ? rc : es_borrow_interval(v->cfg, v->s, v->w, c, pred, lo, hi, em);
+    return rc ? rc : es_borrow_interval(v->cfg, &v->curves, v->w, c, pred, lo, hi, em);
 }
 
 st_status runner_curve_interval_law(const runner_config *cfg, const char *db_path,

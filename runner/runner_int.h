@@ -444,15 +444,24 @@ typedef struct runner_backend_type {
     st_status (*adopt)(void *state, const char *dir, char *job_id, size_t cap, char *errmsg);
 } runner_backend_type;
 
+/* The sweep's eval curves (the objective's points of each run's last attempt,
+ * runner_store_run_curve) as one interval check reads them (early_stop_rule.c): each run's once,
+ * though both of its rules read the same finished runs. */
+typedef struct es_curves es_curves;
+/* Run id's curve: *n points, steps and values owned by the cache (valid while it lives); *n 0
+ * when the run has none. ST_OK, ST_ENOMEM, ST_EDB. */
+st_status es_curve(es_curves *cc, uint64_t id, size_t *n, const double **steps,
+                   const double **vals);
+
 /*
  * The interval of running run c's final objective borrowed from the shape of the sweep's latest
- * succeeded runs (w, read from store s; early_stop_borrow.c): fit_curve_borrow at c's fraction of
- * its planned steps, [pred / (1 + err_max), pred / (1 + err_min)] from fit_curve_misfit of their
+ * succeeded runs (w, their curves from cc; early_stop_borrow.c): fit_curve_borrow at c's fraction
+ * of its planned steps, [pred / (1 + err_max), pred / (1 + err_min)] from fit_curve_misfit of their
  * leave-one-out errors. ST_EINVAL when it cannot vouch for one (c->x unknown, a maximised
  * objective, fewer than three kin with a measured error, c outside its kin's features),
  * ST_ENOMEM, ST_ENUMERIC.
  */
-st_status es_borrow_interval(const runner_config *cfg, runner_store *s, const runner_sweep *w,
+st_status es_borrow_interval(const runner_config *cfg, es_curves *cc, const runner_sweep *w,
                              const runner_curve *c, double *pred, double *lo, double *hi,
                              char *errmsg);
 
