@@ -346,6 +346,58 @@ static void curves_validation(report *r, rp_fig *f, const double *lx, const size
         rp_fig_legend(f, "the model: its setting with fewer tokens", C_GREEN, -1, 1, 1);
 }
 
+/* A curve's cooldown branches as diamonds (their objective at their tokens' x); their count. */
+static size_t branch_points(rp_fig *f, const rp_curve *c, int colour, double size)
+{
+    double bx[RP_MAX_BRANCHES];
+    for (size_t k = 0; k < c->n_br; k++)
+        bx[k] = lg(c->br_x[k]);
+    rp_fig_points(f, c->n_br, bx, c->br_y, colour, G_DIAMOND, size);
+    return c->n_br;
+}
+
+/* The loss curves' caption (n_par Pareto curves, n_br branch points of theirs) into cap. */
+static void curves_caption(const report *r, size_t n_par, size_t n_br, int all_cost, char *cap,
+                           size_t cap_len)
+{
+    const char *law = NULL;
+    for (size_t i = n_par; i < r->n_curves && !law; i++)
+        law = r->curves[i].n_pred ? r->curves[i].pred_law : NULL;
+    char pc[320] = "", bc[240] = "", ec[400] = "";
+    for (size_t i = n_par; i < r->n_curves && !ec[0]; i++)
+        if (r->curves[i].val_run && r->runs[r->curves[i].val_run - 1].n_env)
+            snprintf(ec, sizeof(ec),
+                     " Green, dashed: the engine's model at the validation run's settings and "
+                     "model size with fewer tokens (a tenth to all of its own), with its 90%% "
+                     "interval: the loss its setting would reach if cooled down there, what a "
+                     "cooldown branch measures (a run lies above it before its decay).");
+    if (n_br)
+        snprintf(bc, sizeof(bc),
+                 " Diamonds: the %s of the runs' %zu cooldown branches, at the %s of the tokens "
+                 "each trained on: what the run's setting reached when cooled down there.",
+                 r->objective, n_br, all_cost ? "cost" : "step");
+    if (law)
+        snprintf(pc, sizeof(pc),
+                 " Blue, dashed: its curve predicted from its own first 30%% (%s, fitted on the "
+                 "steps from 10%% to 30%% of its last) with its 90%% interval widened by the "
+                 "law's usual misfit.",
+                 !strcmp(law, "Tissue")
+                     ? "the law of Tissue et al. 2024 under the learning rates its step records "
+                       "carry"
+                     : "a power law in steps: its step records carry no learning rate");
+    snprintf(cap, cap_len,
+             "Training loss of the %zu Pareto runs (the step records of each one's last "
+             "attempt) against the cost spent so far, or the step when the records do not carry "
+             "the cost%s.%s%s%s%s",
+             n_par, n_par > N_SHOWN ? "; nine, evenly spaced along the front, in colour" : "", bc,
+             r->n_curves > n_par
+                 ? " Black: the validation run's training loss; at its end, orange: the "
+                   "engine's prediction of its objective with the interval, black square: the "
+                   "objective it reached."
+                 : "",
+             pc, ec);
+}
+
 /* Training curves of the Pareto runs, and of the validation runs against their prediction. */
 static st_status fig_curves(report *r, rp_buf *b)
 {
@@ -406,21 +458,12 @@ static st_status fig_curves(report *r, rp_buf *b)
     for (size_t i = 0; i < n_par; i++)
         rp_fig_line(f, r->curves[i].n, lx + off[i], r->curves[i].y, C_GREY, 0.8, 0);
     size_t n_br = 0;
-    for (size_t i = 0; i < n_par; i++) { /* cooldown branches: their objective, as diamonds */
-        double bx[RP_MAX_BRANCHES];
-        const rp_curve *c = &r->curves[i];
-        for (size_t k = 0; k < c->n_br; k++)
-            bx[k] = lg(c->br_x[k]);
-        rp_fig_points(f, c->n_br, bx, c->br_y, C_GREY, G_DIAMOND, 1.1);
-        n_br += c->n_br;
-    }
+    for (size_t i = 0; i < n_par; i++)
+        n_br += branch_points(f, &r->curves[i], C_GREY, 1.1);
     for (size_t j = 0; j < n_col; j++) {
         size_t i = n_col > 1 ? j * (n_par - 1) / (n_col - 1) : 0;
         const rp_curve *c = &r->curves[i];
-        double bx[RP_MAX_BRANCHES];
-        for (size_t k = 0; k < c->n_br; k++)
-            bx[k] = lg(c->br_x[k]);
-        rp_fig_points(f, c->n_br, bx, c->br_y, 2 + (int)j, G_DIAMOND, 1.3);
+        branch_points(f, c, 2 + (int)j, 1.3);
         rp_fig_line(f, c->n, lx + off[i], c->y, 2 + (int)j, 1.6, 0);
         char t[64];
         snprintf(t, sizeof(t), "run %lld", (long long)c->run);
@@ -443,42 +486,8 @@ static st_status fig_curves(report *r, rp_buf *b)
     free(lx);
     if (rc)
         return rc;
-    const char *law = NULL;
-    for (size_t i = n_par; i < r->n_curves && !law; i++)
-        law = r->curves[i].n_pred ? r->curves[i].pred_law : NULL;
-    char cap[1800], pc[320] = "", bc[240] = "", ec[400] = "";
-    for (size_t i = n_par; i < r->n_curves && !ec[0]; i++)
-        if (r->curves[i].val_run && r->runs[r->curves[i].val_run - 1].n_env)
-            snprintf(ec, sizeof(ec),
-                     " Green, dashed: the engine's model at the validation run's settings and "
-                     "model size with fewer tokens (a tenth to all of its own), with its 90%% "
-                     "interval: the loss its setting would reach if cooled down there, what a "
-                     "cooldown branch measures (a run lies above it before its decay).");
-    if (n_br)
-        snprintf(bc, sizeof(bc),
-                 " Diamonds: the %s of the runs' %zu cooldown branches, at the %s of the tokens "
-                 "each trained on: what the run's setting reached when cooled down there.",
-                 r->objective, n_br, all_cost ? "cost" : "step");
-    if (law)
-        snprintf(pc, sizeof(pc),
-                 " Blue, dashed: its curve predicted from its own first 30%% (%s, fitted on the "
-                 "steps from 10%% to 30%% of its last) with its 90%% interval widened by the "
-                 "law's usual misfit.",
-                 !strcmp(law, "Tissue")
-                     ? "the law of Tissue et al. 2024 under the learning rates its step records "
-                       "carry"
-                     : "a power law in steps: its step records carry no learning rate");
-    snprintf(cap, sizeof(cap),
-             "Training loss of the %zu Pareto runs (the step records of each one's last "
-             "attempt) against the cost spent so far, or the step when the records do not carry "
-             "the cost%s.%s%s%s%s",
-             n_par, n_par > N_SHOWN ? "; nine, evenly spaced along the front, in colour" : "", bc,
-             r->n_curves > n_par
-                 ? " Black: the validation run's training loss; at its end, orange: the "
-                   "engine's prediction of its objective with the interval, black square: the "
-                   "objective it reached."
-                 : "",
-             pc, ec);
+    char cap[1800];
+    curves_caption(r, n_par, n_br, all_cost, cap, sizeof(cap));
     caption(b, svg, cap);
     free(svg);
     return ST_OK;

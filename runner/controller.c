@@ -392,6 +392,16 @@ static st_status spawn_branches(void *ctx)
                               &sp->planned);
 }
 
+/* The best objective so far, of runs (a cooldown branch's is of a shorter run). */
+static void note_best(runner *r, const active *a, runner_run_status to, double objective)
+{
+    if (to == RUNNER_RUN_SUCCEEDED && !a->parent &&
+        (!r->has_best || (r->cfg->maximize ? objective > r->best : objective < r->best))) {
+        r->has_best = 1;
+        r->best = objective;
+    }
+}
+
 /* Classifies a finished attempt (ctl_classify, outcome_of_kind) and records the outcome in one
  * transaction (store_settle_attempt), then tells the optimizer. */
 static st_status settle(runner *r, size_t idx, const runner_job *job)
@@ -474,10 +484,9 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
     o.event_kind = to == RUNNER_RUN_PENDING ? "retry" : runner_run_status_name(to);
     o.event_msg = msg;
     spawn sp = {r, a, cost, 0, 0};
-    if (to == RUNNER_RUN_SUCCEEDED && !a->parent && !r->det) {
-        o.then = spawn_branches;
-        o.then_ctx = &sp;
-    }
+    int spawns = to == RUNNER_RUN_SUCCEEDED && !a->parent && !r->det;
+    o.then = spawns ? spawn_branches : NULL;
+    o.then_ctx = &sp;
     if ((rc = store_settle_attempt(r->st, &o)))
         return rc;
 
@@ -487,11 +496,7 @@ static st_status settle(runner *r, size_t idx, const runner_job *job)
         return rc;
     if (observed && isfinite(cost))
         r->spent += cost;
-    if (to == RUNNER_RUN_SUCCEEDED && !a->parent &&
-        (!r->has_best || (r->cfg->maximize ? objective > r->best : objective < r->best))) {
-        r->has_best = 1;
-        r->best = objective;
-    }
+    note_best(r, a, to, objective);
     ctl_set_status_count(r, RUNNER_RUN_RUNNING, to, a->parent != 0);
     a->overhead += runner_mono() - t0;
     record_overhead(r, a->overhead);
@@ -585,6 +590,19 @@ static st_status unlaunch(runner *r, const char *why)
     return ST_OK;
 }
 
+/* A cooldown branch's templates (NULL for a suggestion): its parent, the parent's {_checkpoint}
+ * (template.c's path for the parent's run directory, into ck), its checkpoint and decay steps. */
+static runner_branch_ctx *branch_ctx(const runner *r, const active *a, const store_queued *q,
+                                     char *ck, size_t cap, runner_branch_ctx *bc)
+{
+    if (!a->parent)
+        return NULL;
+    snprintf(ck, cap, "%s/%s/run-%lld/checkpoint", r->log_dir, r->cfg->name, (long long)a->parent);
+    *bc = (runner_branch_ctx){(uint64_t)a->parent, ck, (uint64_t)q->branch_step,
+                              (uint64_t)q->decay_steps};
+    return bc;
+}
+
 /* The command of attempt a into argv (cfg->argc + cfg->br_argc + 1 slots): the sweep's, and for
  * a cooldown branch (br not NULL) the parent's with branches.args appended. */
 static st_status build_argv(runner *r, const active *a, const runner_branch_ctx *br, char **argv)
@@ -600,6 +618,16 @@ static st_status build_argv(runner *r, const active *a, const runner_branch_ctx 
         rc = runner_command_expand_branch(cfg, cfg->br_argv, cfg->br_argc, 1, a->x_all, br,
                                           a->number, a->dir, argv + n, &m);
     return rc;
+}
+
+/* The attempt's node until the backend says where it ran (Slurm, at its end). */
+static void attempt_host(const runner *r, char *host, size_t cap)
+{
+    const char *node = r->node[0] ? r->node : getenv("SCALETUNE_NODE");
+    if (node && *node)
+        snprintf(host, cap, "%s", node);
+    else
+        gethostname(host, cap - 1);
 }
 
 /* Launches run `run_id` (x_all copied) in a free slot: one transaction records the attempt as
@@ -644,13 +672,8 @@ static st_status launch_run(runner *r, int64_t run_id, const double *x_all, doub
     memcpy(a->x_all, x_all, r->cfg->n_params * sizeof(double));
     a->started = a->last_metric = runner_now();
 
-    /* the attempt's node until the backend says where it ran (Slurm, at its end) */
     char host[64] = "";
-    const char *node = r->node[0] ? r->node : getenv("SCALETUNE_NODE");
-    if (node && *node)
-        snprintf(host, sizeof(host), "%s", node);
-    else
-        gethostname(host, sizeof(host) - 1);
+    attempt_host(r, host, sizeof(host));
     store_launch l = {run_id, number, r->be->name, host, dir, slot, a->started};
     /* the quarantined nodes as the store has them now: a node quarantined a moment ago, or
      * under an earlier controller of this sweep, is excluded from this job on */
@@ -673,14 +696,7 @@ static st_status launch_run(runner *r, int64_t run_id, const double *x_all, doub
     /* from here the attempt is in the store: any failure is the attempt's, not ours */
     char **argv = calloc(r->cfg->argc + r->cfg->br_argc + 1, sizeof(char *)), **env = NULL;
     char em[ST_ERRMSG_MAX] = "", parent_ck[4200];
-    runner_branch_ctx bc = {0}, *br = NULL;
-    if (a->parent) { /* the parent's {_checkpoint}: template.c's path for its run directory */
-        snprintf(parent_ck, sizeof(parent_ck), "%s/%s/run-%lld/checkpoint", r->log_dir,
-                 r->cfg->name, (long long)a->parent);
-        bc = (runner_branch_ctx){(uint64_t)a->parent, parent_ck, (uint64_t)q->branch_step,
-                                 (uint64_t)q->decay_steps};
-        br = &bc;
-    }
+    runner_branch_ctx bc, *br = branch_ctx(r, a, q, parent_ck, sizeof(parent_ck), &bc);
     rc = argv ? ST_OK : ST_ENOMEM;
     if (!rc)
         rc = build_argv(r, a, br, argv);
