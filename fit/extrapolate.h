@@ -193,12 +193,17 @@ st_status fit_xp_set_runs(fit_xp *xp, size_t n_params, const fit_xp_param *param
  * the point fit (weight in [0, 1]: a run's curve counts as at most one more run), the bootstrap
  * resamples a run together with all its points, and the run noise (the residual sd) is measured
  * on the runs' own objectives only. So points from one run never count as independent runs.
+ * branch[c] != 0 marks a cooldown branch's final (NULL: none): the branch kept its run's warmup
+ * steps, so a warmup given as a fraction of the run (fit_xp_warmup_unit) is, for that point, the
+ * run's fraction times the run's D over D[c] (at most 0.95); a derived point's
+ * schedule shrinks with the run and keeps the run's fraction.
  * Call after fit_xp_set_runs (which drops them); n_pts 0 removes them. ST_OK, ST_EINVAL (a run
  * index out of range or of a failed run, D or objective not positive and finite, weight outside
  * [0, 1]), ST_ENOMEM. Clears earlier results.
  */
 st_status fit_xp_set_curve_points(fit_xp *xp, size_t n_pts, const size_t *run, const double *D,
-                                  const double *objective, double weight);
+                                  const double *objective, const unsigned char *branch,
+                                  double weight);
 /* Curve points held (0 without). */
 size_t fit_xp_n_curve_points(const fit_xp *xp);
 

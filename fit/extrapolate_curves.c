@@ -12,13 +12,20 @@
 
 #include "fit/extrapolate_int.h"
 
+#define NONE ((size_t)-1)
+/* A branch's warmup fraction is held below 1 (a branch off a checkpoint inside its run's warmup
+ * would have a warmup longer than itself; bench/xp_branches.py holds it at the same value). */
+#define BRANCH_WARMUP_MAX 0.95
+
 void xp_curves_free(fit_xp *xp)
 {
     free(xp->cp_off);
     free(xp->cp_D);
     free(xp->cp_obj);
+    free(xp->cp_branch);
     xp->cp_off = NULL;
     xp->cp_D = xp->cp_obj = NULL;
+    xp->cp_branch = NULL;
     xp->n_cp = xp->cp_max = 0;
     xp->cp_weight = 0;
 }
@@ -44,7 +51,8 @@ static st_status check_points(fit_xp *xp, size_t n_pts, const size_t *run, const
 }
 
 st_status fit_xp_set_curve_points(fit_xp *xp, size_t n_pts, const size_t *run, const double *D,
-                                  const double *objective, double weight)
+                                  const double *objective, const unsigned char *branch,
+                                  double weight)
 {
     if (!xp)
         return ST_EINVAL;
@@ -57,7 +65,8 @@ st_status fit_xp_set_curve_points(fit_xp *xp, size_t n_pts, const size_t *run, c
     xp->cp_off = calloc(xp->n + 1, sizeof(size_t));
     xp->cp_D = malloc(n_pts * sizeof(double));
     xp->cp_obj = malloc(n_pts * sizeof(double));
-    if (!xp->cp_off || !xp->cp_D || !xp->cp_obj) {
+    xp->cp_branch = calloc(n_pts, 1);
+    if (!xp->cp_off || !xp->cp_D || !xp->cp_obj || !xp->cp_branch) {
         xp_curves_free(xp);
         return xp_fail(xp, ST_ENOMEM, "out of memory for %zu curve points", n_pts);
     }
@@ -78,6 +87,7 @@ st_status fit_xp_set_curve_points(fit_xp *xp, size_t n_pts, const size_t *run, c
         size_t at = xp->cp_off[run[c]] + fill[run[c]]++;
         xp->cp_D[at] = D[c];
         xp->cp_obj[at] = objective[c];
+        xp->cp_branch[at] = branch && branch[c];
     }
     free(fill);
     xp->n_cp = n_pts;
@@ -90,10 +100,35 @@ size_t fit_xp_n_curve_points(const fit_xp *xp)
     return xp ? xp->n_cp : 0;
 }
 
+/* The hyper index of a warmup given as a fraction of the run, NONE when there is none. */
+static size_t fraction_warmup_hyper(const fit_xp *xp)
+{
+    const xp_model *m = &xp->m;
+    if (m->wu_param == NONE || fit_xp_warmup_unit(xp->par[m->wu_param].name) != FIT_XP_WU_FRACTION)
+        return NONE;
+    for (size_t k = 0; k < m->n_hp; k++)
+        if (m->hp_param[k] == m->wu_param)
+            return k;
+    return NONE;
+}
+
+/* A branch's warmup (hyper k) in the point's row r: run i's warmup steps over the branch's
+ * shorter run, i.e. its fraction times D_i / D_point. */
+static void branch_warmup(const fit_xp *xp, size_t i, size_t k, double lD_run, double lD_pt,
+                          double *bh_r)
+{
+    size_t j = xp->m.hp_param[k];
+    double w = xp->x[i * xp->P + j];
+    if (!(w > 0))
+        return;
+    w = fmin(w * exp(lD_run - lD_pt), BRANCH_WARMUP_MAX);
+    bh_r[k] = xp_to_basic(xp->par[j].space, w) - xp->m.hp_mean[k];
+}
+
 size_t xp_curves_rows(const fit_xp *xp, const int *usable, size_t nh, double *lN, double *lD,
                       double *ly, double *bh, double *wt, size_t *rows)
 {
-    size_t n = xp->n, m = 0;
+    size_t n = xp->n, m = 0, k_wu = fraction_warmup_hyper(xp);
     for (size_t i = 0; i < n; i++)
         wt[i] = 1;
     for (size_t i = 0; xp->cp_off && i < n; i++) {
@@ -104,6 +139,8 @@ size_t xp_curves_rows(const fit_xp *xp, const int *usable, size_t nh, double *lN
             lD[r] = log(xp->cp_D[c]);
             ly[r] = log(xp->cp_obj[c]);
             memcpy(&bh[r * nh], &bh[i * nh], nh * sizeof(double));
+            if (xp->cp_branch[c] && k_wu != NONE && isfinite(bh[i * nh + k_wu]))
+                branch_warmup(xp, i, k_wu, lD[i], lD[r], &bh[r * nh]);
             wt[r] = usable[i] ? xp->cp_weight / (double)k : 0;
             if (usable[i])
                 rows[m++] = r;

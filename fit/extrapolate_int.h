@@ -144,6 +144,7 @@ struct fit_xp {
     size_t n_cp, cp_max;   /* points; the most of one run */
     size_t *cp_off;        /* n + 1, NULL without points */
     double *cp_D, *cp_obj; /* n_cp each, in run order */
+    unsigned char *cp_branch; /* n_cp: 1 for a cooldown branch's final (keeps the warmup steps) */
     double cp_weight;      /* a run's points weigh this much in all in the point fit */
     /* model */
     int has_model;

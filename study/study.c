@@ -414,6 +414,7 @@ void study_destroy(study *s)
     free(s->cp_run);
     free(s->cp_D);
     free(s->cp_obj);
+    free(s->cp_branch);
     runner_sweep_free(s->owned);
     free(s);
 }
@@ -484,7 +485,7 @@ st_status study_run(study *s)
         rc = fit_xp_set_runs(s->xp, s->P, s->par, s->n, s->x, s->cost, s->obj, s->failed, s->N,
                              s->D);
     if (!rc && s->n_cp)
-        rc = fit_xp_set_curve_points(s->xp, s->n_cp, s->cp_run, s->cp_D, s->cp_obj,
+        rc = fit_xp_set_curve_points(s->xp, s->n_cp, s->cp_run, s->cp_D, s->cp_obj, s->cp_branch,
                                      s->o.curve_weight);
     if (!rc)
         rc = fit_xp_run(s->xp, s->target);

@@ -127,6 +127,7 @@ static st_status run_points(study *s, size_t k, const double *steps, const doubl
             continue; /* a shorter run that ends lower than the whole: the law is not trusted */
         s->cp_run[s->n_cp] = k;
         s->cp_D[s->n_cp] = D * (double)Sf / (double)S;
+        s->cp_branch[s->n_cp] = 0;
         s->cp_obj[s->n_cp++] = s->obj[k] * Lf / full;
     }
 out:
@@ -149,7 +150,10 @@ static st_status points_reserve(study *s, size_t extra)
     double *obj = realloc(s->cp_obj, cap * sizeof(double));
     if (obj)
         s->cp_obj = obj;
-    return run && D && obj ? ST_OK : st_errf(s->errmsg, ST_ENOMEM, "out of memory");
+    unsigned char *br = realloc(s->cp_branch, cap);
+    if (br)
+        s->cp_branch = br;
+    return run && D && obj && br ? ST_OK : st_errf(s->errmsg, ST_ENOMEM, "out of memory");
 }
 
 /* The engine run whose store id is `id` and that succeeded; s->n when there is none. A binary
@@ -190,6 +194,7 @@ st_status study_branches_load(study *s)
         }
         s->cp_run[s->n_cp] = k;
         s->cp_D[s->n_cp] = u->final_D;
+        s->cp_branch[s->n_cp] = 1;
         s->cp_obj[s->n_cp++] = u->objective;
         s->counts.n_branch_points++;
     }

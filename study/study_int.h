@@ -42,6 +42,7 @@ struct study {
     size_t n_cp;
     size_t *cp_run;
     double *cp_D, *cp_obj;
+    unsigned char *cp_branch; /* 1: a cooldown branch's final (fit_xp_set_curve_points) */
 
     fit_xp *xp; /* after a successful study_run */
     fit_xp_result res;

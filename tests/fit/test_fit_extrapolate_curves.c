@@ -8,7 +8,8 @@
  * does not count points from one run as independent; (4) argument checks; (5) points that sit
  * off the law relative to their own run (a curve law that does not describe the trainer's
  * curves) are left out with a warning: the prediction is the one without points, bit for bit;
- * points on the law are kept, without the warning.
+ * points on the law are kept, without the warning; (6) cooldown branches that kept their run's
+ * warmup steps: flagged, the law is recovered; taken as derived points, it is not.
  */
 #include "common/st.h"
 #include "fit/extrapolate.h"
@@ -108,7 +109,7 @@ static void test_exact(void)
     params(p);
     fit_xp *xp = engine(10, 0);
     CHECK_ST(fit_xp_set_runs(xp, 3, p, NR, w.x, w.cost, w.obj, w.failed, NULL, NULL), ST_OK);
-    CHECK_ST(fit_xp_set_curve_points(xp, w.n_cp, w.cp_run, w.cp_D, w.cp_obj, 1.0), ST_OK);
+    CHECK_ST(fit_xp_set_curve_points(xp, w.n_cp, w.cp_run, w.cp_D, w.cp_obj, NULL, 1.0), ST_OK);
     CHECK(fit_xp_n_curve_points(xp) == NR * NF);
     CHECK_ST(fit_xp_run(xp, 100 * largest(&w)), ST_OK);
     double nat[5];
@@ -148,7 +149,7 @@ static void test_weight_zero(void)
     fit_xp *xp = engine(30, 0.05);
     CHECK_ST(fit_xp_set_runs(xp, 3, p, NR, w.x, w.cost, w.obj, w.failed, NULL, NULL), ST_OK);
     predict_at_target(xp, &w, &y0, &lo0, &hi0);
-    CHECK_ST(fit_xp_set_curve_points(xp, w.n_cp, w.cp_run, w.cp_D, w.cp_obj, 0.0), ST_OK);
+    CHECK_ST(fit_xp_set_curve_points(xp, w.n_cp, w.cp_run, w.cp_D, w.cp_obj, NULL, 0.0), ST_OK);
     predict_at_target(xp, &w, &y1, &lo1, &hi1);
     CHECK(y0 == y1 && lo0 == lo1 && hi0 == hi1);
     fit_xp_destroy(xp);
@@ -169,7 +170,7 @@ static void test_correlated_widens(void)
         CHECK_ST(fit_xp_set_runs(xp, 3, p, NR, w.x, w.cost, w.obj, w.failed, NULL, NULL), ST_OK);
         predict_at_target(xp, &w, &yb, &lob, &hib);
         /* kept with their runs (weight 1: as much as the runs in the point fit) */
-        CHECK_ST(fit_xp_set_curve_points(xp, w.n_cp, w.cp_run, w.cp_D, w.cp_obj, 1.0), ST_OK);
+        CHECK_ST(fit_xp_set_curve_points(xp, w.n_cp, w.cp_run, w.cp_D, w.cp_obj, NULL, 1.0), ST_OK);
         predict_at_target(xp, &w, &y, &lo, &hi);
         fit_xp_destroy(xp);
         /* the same points as independent runs of their own */
@@ -214,17 +215,17 @@ static void test_args(void)
     CHECK_ST(fit_xp_set_runs(xp, 3, p, NR, w.x, w.cost, w.obj, w.failed, NULL, NULL), ST_OK);
     size_t run = NR;
     double D = 1e6, y = 2;
-    CHECK_ST(fit_xp_set_curve_points(xp, 1, &run, &D, &y, 0.5), ST_EINVAL);
+    CHECK_ST(fit_xp_set_curve_points(xp, 1, &run, &D, &y, NULL, 0.5), ST_EINVAL);
     run = 3; /* failed */
-    CHECK_ST(fit_xp_set_curve_points(xp, 1, &run, &D, &y, 0.5), ST_EINVAL);
+    CHECK_ST(fit_xp_set_curve_points(xp, 1, &run, &D, &y, NULL, 0.5), ST_EINVAL);
     run = 4;
     D = -1;
-    CHECK_ST(fit_xp_set_curve_points(xp, 1, &run, &D, &y, 0.5), ST_EINVAL);
+    CHECK_ST(fit_xp_set_curve_points(xp, 1, &run, &D, &y, NULL, 0.5), ST_EINVAL);
     D = 1e6;
-    CHECK_ST(fit_xp_set_curve_points(xp, 1, &run, &D, &y, 1.5), ST_EINVAL);
-    CHECK_ST(fit_xp_set_curve_points(xp, 1, &run, &D, &y, 0.5), ST_OK);
+    CHECK_ST(fit_xp_set_curve_points(xp, 1, &run, &D, &y, NULL, 1.5), ST_EINVAL);
+    CHECK_ST(fit_xp_set_curve_points(xp, 1, &run, &D, &y, NULL, 0.5), ST_OK);
     CHECK(fit_xp_n_curve_points(xp) == 1);
-    CHECK_ST(fit_xp_set_curve_points(xp, 0, NULL, NULL, NULL, 0.5), ST_OK);
+    CHECK_ST(fit_xp_set_curve_points(xp, 0, NULL, NULL, NULL, NULL, 0.5), ST_OK);
     CHECK(fit_xp_n_curve_points(xp) == 0);
     fit_xp_destroy(xp);
 }
@@ -241,7 +242,7 @@ static void test_biased_left_out(void)
     fit_xp *xp = engine(30, 0.05);
     CHECK_ST(fit_xp_set_runs(xp, 3, p, NR, w.x, w.cost, w.obj, w.failed, NULL, NULL), ST_OK);
     predict_at_target(xp, &w, &y0, &lo0, &hi0);
-    CHECK_ST(fit_xp_set_curve_points(xp, w.n_cp, w.cp_run, w.cp_D, w.cp_obj, 0.5), ST_OK);
+    CHECK_ST(fit_xp_set_curve_points(xp, w.n_cp, w.cp_run, w.cp_D, w.cp_obj, NULL, 0.5), ST_OK);
     predict_at_target(xp, &w, &y1, &lo1, &hi1);
     fit_xp_result r;
     fit_xp_get_result(xp, &r);
@@ -250,7 +251,7 @@ static void test_biased_left_out(void)
     double biased[NR * NF];
     for (size_t c = 0; c < w.n_cp; c++)
         biased[c] = w.cp_obj[c] * 0.96; /* 4% lower than the law says at their tokens */
-    CHECK_ST(fit_xp_set_curve_points(xp, w.n_cp, w.cp_run, w.cp_D, biased, 0.5), ST_OK);
+    CHECK_ST(fit_xp_set_curve_points(xp, w.n_cp, w.cp_run, w.cp_D, biased, NULL, 0.5), ST_OK);
     predict_at_target(xp, &w, &y1, &lo1, &hi1);
     fit_xp_get_result(xp, &r);
     CHECK(r.warnings & FIT_XP_WARN_CURVES);
@@ -258,6 +259,91 @@ static void test_biased_left_out(void)
            y0, lo0, hi0);
     CHECK(y0 == y1 && lo0 == lo1 && hi0 == hi1);
     fit_xp_destroy(xp);
+}
+
+/* (6) cooldown branches keep their run's warmup steps. Runs (N, D, lr, warmup as a fraction of
+ * the run) whose warmup optimum, as a fraction, falls as D^-WU_SLOPE; each run's branches at FRAC
+ * D warmed up for the run's steps, i.e. for w / f of their own. Flagged as branches the points are
+ * on the model's law and the law is recovered; the same points taken as derived ones (the run's
+ * fraction w at f D) are not, and the law moves. */
+#define WU_SLOPE 0.8
+#define WU_CU    0.3
+
+static double wu_opt(double D)
+{
+    return 0.005 * pow(D / 1e9, -WU_SLOPE);
+}
+
+static double law_wu(double N, double D, double u_lr, double u_w)
+{
+    return (E_ + A_ * pow(N, -AL_) + B_ * pow(D, -BE_)) *
+           (1 + 0.5 * (1 - exp(-CU_ * u_lr * u_lr / 0.5)) + 0.5 * (1 - exp(-WU_CU * u_w * u_w / 0.5)));
+}
+
+static void make_branch_sweep(double *x, double *cost, double *obj, int *failed, size_t *cp_run,
+                              double *cp_D, double *cp_obj, unsigned char *cp_br)
+{
+    st_rng *rng = NULL;
+    st_rng_create(21, &rng);
+    size_t n_cp = 0;
+    for (size_t i = 0; i < NR; i++) {
+        double N = exp(log(1e6) + st_rng_uniform(rng) * log(100.0));
+        double D = exp(log(1e8) + st_rng_uniform(rng) * log(100.0));
+        double lopt = log(0.02) - 0.5 * log(N / 1e7) + 0.3 * log(D / 1e9);
+        double u = (st_rng_uniform(rng) - 0.5) * 4, uw = (st_rng_uniform(rng) - 0.5) * 3;
+        double w = wu_opt(D) * exp(uw);
+        double *xi = &x[4 * i];
+        xi[0] = N, xi[1] = D, xi[2] = exp(lopt + u), xi[3] = w;
+        failed[i] = 0;
+        cost[i] = 6 * N * D;
+        obj[i] = law_wu(N, D, u, uw);
+        for (size_t f = 0; f < NF; f++, n_cp++) {
+            double Df = FRAC[f] * D, uf = u - 0.3 * log(FRAC[f]);
+            cp_run[n_cp] = i, cp_D[n_cp] = Df, cp_br[n_cp] = 1;
+            cp_obj[n_cp] = law_wu(N, Df, uf, log(w / FRAC[f] / wu_opt(Df)));
+        }
+    }
+    st_rng_destroy(rng);
+}
+
+/* The largest relative error, over the points, of the fitted model's loss at each point's own
+ * setting: its run's, at D[c] tokens with a warmup of w / f (the run's warmup steps). */
+static double branch_fit_error(const fit_xp_param *p, const double *x, const double *cost,
+                               const double *obj, const int *failed, const size_t *cp_run,
+                               const double *cp_D, const double *cp_obj, const unsigned char *br)
+{
+    fit_xp *xp = engine(4, 0);
+    CHECK_ST(fit_xp_set_runs(xp, 4, p, NR, x, cost, obj, failed, NULL, NULL), ST_OK);
+    CHECK_ST(fit_xp_set_curve_points(xp, NR * NF, cp_run, cp_D, cp_obj, br, 1.0), ST_OK);
+    CHECK_ST(fit_xp_run(xp, 1e20), ST_OK);
+    fit_xp_result r;
+    fit_xp_get_result(xp, &r);
+    CHECK(!(r.warnings & FIT_XP_WARN_CURVES));
+    double err = 0;
+    for (size_t c = 0; c < NR * NF; c++) {
+        const double *xi = &x[4 * cp_run[c]];
+        double xc[4] = {xi[0], cp_D[c], xi[2], xi[3] * xi[1] / cp_D[c]}, y;
+        CHECK_ST(fit_xp_predict(xp, xc, xc[0], xc[1], &y, NULL, NULL, NULL), ST_OK);
+        err = fmax(err, fabs(y / cp_obj[c] - 1));
+    }
+    fit_xp_destroy(xp);
+    printf("branches %s: the points' largest relative error %.2e\n",
+           br ? "flagged" : "as derived points", err);
+    return err;
+}
+
+static void test_branch_warmup(void)
+{
+    static double x[NR * 4], cost[NR], obj[NR], cp_D[NR * NF], cp_obj[NR * NF];
+    static int failed[NR];
+    static size_t cp_run[NR * NF];
+    static unsigned char br[NR * NF];
+    make_branch_sweep(x, cost, obj, failed, cp_run, cp_D, cp_obj, br);
+    fit_xp_param p[4];
+    params(p);
+    fit_xp_param_init(&p[3], "warmup", FIT_XP_LOG);
+    CHECK(branch_fit_error(p, x, cost, obj, failed, cp_run, cp_D, cp_obj, br) < 1e-3);
+    CHECK(branch_fit_error(p, x, cost, obj, failed, cp_run, cp_D, cp_obj, NULL) > 5e-3);
 }
 
 int main(void)
@@ -268,5 +354,6 @@ int main(void)
     test_weight_zero();
     test_correlated_widens();
     test_biased_left_out();
+    test_branch_warmup();
     return check_summary("test_fit_extrapolate_curves");
 }
