@@ -141,7 +141,7 @@ typedef struct fit_xp_options {
 
 fit_xp_options fit_xp_options_default(void);
 
-/* Warning bits (fit_xp_warnings). */
+/* Warning bits (fit_xp_result.warnings). */
 #define FIT_XP_WARN_FAR        1u   /* C far beyond the largest run (> far_factor) */
 #define FIT_XP_WARN_VERY_FAR   2u   /* C more than 1000x beyond the largest run */
 #define FIT_XP_WARN_BELOW      4u   /* C below the largest run: interpolation, not a forecast */
@@ -209,7 +209,7 @@ size_t fit_xp_n_curve_points(const fit_xp *xp);
 
 /*
  * Runs both analyses and recommends settings at compute C (cost units, > 0).
- * Returns ST_OK (check fit_xp_warnings), ST_ESTATE (no runs), ST_EINVAL (C), ST_EEMPTY
+ * Returns ST_OK (check the result's warnings), ST_ESTATE (no runs), ST_EINVAL (C), ST_EEMPTY
  * (no usable front), ST_ENUMERIC, ST_ENOMEM.
  */
 st_status fit_xp_run(fit_xp *xp, double C);

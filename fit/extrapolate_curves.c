@@ -12,7 +12,7 @@
 
 #include "fit/extrapolate_int.h"
 
-#define NONE ((size_t)-1)
+#define NONE              ((size_t)-1)
 /* A branch's warmup fraction is held below 1 (a branch off a checkpoint inside its run's warmup
  * would have a warmup longer than itself; bench/xp_branches.py holds it at the same value). */
 #define BRANCH_WARMUP_MAX 0.95

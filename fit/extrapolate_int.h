@@ -141,11 +141,11 @@ struct fit_xp {
     char unsafe_text[512];
     /* curve points (extrapolate_curves.c): n_cp extra rows of the model's loss fit, grouped by
      * run (cp_off: n + 1 offsets; run i's points are cp_off[i] .. cp_off[i + 1] - 1) */
-    size_t n_cp, cp_max;   /* points; the most of one run */
-    size_t *cp_off;        /* n + 1, NULL without points */
-    double *cp_D, *cp_obj; /* n_cp each, in run order */
+    size_t n_cp, cp_max;      /* points; the most of one run */
+    size_t *cp_off;           /* n + 1, NULL without points */
+    double *cp_D, *cp_obj;    /* n_cp each, in run order */
     unsigned char *cp_branch; /* n_cp: 1 for a cooldown branch's final (keeps the warmup steps) */
-    double cp_weight;      /* a run's points weigh this much in all in the point fit */
+    double cp_weight;         /* a run's points weigh this much in all in the point fit */
     /* model */
     int has_model;
     xp_model m;

@@ -695,38 +695,60 @@ static st_status bootstrap(fit_xp *xp, fit_work *w, xp_jm_data *d, xp_lg_data *L
 
 /* ---- curve points against the finals ----------------------------------------------------- */
 
-/* The weights of the curve points' rows (n .. n + n_cp - 1) saved into keep and set to 0, so
- * that a fit sees the runs' finals alone; curve_weights_restore puts them back. */
-static void curve_weights_zero(const fit_xp *xp, fit_work *w, double *keep)
+/* Which curve points a helper acts on: those study/ derived from a curve, the cooldown branches'
+ * measured finals (fit_xp_set_curve_points' branch flags), or both. */
+typedef enum { PTS_DERIVED, PTS_BRANCH, PTS_ALL } pts_kind;
+
+static int pts_is(const fit_xp *xp, size_t c, pts_kind k)
 {
-    for (size_t c = 0; c < xp->n_cp; c++) {
-        keep[c] = w->wt[xp->n + c];
-        w->wt[xp->n + c] = 0;
-    }
+    return k == PTS_ALL || (xp->cp_branch[c] != 0) == (k == PTS_BRANCH);
 }
 
-static void curve_weights_restore(const fit_xp *xp, fit_work *w, const double *keep)
+static size_t pts_count(const fit_xp *xp, pts_kind k)
+{
+    size_t n = 0;
+    for (size_t c = 0; c < xp->n_cp; c++)
+        n += pts_is(xp, c, k);
+    return n;
+}
+
+/* The weights of the curve points' rows (n .. n + n_cp - 1) of kind k set to 0, so that a fit
+ * leaves them out; curve_weights_restore puts back the ones saved in keep. */
+static void curve_weights_zero(const fit_xp *xp, fit_work *w, pts_kind k)
 {
     for (size_t c = 0; c < xp->n_cp; c++)
-        w->wt[xp->n + c] = keep[c];
+        if (pts_is(xp, c, k))
+            w->wt[xp->n + c] = 0;
 }
 
-/* Under th (fitted on the finals alone): the mean over usable runs with points of (their points'
- * mean residual in ln loss - the run's own residual), its standard error, and how many runs. */
+static void curve_weights_restore(const fit_xp *xp, fit_work *w, const double *keep, pts_kind k)
+{
+    for (size_t c = 0; c < xp->n_cp; c++)
+        if (pts_is(xp, c, k))
+            w->wt[xp->n + c] = keep[c];
+}
+
+/* Under th: the mean over usable runs with points of kind k of (those points' mean residual in
+ * ln loss - the run's own residual), its standard error, and how many runs. */
 static size_t curve_bias(const fit_xp *xp, const fit_work *w, const xp_jm_data *d, const double *th,
-                         double *bias, double *se)
+                         pts_kind kind, double *bias, double *se)
 {
     double s = 0, ss = 0;
     size_t m = 0;
     for (size_t t = 0; t < w->n_okr; t++) {
-        size_t i = w->ok_rows[t], k = xp->cp_off[i + 1] - xp->cp_off[i];
+        size_t i = w->ok_rows[t], k = 0;
+        double rc = 0;
+        for (size_t c = xp->cp_off[i]; c < xp->cp_off[i + 1]; c++)
+            if (pts_is(xp, c, kind)) {
+                rc += w->ly[xp->n + c] - xp_jm_row_eval(d, th, xp->n + c, NULL);
+                k++;
+            }
         if (!k)
             continue;
-        double ri = w->ly[i] - xp_jm_row_eval(d, th, i, NULL), rc = 0;
-        for (size_t c = xp->cp_off[i]; c < xp->cp_off[i + 1]; c++)
-            rc += (w->ly[xp->n + c] - xp_jm_row_eval(d, th, xp->n + c, NULL)) / (double)k;
-        s += rc - ri;
-        ss += (rc - ri) * (rc - ri);
+        double ri = w->ly[i] - xp_jm_row_eval(d, th, i, NULL);
+        rc = rc / (double)k - ri;
+        s += rc;
+        ss += rc * rc;
         m++;
     }
     *bias = m ? s / (double)m : 0;
@@ -735,37 +757,64 @@ static size_t curve_bias(const fit_xp *xp, const fit_work *w, const xp_jm_data *
     return m;
 }
 
-/* With curve points: the first fit on the finals alone, the points' bias under it (curve_bias),
- * then, when they agree, the first fit again with them; when they do not, they stay out (weight
- * 0 in every fit after, the bootstrap's too) with a warning. Without points: the first fit. */
+/* 1 (with the warning `what`) when, under th, the points of kind k lie off the law relative to
+ * their own runs' finals by more than CURVE_BIAS_Z standard errors and CURVE_BIAS_SIGMA residual
+ * sds. */
+static int curve_points_off(fit_xp *xp, const fit_work *w, const xp_jm_data *d, const double *th,
+                            pts_kind k, const char *what)
+{
+    double bias, se, dof = (double)w->n_okr - (double)d->n_free;
+    double sigma = residual_sd(d, w, th, dof);
+    size_t m = curve_bias(xp, w, d, th, k, &bias, &se);
+    if (!(m && fabs(bias) > CURVE_BIAS_Z * se && fabs(bias) > CURVE_BIAS_SIGMA * sigma))
+        return 0;
+    char msg[360];
+    snprintf(msg, sizeof(msg),
+             "%s left out: on %zu runs they lie %+.2f%% off the law %s, "
+             "relative to their own run's final (%.1f standard errors): %s",
+             k == PTS_BRANCH ? "cooldown branches" : "curve points", m, 100 * (exp(bias) - 1),
+             k == PTS_BRANCH ? "fitted with them" : "fitted on the finals",
+             fabs(bias) / fmax(se, 1e-300), what);
+    xp_add_warning(xp, FIT_XP_WARN_CURVES, msg);
+    return 1;
+}
+
+/* With curve points, two tests (docs/algorithms/extrapolation.md, "Curve points"):
+ *  - derived points are judged by the law fitted on the finals alone: they stay out (weight 0 in
+ *    every fit after, the bootstrap's too) when they disagree with it (the curve law does not
+ *    describe the trainer's curves; points wrong together would move the laws);
+ *  - cooldown branches are measured finals, and where they disagree with the finals' law they
+ *    carry what the finals cannot say (the loss at fewer tokens of the same setting: beta, the
+ *    hypers' D slopes). They are judged by the law fitted with them: they stay out only when even
+ *    that law leaves them off (a loss the model's family cannot describe).
+ * Without points: the first fit. */
 static st_status first_fit_curves(fit_xp *xp, fit_work *w, xp_jm_data *d, size_t k_wd, double *th)
 {
     if (!xp->n_cp)
         return first_fit(xp, w, d, k_wd, th);
-    double *keep = malloc(xp->n_cp * sizeof(double)), bias, se;
+    double *keep = malloc(xp->n_cp * sizeof(double));
     if (!keep)
         return ST_ENOMEM;
-    curve_weights_zero(xp, w, keep);
+    memcpy(keep, &w->wt[xp->n], xp->n_cp * sizeof(double));
+    curve_weights_zero(xp, w, PTS_ALL);
     st_status s = first_fit(xp, w, d, k_wd, th);
-    if (s != ST_OK) {
-        free(keep);
-        return s;
+    int refit = 0;
+    if (s == ST_OK && pts_count(xp, PTS_DERIVED) &&
+        !curve_points_off(xp, w, d, th, PTS_DERIVED,
+                          "the curve law does not describe these runs' curves")) {
+        curve_weights_restore(xp, w, keep, PTS_DERIVED);
+        refit = 1;
     }
-    double dof = (double)w->n_okr - (double)d->n_free;
-    double sigma = residual_sd(d, w, th, dof);
-    size_t m = curve_bias(xp, w, d, th, &bias, &se);
-    if (m && fabs(bias) > CURVE_BIAS_Z * se && fabs(bias) > CURVE_BIAS_SIGMA * sigma) {
-        char msg[320];
-        snprintf(msg, sizeof(msg),
-                 "curve points left out: on %zu runs they lie %+.2f%% off the law fitted on the "
-                 "finals, relative to their own run's final (%.1f standard errors): the curve "
-                 "law does not describe these runs' curves",
-                 m, 100 * (exp(bias) - 1), fabs(bias) / fmax(se, 1e-300));
-        xp_add_warning(xp, FIT_XP_WARN_CURVES, msg);
-    } else {
-        curve_weights_restore(xp, w, keep);
+    if (s == ST_OK && pts_count(xp, PTS_BRANCH)) {
+        curve_weights_restore(xp, w, keep, PTS_BRANCH);
         s = first_fit(xp, w, d, k_wd, th);
+        refit = s == ST_OK && curve_points_off(xp, w, d, th, PTS_BRANCH,
+                                               "the model cannot describe these branches' losses");
+        if (refit)
+            curve_weights_zero(xp, w, PTS_BRANCH);
     }
+    if (s == ST_OK && refit)
+        s = first_fit(xp, w, d, k_wd, th);
     free(keep);
     return s;
 }

@@ -9,7 +9,8 @@
  * off the law relative to their own run (a curve law that does not describe the trainer's
  * curves) are left out with a warning: the prediction is the one without points, bit for bit;
  * points on the law are kept, without the warning; (6) cooldown branches that kept their run's
- * warmup steps: flagged, the law is recovered; taken as derived points, it is not.
+ * warmup steps: flagged, the law is recovered; taken as derived points, it is not; (7) the
+ * branches' guard judges them by the law fitted with them, derived points by the finals' law.
  */
 #include "common/st.h"
 #include "fit/extrapolate.h"
@@ -45,14 +46,22 @@ static double law(double N, double D, double u)
 
 /* NR runs (N, D, lr); each run's objective times exp(sd z_i), and its points at FRAC of its
  * tokens times the same exp(sd z_i) (the run's error, repeated: fully correlated). */
+static void make_sweep_span(uint64_t seed, double sd, double d_span, sweep *w);
+
 static void make_sweep(uint64_t seed, double sd, sweep *w)
+{
+    make_sweep_span(seed, sd, 100.0, w);
+}
+
+/* As make_sweep, D spanning d_span from 1e8. */
+static void make_sweep_span(uint64_t seed, double sd, double d_span, sweep *w)
 {
     st_rng *rng = NULL;
     st_rng_create(seed, &rng);
     w->n_cp = 0;
     for (size_t i = 0; i < NR; i++) {
         double N = exp(log(1e6) + st_rng_uniform(rng) * log(100.0));
-        double D = exp(log(1e8) + st_rng_uniform(rng) * log(100.0));
+        double D = exp(log(1e8) + st_rng_uniform(rng) * log(d_span));
         double lopt = log(0.02) - 0.5 * log(N / 1e7) + 0.3 * log(D / 1e9);
         double u = (st_rng_uniform(rng) - 0.5) * 4;
         double z = st_rng_gaussian(rng), off = exp(sd * z);
@@ -277,7 +286,8 @@ static double wu_opt(double D)
 static double law_wu(double N, double D, double u_lr, double u_w)
 {
     return (E_ + A_ * pow(N, -AL_) + B_ * pow(D, -BE_)) *
-           (1 + 0.5 * (1 - exp(-CU_ * u_lr * u_lr / 0.5)) + 0.5 * (1 - exp(-WU_CU * u_w * u_w / 0.5)));
+           (1 + 0.5 * (1 - exp(-CU_ * u_lr * u_lr / 0.5)) +
+            0.5 * (1 - exp(-WU_CU * u_w * u_w / 0.5)));
 }
 
 static void make_branch_sweep(double *x, double *cost, double *obj, int *failed, size_t *cp_run,
@@ -346,6 +356,62 @@ static void test_branch_warmup(void)
     CHECK(branch_fit_error(p, x, cost, obj, failed, cp_run, cp_D, cp_obj, NULL) > 5e-3);
 }
 
+/* (7) the two guards. Branches are judged by the law fitted with them: exact ones are kept and
+ * move the fit; ones 4% below their runs at every fraction (a loss the model's family cannot
+ * describe) are left out with the warning, and the prediction is the one without them. On
+ * finals whose D spans a factor 1.5, the alpha - beta prior holds beta near alpha (alpha - beta is
+ * 0.06 in truth): the points disagree with the finals' law, and as derived ones are left out; as
+ * branches they are kept. */
+static void test_branch_guard(void)
+{
+    sweep w;
+    make_sweep(12, 0.02, &w);
+    fit_xp_param p[3];
+    params(p);
+    unsigned char br[NR * NF];
+    memset(br, 1, sizeof(br));
+    double y0, lo0, hi0, y1, lo1, hi1, biased[NR * NF];
+    for (size_t c = 0; c < w.n_cp; c++)
+        biased[c] = w.cp_obj[c] * 0.96;
+    fit_xp *xp = engine(30, 0.05);
+    fit_xp_result r;
+    CHECK_ST(fit_xp_set_runs(xp, 3, p, NR, w.x, w.cost, w.obj, w.failed, NULL, NULL), ST_OK);
+    predict_at_target(xp, &w, &y0, &lo0, &hi0);
+    CHECK_ST(fit_xp_set_curve_points(xp, w.n_cp, w.cp_run, w.cp_D, w.cp_obj, br, 0.5), ST_OK);
+    predict_at_target(xp, &w, &y1, &lo1, &hi1);
+    fit_xp_get_result(xp, &r);
+    CHECK(!(r.warnings & FIT_XP_WARN_CURVES));
+    CHECK(y1 != y0);
+    CHECK_ST(fit_xp_set_curve_points(xp, w.n_cp, w.cp_run, w.cp_D, biased, br, 0.5), ST_OK);
+    predict_at_target(xp, &w, &y1, &lo1, &hi1);
+    fit_xp_get_result(xp, &r);
+    CHECK(r.warnings & FIT_XP_WARN_CURVES);
+    CHECK(strstr(r.warning_text, "cooldown branches left out") != NULL);
+    CHECK(y0 == y1 && lo0 == lo1 && hi0 == hi1);
+    fit_xp_destroy(xp);
+
+    make_sweep_span(14, 0.002, 1.5, &w);
+    double beta_err[2];
+    for (int as_branch = 0; as_branch < 2; as_branch++) {
+        xp = engine(4, 0.05);
+        CHECK_ST(fit_xp_set_runs(xp, 3, p, NR, w.x, w.cost, w.obj, w.failed, NULL, NULL), ST_OK);
+        CHECK_ST(fit_xp_set_curve_points(xp, w.n_cp, w.cp_run, w.cp_D, w.cp_obj,
+                                         as_branch ? br : NULL, 0.5),
+                 ST_OK);
+        CHECK_ST(fit_xp_run(xp, 100 * largest(&w)), ST_OK);
+        fit_xp_get_result(xp, &r);
+        double nat[5] = {0};
+        CHECK_ST(fit_xp_chinchilla(xp, nat, NULL), ST_OK);
+        beta_err[as_branch] = fabs(nat[4] - BE_);
+        printf("points as %s, finals over a D span of 1.5: %s; beta %.4f (%.2f)\n",
+               as_branch ? "branches" : "derived points",
+               r.warnings & FIT_XP_WARN_CURVES ? "left out" : "kept", nat[4], BE_);
+        CHECK((!(r.warnings & FIT_XP_WARN_CURVES)) == as_branch);
+        fit_xp_destroy(xp);
+    }
+    CHECK(beta_err[1] < 0.01 && beta_err[1] < beta_err[0] / 3);
+}
+
 int main(void)
 {
     st_global_init();
@@ -355,5 +421,6 @@ int main(void)
     test_correlated_widens();
     test_biased_left_out();
     test_branch_warmup();
+    test_branch_guard();
     return check_summary("test_fit_extrapolate_curves");
 }
