@@ -58,7 +58,7 @@ typedef struct xp_eval {
 
 typedef struct seed_result {
     int seed, done, sweep_rc, expr, linear_warmup;
-    size_t n_runs, n_over_budget, n_failed, n_stopped;
+    size_t n_runs, n_over_budget, n_failed, n_stopped, n_branches;
     double sweep_cost; /* the sum of the sweep's run costs (what the sweep spent) */
     double seconds;
     sim_law law;
@@ -80,6 +80,8 @@ typedef struct bench_cfg {
     int paced;            /* llmsim --steps-to-report 20 --sleep-ms 150: runs that take time */
     long reports;         /* llmsim --steps-to-report K (no pause): curves to store, 0 = 1 */
     int opt_choice;       /* optimizer: {choices: [adamw, lion]} in each sweep (issue 22) */
+    const char *branches; /* --branches F1,F2: the controller's cooldown branches at these
+                           * fractions (llmsim --checkpoints, --branch-step); NULL: none */
     int style;            /* --style: STYLE_CHINCHILLA, STYLE_NANOGPT or STYLE_HF (write_styled) */
 } bench_cfg;
 
@@ -160,6 +162,9 @@ static int write_sweep(const bench_cfg *cfg, seed_result *r, const char *path)
                  ", \"--steps-to-report\", \"20\", \"--sleep-ms\", \"150\"");
     else if (cfg->reports > 1)
         snprintf(reports, sizeof(reports), ", \"--steps-to-report\", \"%ld\"", cfg->reports);
+    if (cfg->branches)
+        snprintf(reports + strlen(reports), sizeof(reports) - strlen(reports),
+                 ", \"--checkpoints\"");
     fprintf(f,
             "name: xp-%d\n"
             "command: [\"%s\", \"--world\", \"%d\", \"--N\", \"{N}\", \"--tokens\", \"{tokens}\",\n"
@@ -185,6 +190,14 @@ static int write_sweep(const bench_cfg *cfg, seed_result *r, const char *path)
             cfg->opt_choice ? "  optimizer:    {choices: [adamw, lion]}\n" : "", cfg->runs, cost, s,
             optimizer_block(cfg, opt, sizeof(opt)),
             cfg->early_stop ? "early_stopping: {enabled: true}\n" : "");
+    if (cfg->branches)
+        fprintf(f,
+                "branches:\n"
+                "  at: [%s]\n"
+                "  decay_fraction: 0.2\n"
+                "  args: [\"--branch-step\", \"{_branch_step}\", \"--decay-steps\", "
+                "\"{_decay_steps}\"]\n",
+                cfg->branches);
     return fclose(f) ? -1 : 0;
 }
 
@@ -255,7 +268,8 @@ static int write_styled(const bench_cfg *cfg, seed_result *r, const char *path)
     return fclose(f) ? -1 : 0;
 }
 
-/* Counts the sweep's runs, its failed runs and those refused or stopped as over budget. */
+/* Counts the sweep's runs, its failed runs and those refused or stopped as over budget, and its
+ * cooldown branches apart (their cost is in the sweep's). */
 static int read_export(const char *path, seed_result *r)
 {
     json_t *root = json_load_file(path, 0, NULL);
@@ -270,12 +284,16 @@ static int read_export(const char *path, seed_result *r)
     {
         const char *fail = json_string_value(json_object_get(run, "failure"));
         const char *status = json_string_value(json_object_get(run, "status"));
-        r->n_runs++;
-        r->n_failed += status && !strcmp(status, "failed");
-        r->n_stopped += status && !strcmp(status, "stopped");
         const json_t *cost = json_object_get(run, "cost");
         if (json_is_number(cost) && isfinite(json_number_value(cost)))
             r->sweep_cost += json_number_value(cost);
+        if (json_is_integer(json_object_get(run, "parent_run"))) { /* a cooldown branch */
+            r->n_branches++;
+            continue;
+        }
+        r->n_runs++;
+        r->n_failed += status && !strcmp(status, "failed");
+        r->n_stopped += status && !strcmp(status, "stopped");
         r->n_over_budget += fail && !strcmp(fail, "over_budget");
     }
     json_decref(root);
@@ -739,11 +757,12 @@ static int write_json(const bench_cfg *cfg, const seed_result *res, const xp_sum
     json_t *root = json_object(), *seeds = json_array(), *sum = json_object();
     for (long i = 0; i < cfg->n_seeds; i++) {
         const seed_result *r = &res[i];
-        json_t *o = json_pack("{s:i,s:b,s:b,s:i,s:I,s:I,s:I,s:f,s:o}", "seed", r->seed, "expr",
-                              r->expr, "linear_warmup", r->linear_warmup, "sweep_exit", r->sweep_rc,
-                              "runs", (json_int_t)r->n_runs, "failed", (json_int_t)r->n_failed,
-                              "over_budget", (json_int_t)r->n_over_budget, "seconds", r->seconds,
-                              "law", law_json(&r->law));
+        json_t *o =
+            json_pack("{s:i,s:b,s:b,s:i,s:I,s:I,s:I,s:I,s:f,s:o}", "seed", r->seed, "expr", r->expr,
+                      "linear_warmup", r->linear_warmup, "sweep_exit", r->sweep_rc, "runs",
+                      (json_int_t)r->n_runs, "branches", (json_int_t)r->n_branches, "failed",
+                      (json_int_t)r->n_failed, "over_budget", (json_int_t)r->n_over_budget,
+                      "seconds", r->seconds, "law", law_json(&r->law));
         json_object_set_new(o, "sweep_cost", jreal(r->sweep_cost));
         json_object_set_new(o, "stopped_early", json_integer((json_int_t)r->n_stopped));
         for (int k = 0; k < N_FACTOR; k++) {
@@ -782,7 +801,7 @@ static void usage(FILE *f)
           "                         [--mode best|random|study] [--runs N] [--budget-cost C]\n"
           "                         [--reuse]\n"
           "                         [--early-stop] [--paced] [--reports K] [--xp-flags FLAGS]\n"
-          "                         [--first-seed K] [--optimizer-choice]\n"
+          "                         [--first-seed K] [--optimizer-choice] [--branches F1,F2]\n"
           "                         [--style chinchilla|nanogpt|hf]\n"
           "  --seeds N       seeds (worlds) 1..N (default 20)\n"
           "  --first-seed K  seeds K..K+N-1 instead (a held-out set of worlds, e.g. 21)\n"
@@ -805,6 +824,9 @@ static void usage(FILE *f)
           "                  it can be stopped part-way (its final loss does not change)\n"
           "  --reports K     llmsim --steps-to-report K without the pause: each run stores a\n"
           "                  curve of K points (for extrapolate's --curves, via --xp-flags)\n"
+          "  --branches F    cooldown branches the controller spawns off each succeeded run at\n"
+          "                  these fractions of its steps (e.g. 0.3,0.6; decay_fraction 0.2;\n"
+          "                  llmsim --checkpoints at each of its reports, --branch-step)\n"
           "  --optimizer-choice  a categorical optimizer: {choices: [adamw, lion]} in each sweep\n"
           "                  (llmsim's Lion: lr optimum and boundary 0.3x, loss 0.99x); the\n"
           "                  regret is against the better optimizer's optimum\n"
@@ -844,6 +866,7 @@ static int parse_args(int argc, char **argv, bench_cfg *cfg)
     cfg->budget_cost = 0;
     cfg->reuse = 0;
     cfg->early_stop = 0;
+    cfg->branches = NULL;
     cfg->paced = 0;
     cfg->reports = 0;
     cfg->style = STYLE_CHINCHILLA;
@@ -898,6 +921,8 @@ static int parse_args(int argc, char **argv, bench_cfg *cfg)
             cfg->first_seed = strtol(v, NULL, 10);
         else if (!strcmp(a, "--xp-flags"))
             cfg->xp_flags = v;
+        else if (!strcmp(a, "--branches") && strspn(v, "0123456789., ") == strlen(v) && *v)
+            cfg->branches = v;
         else if (!strcmp(a, "--style") && !strcmp(v, "chinchilla"))
             cfg->style = STYLE_CHINCHILLA;
         else if (!strcmp(a, "--style") && !strcmp(v, "nanogpt"))
@@ -913,9 +938,9 @@ static int parse_args(int argc, char **argv, bench_cfg *cfg)
                 cfg->mode);
         return -1;
     }
-    if (cfg->style != STYLE_CHINCHILLA && (cfg->opt_choice || cfg->paced)) {
-        fprintf(stderr, "bench_extrapolate: --style nanogpt or hf has no --optimizer-choice or "
-                        "--paced\n");
+    if (cfg->style != STYLE_CHINCHILLA && (cfg->opt_choice || cfg->paced || cfg->branches)) {
+        fprintf(stderr, "bench_extrapolate: --style nanogpt or hf has no --optimizer-choice, "
+                        "--paced or --branches\n");
         return -1;
     }
     if (cfg->runs < 2 || cfg->runs > 100000) {

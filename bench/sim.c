@@ -557,3 +557,56 @@ st_status sim_emit(const sim_law *law, const sim_setting *s, uint64_t seed, int 
     fflush(out);
     return ST_OK;
 }
+
+/* A branch's warmup fraction is held below 1, as bench/xp_branches.py and the engine hold it. */
+#define BRANCH_WARMUP_MAX 0.95
+
+st_status sim_emit_branch(const sim_law *law, const sim_setting *s, double branch_step,
+                          double decay_steps, uint64_t seed, FILE *out, int *exit_code,
+                          char *errmsg)
+{
+    char scratch[ST_ERRMSG_MAX];
+    if (!errmsg)
+        errmsg = scratch;
+    double S = s->D / s->batch, end = branch_step + decay_steps;
+    if (!(branch_step >= 1 && decay_steps >= 1 && branch_step == floor(branch_step) &&
+          decay_steps == floor(decay_steps) && end < S))
+        return st_errf(errmsg, ST_EINVAL,
+                       "branch at step %g with %g decay steps: need positive counts ending before "
+                       "the parent's %g steps",
+                       branch_step, decay_steps, S);
+    sim_setting b = *s;
+    b.D = end * s->batch;
+    b.warmup = fmin(s->warmup * S / end, BRANCH_WARMUP_MAX);
+    sim_terms t;
+    st_status st = sim_eval(law, &b, &t, errmsg);
+    if (st != ST_OK)
+        return st;
+    st_rng *r = NULL;
+    if (st_rng_create(seed, &r) != ST_OK)
+        return ST_ENOMEM;
+    double z = st_rng_gaussian(r); /* the parent's first draw: its lasting offset */
+    st_rng_destroy(r);
+    double flops = 6.0 * s->N * decay_steps * s->batch;
+    if (t.diverged) {
+        fprintf(out,
+                "{\"event\":\"diverged\",\"step\":%.0f,\"reason\":\"lr %.6g passed the "
+                "stability boundary %.6g\"}\n",
+                end, s->lr, t.lr_max);
+        *exit_code = 3;
+    } else {
+        double val = t.loss * (1.0 + law->noise_sd * z);
+        fprintf(out,
+                "{\"event\":\"step\",\"step\":%.0f,\"loss\":%.17g,\"tokens\":%.17g,"
+                "\"flops\":%.17g,\"lr\":%.17g}\n",
+                end, val, b.D, flops, 0.1 * s->lr);
+        fprintf(out, "{\"event\":\"eval\",\"step\":%.0f,\"val_loss\":%.17g}\n", end, val);
+        fprintf(out,
+                "{\"event\":\"final\",\"val_loss\":%.17g,\"flops\":%.17g,\"params\":%.17g,"
+                "\"tokens\":%.17g,\"branch\":1,\"parent_step\":%.0f,\"branch_steps\":%.0f}\n",
+                val, flops, s->N, b.D, branch_step, decay_steps);
+        *exit_code = 0;
+    }
+    fflush(out);
+    return ST_OK;
+}

@@ -192,6 +192,20 @@ st_status sim_run(const sim_law *law, const sim_setting *s, uint64_t seed, doubl
 st_status sim_emit(const sim_law *law, const sim_setting *s, uint64_t seed, int n_report, FILE *out,
                    int *exit_code, char *errmsg);
 
+/*
+ * Writes a cooldown branch of the run `s` (docs/metrics-protocol.md, "Cooldown branches"): the
+ * parent's checkpoint at branch_step s of its S = D / batch steps, then decay_steps K of decay.
+ * Its final is the final of the same setting trained to (s + K) batch tokens with the parent's
+ * warmup steps (the warmup fraction scaled by S / (s + K), at most 0.95), under the parent's
+ * seed (its noise draw, as a branch shares its parent's weights); its cost (`flops` in every
+ * record) is its own K steps' only. One step+eval pair at its last step, then the final (with
+ * "branch":1, "parent_step", "branch_steps", "tokens") or a diverged record. ST_EINVAL when s or
+ * K is not a positive count or s + K is not below S; otherwise as sim_emit.
+ */
+st_status sim_emit_branch(const sim_law *law, const sim_setting *s, double branch_step,
+                          double decay_steps, uint64_t seed, FILE *out, int *exit_code,
+                          char *errmsg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -21,6 +21,7 @@ static void usage(FILE *f)
     fputs("usage: llmsim (--N P | --d-model W --n-layer L) --tokens D --lr LR --batch B\n"
           "              [--warmup F] [--weight-decay WD] [--seed S] [--steps-to-report K]\n"
           "              [--optimizer adamw|lion] [--true] [--world K] [--sleep-ms MS]\n"
+          "              [--checkpoints] [--branch-step S --decay-steps K]\n"
           "       llmsim --oracle C [--world K] [--optimizer adamw|lion]\n"
           "  --N P              non-embedding parameters (or 12 * n_layer * d_model^2)\n"
           "  --tokens D         training tokens\n"
@@ -38,6 +39,11 @@ static void usage(FILE *f)
           "                     drawn from published ranges (bench/sim.h, sim_law_draw)\n"
           "  --sleep-ms MS      pause MS milliseconds after each eval record (a run that takes\n"
           "                     time, so that a controller can stop it part-way)\n"
+          "  --checkpoints      a config record with the planned steps first, a checkpoint\n"
+          "                     record after each eval (a controller's branches start there)\n"
+          "  --branch-step S --decay-steps K  a cooldown branch of this run: its checkpoint\n"
+          "                     at step S, K steps of decay; the final of a run to S + K steps\n"
+          "                     with this run's warmup steps, the cost of K steps only\n"
           "exit: 0 finished, 3 diverged, 2 bad arguments\n",
           f);
 }
@@ -55,9 +61,13 @@ static int parse_num(const char *flag, const char *s, double *out)
     return 0;
 }
 
-/* The run's records as sim_emit writes them, each eval record followed by a pause of ms
- * milliseconds, as a run that takes time (so that a controller can stop it part-way). */
-static int emit_slowly(const sim_law *law, const sim_setting *s, uint64_t seed, int nrep, double ms)
+/* The run's records as sim_emit writes them. With ms > 0 each eval record is followed by a pause
+ * of ms milliseconds, as a run that takes time (so that a controller can stop it part-way). With
+ * checkpoints, a {"event":"config","steps":S} record first and a {"event":"checkpoint","step":k}
+ * record after each eval record, as a trainer that saves a checkpoint at each eval (the
+ * controller's cooldown branches start from them). */
+static int emit_lines(const sim_law *law, const sim_setting *s, uint64_t seed, int nrep, double ms,
+                      int checkpoints)
 {
     char *buf = NULL, err[ST_ERRMSG_MAX];
     size_t len = 0;
@@ -72,12 +82,22 @@ static int emit_slowly(const sim_law *law, const sim_setting *s, uint64_t seed, 
         free(buf);
         return 2;
     }
+    if (checkpoints)
+        printf("{\"event\":\"config\",\"steps\":%.0f}\n", fmax(1.0, floor(s->D / s->batch)));
     struct timespec ts = {(time_t)(ms / 1000), (long)(fmod(ms, 1000) * 1e6)};
     for (char *p = buf, *e; p && *p; p = e ? e + 1 : NULL) {
         e = strchr(p, '\n');
         fwrite(p, 1, e ? (size_t)(e - p + 1) : strlen(p), stdout);
         fflush(stdout);
-        if (strstr(p, "\"event\":\"eval\"") && (!e || strstr(p, "\"event\":\"eval\"") < e))
+        const char *ev = strstr(p, "\"event\":\"eval\"");
+        if (!ev || (e && ev > e))
+            continue;
+        if (checkpoints) {
+            double step = strtod(strstr(p, "\"step\":") + 7, NULL);
+            printf("{\"event\":\"checkpoint\",\"step\":%.0f}\n", step);
+            fflush(stdout);
+        }
+        if (ms > 0)
             nanosleep(&ts, NULL);
     }
     free(buf);
@@ -88,7 +108,8 @@ int main(int argc, char **argv)
 {
     double N = NAN, dm = NAN, nl = NAN, D = NAN, lr = NAN, batch = NAN;
     double warmup = 0.02, wd = 0.1, seed = 0, nrep = 10, oracle = NAN, world = 0, sleep_ms = 0;
-    int show_true = 0, optimizer = 0;
+    double branch_step = NAN, decay_steps = NAN;
+    int show_true = 0, optimizer = 0, checkpoints = 0;
     struct {
         const char *name;
         double *dst;
@@ -104,7 +125,9 @@ int main(int argc, char **argv)
                  {"--steps-to-report", &nrep},
                  {"--oracle", &oracle},
                  {"--world", &world},
-                 {"--sleep-ms", &sleep_ms}};
+                 {"--sleep-ms", &sleep_ms},
+                 {"--branch-step", &branch_step},
+                 {"--decay-steps", &decay_steps}};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
@@ -112,6 +135,10 @@ int main(int argc, char **argv)
         }
         if (!strcmp(argv[i], "--true")) {
             show_true = 1;
+            continue;
+        }
+        if (!strcmp(argv[i], "--checkpoints")) {
+            checkpoints = 1;
             continue;
         }
         if (!strcmp(argv[i], "--optimizer") && i + 1 < argc) {
@@ -191,12 +218,20 @@ int main(int argc, char **argv)
         return 0;
     }
     int code;
-    if (sleep_ms <= 0) {
+    if (!isnan(branch_step) || !isnan(decay_steps)) {
+        if (sim_emit_branch(&law, &s, branch_step, decay_steps, (uint64_t)seed, stdout, &code,
+                            err) != ST_OK) {
+            fprintf(stderr, "llmsim: %s\n", err);
+            return 2;
+        }
+        return code;
+    }
+    if (sleep_ms <= 0 && !checkpoints) {
         if (sim_emit(&law, &s, (uint64_t)seed, (int)nrep, stdout, &code, err) != ST_OK) {
             fprintf(stderr, "llmsim: %s\n", err);
             return 2;
         }
         return code;
     }
-    return emit_slowly(&law, &s, (uint64_t)seed, (int)nrep, sleep_ms);
+    return emit_lines(&law, &s, (uint64_t)seed, (int)nrep, sleep_ms, checkpoints);
 }

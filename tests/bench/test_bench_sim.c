@@ -297,6 +297,46 @@ static void test_emit(const sim_law *law)
     CHECK(n_div == 1);
 }
 
+/* A cooldown branch (sim_emit_branch): its final is sim_run's of the same setting trained to the
+ * branch's end with the parent's warmup steps, under the parent's seed; its flops are its own K
+ * steps'; bad steps are refused. */
+static void test_emit_branch(const sim_law *law)
+{
+    sim_setting s = {1e7, 2e8, 0.006, 32000, 0.03, 0.1, 0}; /* 6250 steps */
+    FILE *f = tmpfile();
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    int code = -1;
+    CHECK_ST(sim_emit_branch(law, &s, 2000, 500, 9, f, &code, NULL), ST_OK);
+    CHECK(code == 0);
+    rewind(f);
+    char line[512];
+    double final = NAN, flops = NAN, tokens = NAN;
+    int n_final = 0;
+    while (fgets(line, sizeof(line), f))
+        if (strstr(line, "\"event\":\"final\"") && strstr(line, "\"branch\":1")) {
+            n_final++;
+            final = strtod(strstr(line, "\"val_loss\":") + 11, NULL);
+            flops = strtod(strstr(line, "\"flops\":") + 8, NULL);
+            tokens = strtod(strstr(line, "\"tokens\":") + 9, NULL);
+        }
+    fclose(f);
+    CHECK(n_final == 1);
+    CHECK_REL(tokens, 2500.0 * 32000, 1e-15);
+    CHECK_REL(flops, 6 * 1e7 * 500.0 * 32000, 1e-15);
+    sim_setting b = s;
+    b.D = 2500.0 * 32000;
+    b.warmup = 0.03 * 6250 / 2500; /* the parent's 187.5 warmup steps */
+    double obs, step;
+    int div;
+    CHECK_ST(sim_run(law, &b, 9, &obs, &div, &step, NULL), ST_OK);
+    CHECK_REL(final, obs, 1e-15);
+    CHECK_ST(sim_emit_branch(law, &s, 6000, 250, 9, stdout, &code, NULL), ST_EINVAL);
+    CHECK_ST(sim_emit_branch(law, &s, 0, 250, 9, stdout, &code, NULL), ST_EINVAL);
+    CHECK_ST(sim_emit_branch(law, &s, 100, 2.5, 9, stdout, &code, NULL), ST_EINVAL);
+}
+
 /* ---- the learning curve under the schedule (sim_emit; sim.h, anneal_frac) ---- */
 
 /* The schedule again, from its documentation: linear warmup over w S steps, then cosine from lr
@@ -555,6 +595,7 @@ int main(void)
     test_divergence(&law);
     test_noise(&law);
     test_emit(&law);
+    test_emit_branch(&law);
     test_emit_curve(&law);
     test_family(&law);
     test_lion(&law);
