@@ -104,6 +104,66 @@ static int emit_lines(const sim_law *law, const sim_setting *s, uint64_t seed, i
     return code;
 }
 
+/* --oracle C: the true optimum at C FLOPs as one JSON line. */
+static int print_oracle(const sim_law *law, double oracle, int optimizer)
+{
+    sim_setting o;
+    double loss;
+    st_status st = sim_oracle_for(law, oracle, optimizer, &o, &loss);
+    if (st != ST_OK) {
+        fprintf(stderr, "llmsim: oracle at C = %g: %s\n", oracle, st_strerror(st));
+        return 2;
+    }
+    printf("{\"event\":\"oracle\",\"compute\":%.17g,\"params\":%.17g,\"tokens\":%.17g,"
+           "\"lr\":%.17g,\"batch\":%.17g,\"warmup\":%.17g,\"weight_decay\":%.17g,"
+           "\"optimizer\":\"%s\",\"val_loss\":%.17g}\n",
+           oracle, o.N, o.D, o.lr, o.batch, o.warmup, o.weight_decay, optimizer ? "lion" : "adamw",
+           loss);
+    return 0;
+}
+
+/* --true: the noise-free loss and its terms as one JSON line. */
+static int print_true(const sim_law *law, const sim_setting *s)
+{
+    char err[ST_ERRMSG_MAX];
+    sim_terms t;
+    if (sim_eval(law, s, &t, err) != ST_OK) {
+        fprintf(stderr, "llmsim: %s\n", err);
+        return 2;
+    }
+    printf("{\"event\":\"true\",\"loss\":%.17g,\"diverged\":%d,\"loss_nd\":%.17g,"
+           "\"lr_opt\":%.17g,\"lr_max\":%.17g,\"batch_opt\":%.17g,\"warmup_opt\":%.17g,"
+           "\"tau\":%.17g,\"tau_opt\":%.17g,\"pen_lr_batch\":%.17g,\"pen_warmup\":%.17g,"
+           "\"pen_wd\":%.17g,\"flops\":%.17g}\n",
+           t.diverged ? -1.0 : t.loss, t.diverged, t.loss_nd, t.lr_opt, t.lr_max, t.batch_opt,
+           t.warmup_opt, isfinite(t.tau) ? t.tau : -1.0, t.tau_opt, t.pen_lr_bs, t.pen_warmup,
+           t.pen_wd, t.flops);
+    return 0;
+}
+
+/* The run (or, with a branch step, its cooldown branch) as the metrics protocol; the exit code. */
+static int emit_run(const sim_law *law, const sim_setting *s, uint64_t seed, int nrep,
+                    double sleep_ms, int checkpoints, double branch_step, double decay_steps)
+{
+    char err[ST_ERRMSG_MAX];
+    int code;
+    if (!isnan(branch_step) || !isnan(decay_steps)) {
+        if (sim_emit_branch(law, s, branch_step, decay_steps, seed, stdout, &code, err) != ST_OK) {
+            fprintf(stderr, "llmsim: %s\n", err);
+            return 2;
+        }
+        return code;
+    }
+    if (sleep_ms <= 0 && !checkpoints) {
+        if (sim_emit(law, s, seed, nrep, stdout, &code, err) != ST_OK) {
+            fprintf(stderr, "llmsim: %s\n", err);
+            return 2;
+        }
+        return code;
+    }
+    return emit_lines(law, s, seed, nrep, sleep_ms, checkpoints);
+}
+
 int main(int argc, char **argv)
 {
     double N = NAN, dm = NAN, nl = NAN, D = NAN, lr = NAN, batch = NAN;
@@ -173,21 +233,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "llmsim: out of memory drawing world %.0f\n", world);
         return 2;
     }
-    if (!isnan(oracle)) {
-        sim_setting o;
-        double loss;
-        st_status st = sim_oracle_for(&law, oracle, optimizer, &o, &loss);
-        if (st != ST_OK) {
-            fprintf(stderr, "llmsim: oracle at C = %g: %s\n", oracle, st_strerror(st));
-            return 2;
-        }
-        printf("{\"event\":\"oracle\",\"compute\":%.17g,\"params\":%.17g,\"tokens\":%.17g,"
-               "\"lr\":%.17g,\"batch\":%.17g,\"warmup\":%.17g,\"weight_decay\":%.17g,"
-               "\"optimizer\":\"%s\",\"val_loss\":%.17g}\n",
-               oracle, o.N, o.D, o.lr, o.batch, o.warmup, o.weight_decay,
-               optimizer ? "lion" : "adamw", loss);
-        return 0;
-    }
+    if (!isnan(oracle))
+        return print_oracle(&law, oracle, optimizer);
     if (isnan(N) && !isnan(dm) && !isnan(nl))
         N = 12.0 * nl * dm * dm; /* non-embedding parameters of a GPT block stack (Kaplan) */
     if (isnan(N) || isnan(D) || isnan(lr) || isnan(batch)) {
@@ -201,37 +248,8 @@ int main(int argc, char **argv)
         return 2;
     }
     sim_setting s = {N, D, lr, batch, warmup, wd, optimizer};
-    char err[ST_ERRMSG_MAX];
-    if (show_true) {
-        sim_terms t;
-        if (sim_eval(&law, &s, &t, err) != ST_OK) {
-            fprintf(stderr, "llmsim: %s\n", err);
-            return 2;
-        }
-        printf("{\"event\":\"true\",\"loss\":%.17g,\"diverged\":%d,\"loss_nd\":%.17g,"
-               "\"lr_opt\":%.17g,\"lr_max\":%.17g,\"batch_opt\":%.17g,\"warmup_opt\":%.17g,"
-               "\"tau\":%.17g,\"tau_opt\":%.17g,\"pen_lr_batch\":%.17g,\"pen_warmup\":%.17g,"
-               "\"pen_wd\":%.17g,\"flops\":%.17g}\n",
-               t.diverged ? -1.0 : t.loss, t.diverged, t.loss_nd, t.lr_opt, t.lr_max, t.batch_opt,
-               t.warmup_opt, isfinite(t.tau) ? t.tau : -1.0, t.tau_opt, t.pen_lr_bs, t.pen_warmup,
-               t.pen_wd, t.flops);
-        return 0;
-    }
-    int code;
-    if (!isnan(branch_step) || !isnan(decay_steps)) {
-        if (sim_emit_branch(&law, &s, branch_step, decay_steps, (uint64_t)seed, stdout, &code,
-                            err) != ST_OK) {
-            fprintf(stderr, "llmsim: %s\n", err);
-            return 2;
-        }
-        return code;
-    }
-    if (sleep_ms <= 0 && !checkpoints) {
-        if (sim_emit(&law, &s, (uint64_t)seed, (int)nrep, stdout, &code, err) != ST_OK) {
-            fprintf(stderr, "llmsim: %s\n", err);
-            return 2;
-        }
-        return code;
-    }
-    return emit_lines(&law, &s, (uint64_t)seed, (int)nrep, sleep_ms, checkpoints);
+    if (show_true)
+        return print_true(&law, &s);
+    return emit_run(&law, &s, (uint64_t)seed, (int)nrep, sleep_ms, checkpoints, branch_step,
+                    decay_steps);
 }
