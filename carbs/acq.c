@@ -8,18 +8,23 @@
 
 #include "carbs/carbs_int.h"
 
-/* EI = sigma [phi(z) + z Phi(z)], z = (mu - v - xi) / sigma  (maximisation of mu).
- * Written as sigma phi(z) (1 + z / h(-z)) with h(x) = phi(x) / (1 - Phi(x)) the normal hazard,
- * so that neither phi(z) nor Phi(z) is formed alone for large |z|. */
+/* EI = sigma [phi(z) + z Phi(z)] = imp Phi(z) + sigma phi(z), z = imp / sigma, imp = mu - v - xi
+ * (maximisation of mu). For z >= 0 both terms are positive and formed directly (phi may
+ * underflow to 0 there, leaving imp). For z < 0 the two cancel, so EI is written as
+ * sigma phi(z) (1 + z / h(-z)) with h(x) = phi(x) / (1 - Phi(x)) the normal hazard, which GSL
+ * evaluates without an error for x > 0 (at x < -38 it reports an underflow, and GSL's default
+ * handler would abort a caller that has not called st_global_init). */
 double acq_ei(double mu, double sigma, double v, double xi)
 {
     double imp = mu - v - xi;
     if (!(sigma > 0) || !isfinite(sigma))
         return imp > 0 ? imp : 0.0;
     double z = imp / sigma;
-    if (z < -38.0) /* phi(z) underflows */
+    if (!(z > -38.0)) /* phi(z) underflows, or imp is NaN */
         return 0.0;
     double phi = exp(-0.5 * z * z) / sqrt(2.0 * M_PI);
+    if (z >= 0)
+        return imp * 0.5 * erfc(-z / M_SQRT2) + sigma * phi;
     double ei = sigma * phi * (1.0 + z / gsl_sf_hazard(-z));
     return ei > 0 ? ei : 0.0;
 }

@@ -5,6 +5,7 @@
  * of its definition, and the locality weight.
  */
 #include <gsl/gsl_cdf.h>
+#include <gsl/gsl_errno.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -239,6 +240,31 @@ static double ei_numeric(double mu, double sigma, double v, double xi)
     return s * h / 3;
 }
 
+static int gsl_errors;
+static void count_gsl_error(const char *reason, const char *file, int line, int gsl_errno)
+{
+    (void)reason, (void)file, (void)line, (void)gsl_errno;
+    gsl_errors++;
+}
+
+/* Far ahead of the incumbent (z = imp / sigma >> 0) EI is the improvement itself: imp Phi(z) +
+ * sigma phi(z) with Phi = 1 and phi = 0 in doubles. It once came out NaN from z > 38 on (0 *
+ * inf), and GSL's hazard reported an underflow there, which aborts a process that kept GSL's
+ * default handler (found by fuzz_carbs_import, which calls no st_global_init). */
+static void acq_far_ahead(void)
+{
+    gsl_error_handler_t *old = gsl_set_error_handler(count_gsl_error);
+    gsl_errors = 0;
+    double cases[][2] = {{40, 1}, {39, 1}, {1e3, 1e-3}, {7, 1e-300}, {1e300, 1}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        CHECK_REL(acq_ei(cases[i][0], cases[i][1], 0, 0), cases[i][0], 1e-15);
+    CHECK_REL(acq_ei(3, 0.5, 0, 0), ei_numeric(3, 0.5, 0, 0), 1e-7); /* z = 6 */
+    CHECK_REL(acq_ei(1, 0.02, 0.3, 0), ei_numeric(1, 0.02, 0.3, 0), 1e-7);
+    CHECK(acq_ei(NAN, 1, 0, 0) == 0.0);
+    CHECK(gsl_errors == 0);
+    gsl_set_error_handler(old);
+}
+
 static void test_acq(void)
 {
     double cases[][4] = {
@@ -251,6 +277,7 @@ static void test_acq(void)
     CHECK_ABS(acq_ei(2, 0, 0.5, 0.5), 1.0, 1e-15);            /* no uncertainty: the margin */
     CHECK_ABS(acq_ei(0, 0, 0.5, 0.5), 0.0, 0);
     CHECK(acq_ei(-50, 1, 0, 0) == 0.0 && acq_ei(-50, 1, 0, 0) >= 0);
+    acq_far_ahead();
 
     double o[] = {0, 0, 3, 4};
     double x0[] = {0, 0}, x1[] = {3, 4.3};
