@@ -375,7 +375,8 @@ bench: $(BUILD)/bench/compare $(BUILD)/bench/compare_report
 # bench-extrapolate SEEDS=3` is the
 # quick variant; BENCH_XP_FLAGS=--pass-config also gives extrapolate the sweep file. Targets
 # print PASS/FAIL and never fail the build.
-$(BUILD)/bench/bench_extrapolate: $(BUILD)/bench/bench_extrapolate.o $(BUILD)/bench/sim.o \
+$(BUILD)/bench/bench_extrapolate: $(BUILD)/bench/bench_extrapolate.o $(BUILD)/bench/bench_extrapolate_sweep.o \
+                                  $(BUILD)/bench/sim.o \
                                   $(BUILD)/mod/libcommon.a
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 bench-extrapolate: $(BUILD)/bench/bench_extrapolate $(BUILD)/$(NAME) $(BUILD)/bench/llmsim/llmsim
