@@ -1,10 +1,11 @@
 /*
  * gp.c — exact Gaussian-process regression for CARBS' surrogates (spec carbs.md §4.2-4.3):
- * Linear + ARD Matern-3/2 and RBF kernels, Cholesky of K = k(X,X) + (noise + 1e-4) I with a
- * jitter-retry loop, posterior mean / latent variance by BLAS (the cross-kernel's entries in
- * gp_cross.c), or an upper bound of the variance from each point's nearest rows instead, the
- * negative log marginal likelihood with its analytic gradient, MAP fitting by NLopt L-BFGS with
- * restarts (recommended) or CARBS' 1000 Adam steps (faithful), and O(n^2) rank-one appends.
+ * Linear + ARD Matern-3/2 and RBF kernels (k itself: gp_kern in gp_int.h), Cholesky of
+ * K = k(X,X) + (noise + 1e-4) I with a jitter-retry loop, the negative log marginal likelihood
+ * with its analytic gradient, MAP fitting by NLopt L-BFGS with restarts (recommended) or CARBS'
+ * 1000 Adam steps (faithful), and O(n^2) rank-one appends. Not here: the posterior mean and
+ * variance, and the variance's upper bound from each point's nearest rows (gp_predict.c); the
+ * one-hot input map and the public calls on callers' inputs (gp_onehot.c).
  * Storage: every n x n matrix is column-major (LAPACK's native order, no LAPACKE transposes);
  * the factor L lives in a cap x cap buffer (leading dimension cap) so rows can be appended.
  */
@@ -18,16 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GP_JITTER       1e-4  /* CARBS' fixed diagonal jitter added to the noise */
-#define GP_R_EPS        1e-12 /* added to r^2 inside the Matern distance */
-#define GP_SQRT3        1.7320508075688772
 #define GP_LOG2PI       1.8378770664093453
 #define GP_NOISE_MU     (-4.605170185988091) /* ln 0.01: noise prior LogNormal(mu, s) */
 #define GP_NOISE_S      0.5
-#define GP_JITTER_TRIES 6    /* extra jitter 1e-6 .. 1e-1 times the mean diagonal */
-#define GP_PRED_BLOCK   256  /* test points per BLAS block in gp_predict */
-#define GP_NB_PTS       8    /* nearest points behind gp_predict_bound's variance bound */
-#define GP_BOUND_SLACK  1e-6 /* its allowance for rounding, relative to k(x,x) */
+#define GP_JITTER_TRIES 6 /* extra jitter 1e-6 .. 1e-1 times the mean diagonal */
 
 /* Weak MAP priors (recommended mode, map = 1), on the log hyperparameters:
  *   log variance (sl2, sm2 or s2) ~ Normal(0, 3^2): 1 sd = a factor e^3 = 20;
@@ -44,15 +39,9 @@
 #define GP_LOG_NOISE_LO (-13.815510557964274) /* log 1e-6 */
 #define GP_LOG_NOISE_HI 2.302585092994046     /* log 10 */
 
-/* Natural hyperparameters for kernel evaluation. */
-typedef struct hyp {
-    double sl2, sm2, noise; /* RBF: sm2 = s2, sl2 unused */
-    const double *il;       /* d inverse lengthscales (RBF: all equal) */
-} hyp;
-
 /* ---- kernels ------------------------------------------------------------------------------ */
 
-static void hyp_from_theta(const gp *g, const double *theta, double *il, hyp *h)
+void gp_hyp_from_theta(const gp *g, const double *theta, double *il, gp_hyp *h)
 {
     if (g->kernel == GP_KERNEL_LIN_MATERN32) {
         h->sl2 = exp(theta[0]);
@@ -71,38 +60,16 @@ static void hyp_from_theta(const gp *g, const double *theta, double *il, hyp *h)
     h->il = il;
 }
 
-/* k(x, z) without noise. */
-static inline double kern(const gp *g, const hyp *h, const double *x, const double *z)
-{
-    size_t d = g->d;
-    if (g->kernel == GP_KERNEL_LIN_MATERN32) {
-        double lin = 0, r2 = GP_R_EPS;
-        for (size_t i = 0; i < d; i++) {
-            double u = (x[i] - z[i]) * h->il[i];
-            r2 += u * u;
-            lin += (x[i] - g->c[i]) * (z[i] - g->c[i]);
-        }
-        double sr = GP_SQRT3 * sqrt(r2);
-        return h->sl2 * lin + h->sm2 * (1 + sr) * exp(-sr);
-    }
-    double r2 = 0;
-    for (size_t i = 0; i < d; i++) {
-        double u = (x[i] - z[i]) * h->il[i];
-        r2 += u * u;
-    }
-    return h->sm2 * exp(-0.5 * r2);
-}
-
 /* Lower triangle of k(X, X) + diag_add I into K (n x n, column-major, leading dimension ld). */
-static void build_K(const gp *g, const hyp *h, size_t n, const double *X, double diag_add,
+static void build_K(const gp *g, const gp_hyp *h, size_t n, const double *X, double diag_add,
                     double *K, size_t ld)
 {
     size_t d = g->d;
     for (size_t b = 0; b < n; b++) {
         double *col = K + b * ld;
-        col[b] = kern(g, h, X + b * d, X + b * d) + diag_add;
+        col[b] = gp_kern(g, h, X + b * d, X + b * d) + diag_add;
         for (size_t a = b + 1; a < n; a++)
-            col[a] = kern(g, h, X + a * d, X + b * d);
+            col[a] = gp_kern(g, h, X + a * d, X + b * d);
     }
 }
 
@@ -290,7 +257,7 @@ st_status gp_priv_set_data(gp *g, size_t n, const double *X, const double *y)
     return ST_OK;
 }
 
-/* ---- factorisation and prediction --------------------------------------------------------- */
+/* ---- factorisation ------------------------------------------------------------------------ */
 
 st_status gp_factor(gp *g)
 {
@@ -298,8 +265,8 @@ st_status gp_factor(gp *g)
     for (size_t j = 0; j < g->n_theta; j++)
         if (!isfinite(g->theta[j]))
             return ST_ENUMERIC;
-    hyp h;
-    hyp_from_theta(g, g->theta, g->il, &h);
+    gp_hyp h;
+    gp_hyp_from_theta(g, g->theta, g->il, &h);
     size_t n = g->n, ld = g->cap;
     if (n == 0) {
         g->jit = 0;
@@ -333,188 +300,20 @@ st_status gp_factor(gp *g)
     return ST_ENUMERIC;
 }
 
-/* The m points X (row-major m x d) as d rows of m: XT, and centred (x - c): XcT. */
-static void transpose_points(const gp *g, size_t m, const double *X, double *XT, double *XcT)
-{
-    size_t d = g->d;
-    for (size_t a = 0; a < m; a++)
-        for (size_t i = 0; i < d; i++) {
-            XT[i * m + a] = X[a * d + i];
-            XcT[i * m + a] = X[a * d + i] - g->c[i];
-        }
-}
-
-/* The GP_NB_PTS nearest training points of one test point (smallest scaled r^2), kept while
- * its column of K* is built: idx/r2 hold cnt <= GP_NB_PTS entries, r2[worst] the largest. */
-typedef struct nearest {
-    size_t idx[GP_NB_PTS];
-    double r2[GP_NB_PTS];
-    size_t cnt, worst;
-} nearest;
-
-static void nearest_add(nearest *nb, size_t i, double r2)
-{
-    if (nb->cnt < GP_NB_PTS) {
-        nb->idx[nb->cnt] = i;
-        nb->r2[nb->cnt] = r2;
-        if (r2 > nb->r2[nb->worst])
-            nb->worst = nb->cnt;
-        nb->cnt++;
-        return;
-    }
-    if (!(r2 < nb->r2[nb->worst]))
-        return;
-    nb->idx[nb->worst] = i;
-    nb->r2[nb->worst] = r2;
-    for (size_t t = 0; t < GP_NB_PTS; t++)
-        if (nb->r2[t] > nb->r2[nb->worst])
-            nb->worst = t;
-}
-
-/*
- * An upper bound of the latent variance gp_priv_predict returns at x: the posterior variance
- * given only the points nb (at the same theta, noise and jitter), since conditioning on more
- * observations never raises a Gaussian's variance (Rasmussen & Williams 2006, eq. 2.26: the
- * full variance is this one minus a Schur complement's quadratic form, >= 0), plus
- * GP_BOUND_SLACK k(x,x) for the rounding of the full solve (at most about n eps cond(L)
- * relative to k(x,x): < 1e-9 for n = 1000 and the smallest noise + jitter, 1e-4). O(s^3) for s
- * = nb->cnt points, against the full solve's O(n^2). The prior k(x,x) when the s x s matrix
- * does not factorise. A: s*s + s doubles of workspace.
- */
-static double var_bound(const gp *g, const hyp *h, const nearest *nb, const double *x, double *A)
-{
-    size_t s = nb->cnt, d = g->d;
-    double kxx = kern(g, h, x, x), *b = A + s * s, q = 0;
-    /* A = L_S, the Cholesky factor of K_SS + (noise + 1e-4 + jit) I, row by row (s <= GP_NB_PTS, so
-     * plain loops), and b = L_S^-1 k(X_S, x) alongside: q = |b|^2 */
-    for (size_t a = 0; a < s; a++) {
-        const double *xa = g->X + nb->idx[a] * d;
-        double ba = kern(g, h, xa, x);
-        for (size_t c = 0; c <= a; c++) {
-            double v = kern(g, h, xa, g->X + nb->idx[c] * d);
-            if (c == a)
-                v += h->noise + GP_JITTER + g->jit;
-            for (size_t t = 0; t < c; t++)
-                v -= A[a * s + t] * A[c * s + t];
-            if (c < a) {
-                A[a * s + c] = v / A[c * s + c];
-            } else {
-                if (!(v > 0))
-                    return kxx + GP_BOUND_SLACK * kxx;
-                A[a * s + a] = sqrt(v);
-            }
-        }
-        for (size_t t = 0; t < a; t++)
-            ba -= A[a * s + t] * b[t];
-        b[a] = ba / A[a * s + a];
-        q += b[a] * b[a];
-    }
-    double v = kxx - q;
-    return (v > 0 ? v : 0) + GP_BOUND_SLACK * kxx;
-}
-
-/* Mean at m points; with var the latent variance (the full solve), with var_ub (and var NULL)
- * var_bound's upper bound of it instead. */
-static st_status predict(gp *g, size_t m, const double *Xs, double *mean, double *var,
-                         double *var_ub)
-{
-    if (!g->factored)
-        return ST_ESTATE;
-    size_t n = g->n, d = g->d, mb = GP_PRED_BLOCK;
-    int mat = g->kernel == GP_KERNEL_LIN_MATERN32;
-    if (n > g->n_ks || !g->pw) {
-        /* room for 1/8 more points: a kept GP (gpcache.c) grows by a point or two per
-         * suggestion, and a fresh 4 MB block each time costs its page faults */
-        size_t nn = n > g->n_ks ? n + n / 8 : g->n_ks;
-        size_t nbw = GP_NB_PTS * (GP_NB_PTS + 1);
-        double *w =
-            malloc((2 * nn * mb + 2 * nn * d + nn + 2 * d * mb + mb + nbw) * sizeof(double));
-        if (!w)
-            return ST_ENOMEM;
-        free(g->pw);
-        g->pw = w;
-        g->n_ks = nn;
-    }
-    double *Ks = g->pw, *Ls = Ks + n * mb, *XT = Ls + n * mb, *XcT = XT + n * d;
-    double *zc = XcT + n * d, *Aw = zc + d;
-    int ni = (int)n, bi;
-    hyp h;
-    hyp_from_theta(g, g->theta, g->il, &h);
-    transpose_points(g, n, g->X, XT, XcT);
-    for (size_t j0 = 0; j0 < m; j0 += mb) {
-        size_t bm = m - j0 < mb ? m - j0 : mb;
-        const double *xb = Xs + j0 * d;
-        bi = (int)bm;
-        if (n == 0) {
-            for (size_t j = 0; j < bm; j++) {
-                mean[j0 + j] = 0;
-                if (var)
-                    var[j0 + j] = kern(g, &h, xb + j * d, xb + j * d);
-                if (var_ub)
-                    var_ub[j0 + j] = kern(g, &h, xb + j * d, xb + j * d);
-            }
-            continue;
-        }
-        /* K* (n x bm, column-major), column j = k(X, x*_j): kern's arithmetic, entry for entry,
-         * in gp_cross.c's vectorised loops (only its exp differs from libm's, by an ulp) */
-        for (size_t j = 0; j < bm; j++) {
-            double *col = Ks + j * n, *lin = mat ? Ls + j * n : NULL;
-            const double *z = xb + j * d;
-            for (size_t i = 0; i < d; i++)
-                zc[i] = z[i] - g->c[i];
-            gp_cross_dist(n, d, XT, XcT, z, zc, h.il, mat ? GP_R_EPS : 0.0, col, lin);
-            if (var_ub) {
-                nearest nb = {.cnt = 0, .worst = 0};
-                for (size_t i = 0; i < n; i++)
-                    nearest_add(&nb, i, col[i]);
-                var_ub[j0 + j] = var_bound(g, &h, &nb, z, Aw);
-            }
-            if (mat)
-                gp_cross_matern(n, col, lin, h.sl2, h.sm2);
-            else
-                gp_cross_rbf(n, col, h.sm2);
-        }
-        /* mean = K*^T alpha */
-        cblas_dgemv(CblasColMajor, CblasTrans, ni, bi, 1.0, Ks, ni, g->alpha, 1, 0.0, mean + j0, 1);
-        if (!var)
-            continue;
-        /* V = L^-1 K*; var_j = k(x*_j, x*_j) - |V_j|^2, clamped at 0 */
-        cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, ni, bi, 1.0,
-                    g->L, (int)g->cap, Ks, ni);
-        for (size_t j = 0; j < bm; j++) {
-            const double *col = Ks + j * n;
-            double q = cblas_ddot(ni, col, 1, col, 1);
-            double v = kern(g, &h, xb + j * d, xb + j * d) - q;
-            var[j0 + j] = v > 0 ? v : 0;
-        }
-    }
-    return ST_OK;
-}
-
-st_status gp_priv_predict(gp *g, size_t m, const double *Xs, double *mean, double *var)
-{
-    return predict(g, m, Xs, mean, var, NULL);
-}
-
-st_status gp_priv_predict_bound(gp *g, size_t m, const double *Xs, double *mean, double *var_ub)
-{
-    return predict(g, m, Xs, mean, NULL, var_ub);
-}
-
 /* Appends model input x as row n of the factor at theta (h), its target 0: the new row of L
  * is l = L^-1 k(X, x), l_nn = sqrt(k(x,x) + noise + 1e-4 + jit - |l|^2), O(n^2). Room for it
  * is there (grow). ST_ENUMERIC (and nothing changed) when x does not factorise. */
-static st_status append_row(gp *g, const hyp *h, const double *x)
+static st_status append_row(gp *g, const gp_hyp *h, const double *x)
 {
     size_t d = g->d, n = g->n, ld = g->cap;
     double *l = g->v;
     for (size_t i = 0; i < n; i++)
-        l[i] = kern(g, h, g->X + i * d, x);
+        l[i] = gp_kern(g, h, g->X + i * d, x);
     if (n)
         cblas_dtrsv(CblasColMajor, CblasLower, CblasNoTrans, CblasNonUnit, (int)n, g->L, (int)ld, l,
                     1);
     double q = n ? cblas_ddot((int)n, l, 1, l, 1) : 0;
-    double dd = kern(g, h, x, x) + h->noise + GP_JITTER + g->jit - q;
+    double dd = gp_kern(g, h, x, x) + h->noise + GP_JITTER + g->jit - q;
     if (!(dd > 0) || !isfinite(dd))
         return ST_ENUMERIC;
     for (size_t j = 0; j < n; j++)
@@ -563,8 +362,8 @@ st_status gp_priv_append(gp *g, const double *x, double y)
         g->n = n + 1;
         return gp_factor(g);
     }
-    hyp h;
-    hyp_from_theta(g, g->theta, g->il, &h);
+    gp_hyp h;
+    gp_hyp_from_theta(g, g->theta, g->il, &h);
     s = append_row(g, &h, x);
     if (s != ST_OK)
         return s;
@@ -582,8 +381,8 @@ st_status gp_priv_extend(gp *g, size_t m, const double *X)
     st_status s = grow(g, g->n + m);
     if (s != ST_OK)
         return s;
-    hyp h;
-    hyp_from_theta(g, g->theta, g->il, &h);
+    gp_hyp h;
+    gp_hyp_from_theta(g, g->theta, g->il, &h);
     for (size_t j = 0; j < m && s == ST_OK; j++) {
         const double *x = X + j * g->d;
         s = append_row(g, &h, x);
@@ -707,8 +506,8 @@ static double obj_eval(gp *g, size_t n, const double *X, const double *y, const 
     double f = neg_log_prior(g, theta, grad, map);
     if (n == 0)
         return f;
-    hyp h;
-    hyp_from_theta(g, theta, g->ilw, &h);
+    gp_hyp h;
+    gp_hyp_from_theta(g, theta, g->ilw, &h);
     double *K = g->Kw, *E = g->Ew, *Mt = g->Mw, *al = g->aw, *q = g->qw, *s = g->sw;
     double *Xt = g->Xt, *Xc = g->Xc, *P = g->Pw;
     int ni = (int)n, di = (int)d;

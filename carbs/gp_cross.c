@@ -1,11 +1,11 @@
 /*
- * gp_cross.c — the per-entry step of a GP's cross-kernel K* (gp.c, predict): from the scaled
- * squared distances r^2 (one column, n entries) to Matern-3/2 (+ linear) or RBF kernel values,
- * in loops the compiler vectorises (built with -O3 -fno-math-errno, and cloned for AVX2, where
- * the same IEEE operations give the same bits: no FMA contraction under -std=c11). The
+ * gp_cross.c — the per-entry step of a GP's cross-kernel K* (gp_predict.c, predict): from the
+ * scaled squared distances r^2 (one column, n entries) to Matern-3/2 (+ linear) or RBF kernel
+ * values, in loops the compiler vectorises (built with -O3 -fno-math-errno, and cloned for AVX2,
+ * where the same IEEE operations give the same bits: no FMA contraction under -std=c11). The
  * exponential is cross_exp's own (Cody-Waite reduction and a degree-13 Taylor polynomial,
  * within 1e-15 relative of libm's exp), since libm's is a scalar call; the rest is the scalar
- * formula of gp.c operation for operation. Not here: the kernels of K itself (gp.c's kern).
+ * formula of gp_kern (gp_int.h) operation for operation. Not here: the kernels of K itself.
  */
 #include "carbs/gp_int.h"
 
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #define CX_SQRT3   1.7320508075688772
-#define CX_R_EPS   1e-12                      /* gp.c's GP_R_EPS */
+#define CX_R_EPS   1e-12                      /* gp_int.h's GP_R_EPS */
 #define CX_INV_LN2 1.4426950408889634         /* 1 / ln 2 */
 #define CX_LN2_HI  6.93147180369123816490e-01 /* ln 2, 32 significant bits: k LN2_HI is exact */
 #define CX_LN2_LO  1.90821492927058770002e-10 /* ln 2 - LN2_HI */
@@ -66,7 +66,7 @@ CX_CLONES void gp_cross_exp(size_t n, const double *restrict x, double *restrict
 
 /* r2 = r0 + sum_i ((x_i - z_i) il_i)^2 and lin = sum_i (x_i - c_i)(z_i - c_i) for the n
  * points XT, XcT (d rows of n: x and x - c) against one point z (zc = z - c); lin may be NULL.
- * The sums run over i in kern's order from kern's starting values, so they are kern's bits. */
+ * The sums run over i in gp_kern's order from its starting values, so they are gp_kern's bits. */
 CX_CLONES void gp_cross_dist(size_t n, size_t d, const double *restrict XT,
                              const double *restrict XcT, const double *z, const double *zc,
                              const double *il, double r0, double *restrict r2, double *restrict lin)
@@ -93,7 +93,7 @@ CX_CLONES void gp_cross_dist(size_t n, size_t d, const double *restrict XT,
     }
 }
 
-/* col: r^2 (with kern's 1e-12) in, k = sl2 lin + sm2 (1 + sr) e^-sr out, sr = sqrt3 r */
+/* col: r^2 (with gp_kern's 1e-12) in, k = sl2 lin + sm2 (1 + sr) e^-sr out, sr = sqrt3 r */
 CX_CLONES void gp_cross_matern(size_t n, double *restrict col, const double *restrict lin,
                                double sl2, double sm2)
 {
