@@ -10,8 +10,9 @@
  *   store_manage.c   lease liveness, deleting and renaming a sweep
  *   store_attempt.c  the controller's named store calls: launch, metrics, settle, requeue
  *   backend_local.c  the local backend: supervisor per attempt, process groups
- *   backend_slurm.c  the Slurm backend: job scripts, state mapping, batched polling, adoption;
- *                    the sbatch/squeue/scancel route (backend_slurm_rest.c: the slurmrestd one)
+ *   backend_slurm.c  the Slurm backend: job scripts, state mapping, batched polling, adoption
+ *                    (backend_slurm_cli.c: the sbatch/squeue/scancel route; backend_slurm_rest.c:
+ *                    the slurmrestd one)
  *   controller.c     the loop: launch, poll, parse, observe, retry, stop, resume
  *   suggest.c        new suggestions (carbs/ or a proposer), refusals over the cost cap
  *   release.c        the deterministic release of results in suggestion order

@@ -1,8 +1,9 @@
 /*
- * slurm_int.h — between the two files of the Slurm backend (not installed, not public).
+ * slurm_int.h — between the three files of the Slurm backend (not installed, not public).
  *   backend_slurm.c       what both routes share (job scripts, Slurm states -> failure kinds,
- *                         settling from files, batched polling with backoff, adoption) and the
- *                         command-line route (sbatch --parsable, squeue, scontrol, scancel)
+ *                         settling from files, batched polling with backoff, adoption)
+ *   backend_slurm_cli.c   the command-line route (sbatch --parsable, squeue, sacct, scontrol,
+ *                         scancel) and slurm_run_cmd, which runs those commands
  *   backend_slurm_rest.c  the slurmrestd route: API v0.0.38 over libcurl, JSON with jansson
  * A route is a small table of transport functions; the shared part never knows which it has.
  */
@@ -67,11 +68,11 @@ struct slurm {
     char down_msg[ST_ERRMSG_MAX];
 };
 
-/* Runs argv (argv[0] through PATH, stdin /dev/null, env_drop left out of the environment),
- * collecting stdout
- * in out[cap] and stderr in err[cap] (truncated, NUL-terminated), killed after timeout
- * seconds. *code: exit status, or -1 when killed or not started. ST_OK (it ran, whatever its
- * exit status), ST_ETIMEOUT, ST_EBACKEND (could not start it), ST_ENOMEM. */
+/* backend_slurm_cli.c: runs argv (argv[0] through PATH, stdin /dev/null, env_drop left out of
+ * the environment), collecting stdout in out[cap] and stderr in err[cap] (truncated,
+ * NUL-terminated), killed after timeout seconds. *code: exit status, or -1 when killed or not
+ * started. ST_OK (it ran, whatever its exit status), ST_ETIMEOUT, ST_EBACKEND (could not start it),
+ * ST_ENOMEM. */
 st_status slurm_run_cmd(const char *const *argv, const char *const *env_drop, double timeout,
                         char *out, size_t out_cap, char *err, size_t err_cap, int *code);
 
@@ -95,6 +96,8 @@ int slurm_refusal_is_transient(const char *msg);
 /* Environment variables never passed to jobs or sbatch: tokens. NULL-terminated, from sc. */
 void slurm_secret_vars(const runner_slurm_config *sc, const char *out[4]);
 
+/* The command-line route (backend_slurm_cli.c). */
+extern const slurm_route slurm_route_cli;
 extern const slurm_route slurm_route_rest;
 /* Creates the REST route's state (curl handle) in s->route_state. */
 st_status slurm_rest_create(slurm *s, char *errmsg);
