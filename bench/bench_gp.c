@@ -1,8 +1,8 @@
 /*
- * bench_gp.c — timings of carbs/gp.c: gp_fit (recommended: MAP by L-BFGS, 3 starts, subset of
- * 256 points) at a few (n, D), gp_factor alone as the same-run baseline, and gp_predict of 1000
- * points at n = 1000, D = 10 with and without the variance. Prints ms and ratios to gp_factor.
- * Build: make build/bench/bench_gp (or link build/carbs/gp.o with libcommon by hand).
+ * bench_gp.c — timings of carbs/gp.c and gp_predict.c: gp_fit (recommended: MAP by L-BFGS, 3
+ * starts, subset of 256 points) at a few (n, D), gp_factor alone as the same-run baseline, and
+ * gp_predict of 1000 points at n = 1000, D = 10 with and without the variance. Prints ms and ratios
+ * to gp_factor. Build: make build/bench/bench_gp (linked with the static library).
  */
 #include "carbs/carbs_int.h"
 

@@ -1,8 +1,12 @@
 /*
  * carbs_int.h — interfaces between the files of carbs/ (not installed, not public).
  *   space.c      parameter <-> basic transforms, rounding, bounds
- *   gp.c         exact GP regression: kernels, Cholesky with jitter, posterior, marginal
- *                likelihood with analytic gradient, MAP by L-BFGS, CARBS' Adam
+ *   gp.c         exact GP regression: kernels, Cholesky with jitter, marginal likelihood
+ *                with analytic gradient, MAP by L-BFGS, CARBS' Adam
+ *   gp_predict.c the posterior at new points, and its nearest-points variance bound
+ *   gp_cross.c   the cross-kernel columns of a prediction, vectorised
+ *   gp_onehot.c  categorical inputs as one-hot columns; the calls that encode them
+ *   gpcache.c    a fitted GP kept between suggestions
  *   transform.c  quantile-normal output transform, min-max log-cost transform
  *   pareto.c     grouping of identical inputs, plain and conservative Pareto groups
  *   acq.c        expected improvement, locality weight, candidate sampling, initial design
