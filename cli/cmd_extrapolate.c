@@ -45,6 +45,9 @@ static void usage(FILE *f)
                "                        0.25; 0 turns it off)\n"
                "  --prior-draw K        bootstrap replicates draw the priors' centres with K x\n"
                "                        their sds (default 0.5; 0: all under the same priors)\n"
+               "  --interval-prior-draw K  the predicted loss's interval from replicates of\n"
+               "                        its own that draw them with K x their sds (default 1;\n"
+               "                        the value of --prior-draw: the same replicates)\n"
                "  --min-level-runs K    a categorical's level with fewer successful runs is\n"
                "                        not recommended (default 3; 1: any level that ran)\n"
                "  --allow-unsafe        recommend the safest setting even when P(diverge) is\n"
@@ -220,7 +223,8 @@ static int parse_args(int argc, char **argv, args *a)
             }
             a->o.max_p_diverge = d;
         } else if (!strcmp(s, "--prior-law-sd") || !strcmp(s, "--prior-wd-sd") ||
-                   !strcmp(s, "--prior-ab-sd") || !strcmp(s, "--prior-draw")) {
+                   !strcmp(s, "--prior-ab-sd") || !strcmp(s, "--prior-draw") ||
+                   !strcmp(s, "--interval-prior-draw")) {
             if (!parse_double(v, &d) || d < 0) {
                 cli_error(NULL, "%s: '%s' is not a number >= 0", s, v);
                 return 2;
@@ -229,6 +233,8 @@ static int parse_args(int argc, char **argv, args *a)
                 a->o.prior_law_sd = d;
             else if (!strcmp(s, "--prior-draw"))
                 a->o.prior_draw = d;
+            else if (!strcmp(s, "--interval-prior-draw"))
+                a->o.interval_prior_draw = d;
             else if (!strcmp(s, "--prior-ab-sd"))
                 a->o.prior_ab_sd = d;
             else

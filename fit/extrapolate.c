@@ -234,6 +234,7 @@ fit_xp_options fit_xp_options_default(void)
     o.prior_law_sd = 1.0;
     o.prior_draw = 0.5;
     o.min_level_ok = 3;
+    o.interval_prior_draw = 1.0;
     return o;
 }
 
@@ -340,6 +341,9 @@ st_status fit_xp_set_options(fit_xp *xp, const fit_xp_options *o)
                        o->prior_law_sd);
     if (!(o->prior_draw >= 0) || isinf(o->prior_draw))
         return xp_fail(xp, ST_EINVAL, "prior_draw %g is not a finite value >= 0", o->prior_draw);
+    if (!(o->interval_prior_draw >= 0) || isinf(o->interval_prior_draw))
+        return xp_fail(xp, ST_EINVAL, "interval_prior_draw %g is not a finite value >= 0",
+                       o->interval_prior_draw);
     if (!(o->prior_wd_sd >= 0) || isinf(o->prior_wd_sd))
         return xp_fail(xp, ST_EINVAL, "prior_wd_sd %g is not a finite value >= 0", o->prior_wd_sd);
     if (!(o->far_factor >= 1))

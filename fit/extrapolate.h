@@ -137,6 +137,11 @@ typedef struct fit_xp_options {
     size_t min_level_ok;  /* a level of a categorical parameter with fewer successful runs is
                              not recommended (a warning names it; MODEL), default 3; 0 or 1:
                              any level with a successful run */
+    double interval_prior_draw; /* the predicted loss's interval comes from replicates of their
+                             own (half as many) that draw the priors' centres with this x their
+                             sds (MODEL; docs/algorithms/extrapolation.md, "The interval's own
+                             replicates"); default 1; equal to prior_draw: the recommendation's
+                             replicates give it */
 } fit_xp_options;
 
 fit_xp_options fit_xp_options_default(void);
@@ -312,8 +317,9 @@ st_status fit_xp_cost_model(const fit_xp *xp, double *k);
 
 /*
  * Prediction of the model for one setting x (n_params values; N and D given, or NAN to take
- * them from x's N/D parameters): objective (median over replicates) and interval at `level`
- * including run noise, and p_diverge. Any output may be NULL. ST_ENOTFOUND without a model.
+ * them from x's N/D parameters): objective (median over the interval's replicates,
+ * interval_prior_draw) and interval at `level` including run noise, and p_diverge (the mean over
+ * the recommendation's replicates). Any output may be NULL. ST_ENOTFOUND without a model.
  */
 st_status fit_xp_predict(const fit_xp *xp, const double *x, double N, double D, double *objective,
                          double *lo, double *hi, double *p_diverge);
@@ -324,8 +330,10 @@ size_t fit_xp_n_replicates(const fit_xp *xp);
 /*
  * Each replicate's prediction for one setting x (n_params values; N and D as fit_xp_predict):
  * ln_loss[r] = ln of replicate r's predicted objective, p_diverge[r] its stability boundary's
- * P(diverge) (0 when no boundary was fitted), r < fit_xp_n_replicates(xp). fit_xp_predict's
- * objective is exp of their median. *sigma: the model's residual sd of ln loss (run noise).
+ * P(diverge) (0 when no boundary was fitted), r < fit_xp_n_replicates(xp): the
+ * recommendation's replicates (prior_draw). fit_xp_predict's objective is exp of their median
+ * when interval_prior_draw equals prior_draw (else of the interval's own replicates', which this
+ * does not give). *sigma: the model's residual sd of ln loss (run noise).
  * Any output may be NULL. ST_OK, ST_EINVAL (x NULL, N or D unknown), ST_ENOTFOUND (no model).
  * For study mode's acquisition (docs/algorithms/study-mode.md): the replicates as an ensemble.
  */

@@ -68,15 +68,18 @@ typedef struct xp_model {
     double hp_mean[XP_MAX_HP];  /* centres of the hypers' basic coordinates */
     double th[XP_NTH];          /* fitted on all successes */
     double *th_rep;             /* R × XP_NTH replicates */
-    double sigma;               /* residual sd of ln loss */
-    double lN0, lD0;            /* centres of ln N and ln D (hyper laws use lN - lN0, lD - lD0) */
-    int has_div;                /* a logistic boundary was fitted */
-    size_t lr_param;            /* index of the learning rate parameter */
-    size_t wu_param;            /* index of the warmup-like parameter, (size_t)-1 if none */
-    double g[XP_NG];            /* logistic coefficients (XP_G_*) */
-    double m_lr, m_w;           /* centres of the logistic's covariates */
-    double *g_rep;              /* R × XP_NG */
-    double cost_k;              /* cost = exp(cost_k) N D */
+    double *th_iv;              /* n_iv × XP_NTH replicates of the loss's interval (th_rep when
+                                 * they are the same) */
+    size_t n_iv;
+    double sigma;     /* residual sd of ln loss */
+    double lN0, lD0;  /* centres of ln N and ln D (hyper laws use lN - lN0, lD - lD0) */
+    int has_div;      /* a logistic boundary was fitted */
+    size_t lr_param;  /* index of the learning rate parameter */
+    size_t wu_param;  /* index of the warmup-like parameter, (size_t)-1 if none */
+    double g[XP_NG];  /* logistic coefficients (XP_G_*) */
+    double m_lr, m_w; /* centres of the logistic's covariates */
+    double *g_rep;    /* R × XP_NG */
+    double cost_k;    /* cost = exp(cost_k) N D */
     /* ln N = size_c[0] + sum_j size_c[1+j] b_j over the SIZE parameters (NAN when none); with
      * size_log, on ln x_j in place of b_j */
     size_t n_size, size_param[XP_MAX_HP];

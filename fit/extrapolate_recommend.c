@@ -187,21 +187,28 @@ static double best_lN(const double *th, double lND)
     return arg;
 }
 
+/* Scratch values predict_reps needs: one per replicate of either set. */
+static size_t reps_scratch(const xp_model *m)
+{
+    return m->n_rep > m->n_iv ? m->n_rep : m->n_iv;
+}
+
 /*
- * The prediction at the setting b (basic coordinates) at (lN, lD): the median over the replicates
- * of ln L with the interval exp(median +- z sqrt(var_r ln L + sigma^2)) at the options' level, and
- * the mean P(diverge). v: R values of scratch.
+ * The prediction at the setting b (basic coordinates) at (lN, lD): the median over the interval's
+ * replicates (m->th_iv) of ln L with the interval exp(median +- z sqrt(var_r ln L + sigma^2)) at
+ * the options' level, and the mean P(diverge) over the recommendation's. v: reps_scratch values.
  */
 static void predict_reps(const fit_xp *xp, double lN, double lD, const double *b, double *v,
                          double *objective, double *lo, double *hi, double *p_diverge)
 {
     const xp_model *m = &xp->m;
-    size_t R = m->n_rep;
+    size_t R = m->n_iv;
     double mean = 0, var = 0, pm = 0;
+    for (size_t r = 0; r < m->n_rep; r++)
+        pm += model_pdiv(xp, &m->g_rep[r * XP_NG], lN, b) / (double)m->n_rep;
     for (size_t r = 0; r < R; r++) {
-        v[r] = model_lnL(xp, &m->th_rep[r * XP_NTH], lN, lD, b);
+        v[r] = model_lnL(xp, &m->th_iv[r * XP_NTH], lN, lD, b);
         mean += v[r] / (double)R;
-        pm += model_pdiv(xp, &m->g_rep[r * XP_NG], lN, b) / (double)R;
     }
     for (size_t r = 0; r < R; r++)
         var += (v[r] - mean) * (v[r] - mean) / (double)(R > 1 ? R - 1 : 1);
@@ -731,7 +738,7 @@ st_status xp_model_recommend(fit_xp *xp, double C)
     xp_model *m = &xp->m;
     double lND = log(C) - m->cost_k;
     rec_work w;
-    if (rec_alloc(&w, xp->P, m->n_rep) != ST_OK)
+    if (rec_alloc(&w, xp->P, reps_scratch(m)) != ST_OK)
         return ST_ENOMEM;
     rec_base(xp, C, &w);
     if (!isfinite(xp->o.fail_loss)) {
@@ -851,7 +858,7 @@ st_status fit_xp_predict(const fit_xp *xp, const double *x, double N, double D, 
     if (!xp->has_model)
         return ST_ENOTFOUND;
     const xp_model *m = &xp->m;
-    size_t P = xp->P, R = m->n_rep;
+    size_t P = xp->P, R = reps_scratch(m);
     double lN = isfinite(N) && N > 0 ? log(N) : xp_model_lnN(xp, x);
     double lD = isfinite(D) && D > 0 ? log(D) : xp_model_lnD(xp, x);
     if (!isfinite(lN) || !isfinite(lD))

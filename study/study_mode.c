@@ -83,6 +83,8 @@ static st_status work_fit(plan_work *k, const runner_sweep *view, double compute
 {
     study_options so = study_options_default();
     so.engine.n_boot = k->sp.o.n_boot;
+    /* the plan reads the recommendation's replicates only: no replicates for the interval */
+    so.engine.interval_prior_draw = so.engine.prior_draw;
     so.backtest = 0;
     so.compute = compute;
     so.factor = factor;

@@ -70,6 +70,7 @@ static void refresh_law(study_stop *ss, const runner_config *cfg, const char *db
     ss->n_fitted = n;
     study_options o = study_options_default();
     o.engine.n_boot = 20; /* the law's point estimate is what the rule reads */
+    o.engine.interval_prior_draw = o.engine.prior_draw;
     o.backtest = 0;
     study *s = NULL;
     if (study_open(db_path, cfg->name, &o, &s, NULL) == ST_OK && study_run(s) == ST_OK) {

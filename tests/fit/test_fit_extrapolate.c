@@ -281,6 +281,8 @@ static void test_model_recovery(void)
     o.n_boot = 20;
     o.prior_ab_sd = 0; /* exact data: no prior, exact recovery */
     o.prior_law_sd = 0;
+    /* the interval from the replicates fit_xp_predict_replicates gives (rebuilt below) */
+    o.interval_prior_draw = o.prior_draw;
     fit_xp_set_options(xp, &o);
     CHECK_ST(fit_xp_set_runs(xp, 3, p, n, x, cost, obj, failed, NULL, NULL), ST_OK);
     double Cmax = 0;
@@ -643,6 +645,8 @@ typedef struct study {
     int div_model, div_front, in_interval;
     double ratio_lr;  /* recommended lr / oracle lr */
     double ratio_tau; /* AdamW timescale of the recommendation / its optimum at the same N, D */
+    double value[6];  /* the recommendation */
+    double iv_width;  /* (hi - lo) / objective of the predicted loss */
 } study;
 
 static double true_loss(const sim_law *w, const double *v)
@@ -662,6 +666,7 @@ static double true_loss(const sim_law *w, const double *v)
  * test_wd_prior isolates the weight decay's own prior with 0). */
 static double study_prior_law_sd = 1.0;
 static double study_prior_draw = 0.5;
+static double study_interval_draw = 1.0;
 
 static void run_study(uint64_t seed, size_t n, size_t n_boot, double prior_wd_sd, study *out)
 {
@@ -719,6 +724,7 @@ static void run_study(uint64_t seed, size_t n, size_t n_boot, double prior_wd_sd
     o.prior_wd_sd = prior_wd_sd;
     o.prior_law_sd = study_prior_law_sd;
     o.prior_draw = study_prior_draw;
+    o.interval_prior_draw = study_interval_draw;
     fit_xp_set_options(xp, &o);
     CHECK_ST(fit_xp_set_runs(xp, 6, p, n, x, cost, obj, failed, NULL, NULL), ST_OK);
     st_status s = fit_xp_run(xp, C);
@@ -736,6 +742,8 @@ static void run_study(uint64_t seed, size_t n, size_t n_boot, double prior_wd_sd
         out->pred_err = (r.objective - L) / L;
         out->in_interval = r.objective_lo <= L && L <= r.objective_hi;
         out->ratio_lr = r.value[2] / opt.lr;
+        memcpy(out->value, r.value, sizeof(out->value));
+        out->iv_width = (r.objective_hi - r.objective_lo) / r.objective;
         out->ratio_tau = r.value[3] / (r.value[2] * r.value[5] * r.value[1]) /
                          sim_tau_opt(&w, r.value[0], r.value[1]);
         double fv[6];
@@ -819,6 +827,36 @@ static void test_wd_prior(void)
     o.prior_wd_sd = -0.1;
     CHECK_ST(fit_xp_set_options(xp, &o), ST_EINVAL);
     o.prior_wd_sd = NAN;
+    CHECK_ST(fit_xp_set_options(xp, &o), ST_EINVAL);
+    fit_xp_destroy(xp);
+}
+
+/*
+ * The interval's own replicates (fit_xp_options.interval_prior_draw): on a sweep of 60 random
+ * runs, 40 replicates, the recommendation and P(diverge) are the same bit for bit whether the
+ * interval comes from the recommendation's replicates (interval_prior_draw = prior_draw = 0.5) or
+ * from 20 of its own drawing the priors with their full sds (1, the default), and the interval
+ * of the latter is wider: the laws the runs cannot place are doubted at their full sds. A
+ * negative value is refused.
+ */
+static void test_interval_replicates(void)
+{
+    study same, own;
+    study_interval_draw = 0.5;
+    run_study(3, 60, 40, 0.25, &same);
+    study_interval_draw = 1.0;
+    run_study(3, 60, 40, 0.25, &own);
+    printf("interval replicates: width %.4f from the recommendation's (K = 0.5), %.4f from its own "
+           "(K = 1); P(diverge) %.4g and %.4g\n",
+           same.iv_width, own.iv_width, same.p_div, own.p_div);
+    CHECK(!memcmp(same.value, own.value, sizeof(same.value)));
+    CHECK(same.p_div == own.p_div);
+    CHECK(own.iv_width > same.iv_width);
+    fit_xp *xp = NULL;
+    fit_xp_create(&xp);
+    fit_xp_options o = fit_xp_options_default();
+    CHECK(o.interval_prior_draw == 1.0);
+    o.interval_prior_draw = -1;
     CHECK_ST(fit_xp_set_options(xp, &o), ST_EINVAL);
     fit_xp_destroy(xp);
 }
@@ -1150,6 +1188,7 @@ int main(void)
     test_boundary_prior_moves_with_n();
     test_boundary_tie();
     test_wd_prior();
+    test_interval_replicates();
     test_wd_edge();
     test_wd_unidentified();
     test_prior_draw_world39();
