@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -175,48 +176,53 @@ static st_status cli_run(slurm *s, const char *const *argv, cmdbuf *b, int *code
 
 /* ---- the command-line route -------------------------------------------------------------- */
 
+/* sbatch's command line as it is built: argv, and the options formatted for it */
+typedef struct sbatch_line {
+    const char *argv[32 + 64];
+    size_t n;
+    char opt[10][600];
+    size_t k;
+} sbatch_line;
+
+static void sbatch_opt(sbatch_line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sbatch_opt(sbatch_line *l, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(l->opt[l->k], sizeof(l->opt[l->k]), fmt, ap);
+    va_end(ap);
+    l->argv[l->n++] = l->opt[l->k++];
+}
+
 static st_status cli_submit(slurm *s, const char *script, const char *job_name,
                             const runner_job_spec *spec, char *job_id, size_t cap, char *errmsg)
 {
     (void)script; /* written to <dir>/job.sh by the caller */
     const runner_slurm_config *sc = s->sc;
-    char opt[10][600];
-    const char *argv[32 + 64];
-    size_t n = 0, k = 0;
-    argv[n++] = "sbatch";
-    argv[n++] = "--parsable";
-    argv[n++] = "--no-requeue"; /* our retries make a fresh attempt; the script refuses reruns */
-    argv[n++] = "--export=ALL";
-    snprintf(opt[k], sizeof(opt[k]), "--job-name=%s", job_name);
-    argv[n++] = opt[k++];
-    snprintf(opt[k], sizeof(opt[k]), "--output=%s/slurm-%%j.out", spec->dir);
-    argv[n++] = opt[k++];
-    snprintf(opt[k], sizeof(opt[k]), "--chdir=%s", spec->dir);
-    argv[n++] = opt[k++];
-    if (sc->partition) {
-        snprintf(opt[k], sizeof(opt[k]), "--partition=%s", sc->partition);
-        argv[n++] = opt[k++];
-    }
-    if (sc->account) {
-        snprintf(opt[k], sizeof(opt[k]), "--account=%s", sc->account);
-        argv[n++] = opt[k++];
-    }
-    if (sc->qos) {
-        snprintf(opt[k], sizeof(opt[k]), "--qos=%s", sc->qos);
-        argv[n++] = opt[k++];
-    }
-    if (sc->time_limit_minutes) {
-        snprintf(opt[k], sizeof(opt[k]), "--time=%u", sc->time_limit_minutes);
-        argv[n++] = opt[k++];
-    }
-    if (sc->gres) {
-        snprintf(opt[k], sizeof(opt[k]), "--gres=%s", sc->gres);
-        argv[n++] = opt[k++];
-    }
-    if (sc->cpus_per_task) {
-        snprintf(opt[k], sizeof(opt[k]), "--cpus-per-task=%u", sc->cpus_per_task);
-        argv[n++] = opt[k++];
-    }
+    sbatch_line line;
+    const char **argv = line.argv;
+    line.n = line.k = 0;
+    argv[line.n++] = "sbatch";
+    argv[line.n++] = "--parsable";
+    /* our retries make a fresh attempt; the script refuses reruns */
+    argv[line.n++] = "--no-requeue";
+    argv[line.n++] = "--export=ALL";
+    sbatch_opt(&line, "--job-name=%s", job_name);
+    sbatch_opt(&line, "--output=%s/slurm-%%j.out", spec->dir);
+    sbatch_opt(&line, "--chdir=%s", spec->dir);
+    if (sc->partition)
+        sbatch_opt(&line, "--partition=%s", sc->partition);
+    if (sc->account)
+        sbatch_opt(&line, "--account=%s", sc->account);
+    if (sc->qos)
+        sbatch_opt(&line, "--qos=%s", sc->qos);
+    if (sc->time_limit_minutes)
+        sbatch_opt(&line, "--time=%u", sc->time_limit_minutes);
+    if (sc->gres)
+        sbatch_opt(&line, "--gres=%s", sc->gres);
+    if (sc->cpus_per_task)
+        sbatch_opt(&line, "--cpus-per-task=%u", sc->cpus_per_task);
+    size_t n = line.n;
     /* the quarantined nodes, merged with an --exclude of the file's extra arguments (sbatch
      * keeps only the last one given) */
     int ours = spec->exclude && *spec->exclude;
