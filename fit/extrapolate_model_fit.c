@@ -646,7 +646,7 @@ static void boundary_tie_draw(const fit_xp *xp, xp_lg_data *L, const xp_prior_ce
  * runs cannot place half seen: on the controller's branch sweeps of bench-extrapolate the
  * interval at 100x then covered 16 of 20 worlds, at K = 1 18 of 20. Runs after the
  * recommendation's replicates on the same stream, so those are unchanged. */
-static st_status interval_replicates(fit_xp *xp, fit_work *w, xp_jm_data *d,
+static st_status interval_replicates(fit_xp *xp, fit_work *w, xp_jm_data *d, xp_lg_data *L,
                                      const xp_prior_centres *c0, st_rng *rng)
 {
     xp_model *m = &xp->m;
@@ -660,15 +660,13 @@ static st_status interval_replicates(fit_xp *xp, fit_work *w, xp_jm_data *d,
     if (!iv)
         return ST_ENOMEM;
     size_t n_iv = 0;
-    xp_lg_data L_unused = {0};
+    xp_prior_centres_restore(d, L, c0); /* K = 0: every replicate under the point fit's */
     for (size_t r = 0; r < R; r++) {
         double th[XP_NTH];
         memcpy(th, m->th, sizeof(th));
         d->n = resample_runs(xp, w, rng);
         if (kap > 0)
             xp_prior_centres_draw(d, c0, rng, kap);
-        else
-            xp_prior_centres_restore(d, &L_unused, c0);
         if (!isfinite(xp_jm_minimise(d, th, MAXEVAL_BOOT)))
             continue;
         xp_hyper_flat_anchor(xp, w, w->rows, d->n, th);
@@ -735,7 +733,7 @@ static st_status bootstrap(fit_xp *xp, fit_work *w, xp_jm_data *d, xp_lg_data *L
         memcpy(m->g_rep, m->g, sizeof(m->g));
         m->n_rep = 1;
     }
-    st_status s = interval_replicates(xp, w, d, &c0, rng);
+    st_status s = interval_replicates(xp, w, d, L, &c0, rng);
     st_rng_destroy(rng);
     xp_prior_centres_restore(d, L, &c0);
     return s;
