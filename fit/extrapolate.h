@@ -295,8 +295,9 @@ st_status fit_xp_hp_law(const fit_xp *xp, size_t i, double coef[3], double *curv
  * ST_ENOTFOUND when either is not modelled or j does not come before i. */
 st_status fit_xp_hp_coupling(const fit_xp *xp, size_t i, size_t j, double *t);
 /* Stability boundary: P(diverge) = 1 / (1 + exp(-(g[0] + g[1] ln lr + g[2] ln N + g[3] w))),
- * w the basic coordinate of the warmup-like parameter (0 when none). ST_ENOTFOUND without
- * a learning rate. */
+ * w the warmup-like parameter's basic coordinate less its law's optimum at the run's N, D and
+ * earlier hyperparameters when that law is modelled, else the coordinate itself (0 when there is
+ * no warmup). ST_ENOTFOUND without a learning rate. */
 st_status fit_xp_divergence(const fit_xp *xp, double g[4]);
 /*
  * The factor of categorical parameter i (MODEL): for its level `level`, the fitted offset in ln

@@ -56,8 +56,9 @@ enum { XP_LV_DELTA = 0, XP_LV_LRSHIFT, XP_LV_LEN };
 #define XP_SAT_CENTRE      0.1
 
 /* The logistic stability boundary P(fail) = sigma(g . (1, z)) on the centred covariates z of a
- * run: z[XP_Z_LR] = b_lr - m_lr, z[XP_Z_LN] = ln N - lN0, z[XP_Z_W] = w - m_w (b_lr, w: the basic
- * coordinates of the learning rate and of the warmup-like parameter, w = 0 without one). */
+ * run: z[XP_Z_LR] = b_lr - m_lr, z[XP_Z_LN] = ln N - lN0, z[XP_Z_W] = w - m_w (b_lr: the learning
+ * rate's basic coordinate; w: xp_boundary_w, the warmup-like parameter's basic coordinate less its
+ * law's optimum at the run when that law is modelled, 0 without a warmup). */
 enum { XP_G_ICPT = 0, XP_G_LR, XP_G_LN, XP_G_W, XP_NG };
 enum { XP_Z_LR = 0, XP_Z_LN, XP_Z_W, XP_NZ };
 
@@ -103,6 +104,7 @@ typedef struct xp_model {
     size_t size_fac;
     double size_fac_lN[FIT_XP_MAX_LEVELS];
     size_t k_lr; /* the learning rate's hyper index, (size_t)-1 when not modelled */
+    size_t k_wu; /* the warmup's hyper index when its law is modelled, else (size_t)-1 */
 } xp_model;
 
 struct fit_xp {
@@ -232,6 +234,11 @@ double xp_model_lnD(const fit_xp *xp, const double *x);
  * inactive one, NAN, counts as at its centre). A hyper whose bh is NAN (a conditional parameter
  * inactive in the run) adds no penalty in xp_jm_eval. */
 double xp_hp_optimum(const double *h, size_t k, double lNc, double lDc, const double *bh);
+
+/* The stability boundary's warmup covariate (uncentred) of the full basic row b at (lN, lD): the
+ * warmup's basic coordinate less its optimum under the point fit m->th (k_wu; lD NAN: at lD0), or
+ * the coordinate itself when its law is not modelled; 0 without a warmup. */
+double xp_boundary_w(const fit_xp *xp, double lN, double lD, const double *b);
 
 /* ln L of model th (XP_HP_OFF(n_hp) parameters) at one run and, if g != NULL, d ln L / d th.
  * bh: the run's n_hp centred basic coordinates of the modelled hyperparameters. */

@@ -55,6 +55,22 @@ double xp_hp_optimum(const double *h, size_t k, double lNc, double lDc, const do
     return opt;
 }
 
+double xp_boundary_w(const fit_xp *xp, double lN, double lD, const double *b)
+{
+    const xp_model *m = &xp->m;
+    if (m->wu_param == (size_t)-1)
+        return 0;
+    double w = b[m->wu_param];
+    if (m->k_wu == (size_t)-1)
+        return w;
+    double bh[XP_MAX_HP];
+    for (size_t k = 0; k < m->k_wu; k++)
+        bh[k] = b[m->hp_param[k]] - m->hp_mean[k];
+    double lDc = isfinite(lD) ? lD - m->lD0 : 0;
+    const double *h = &m->th[XP_HP_OFF(m->k_wu)];
+    return w - (xp_hp_optimum(h, m->k_wu, lN - m->lN0, lDc, bh) + m->hp_mean[m->k_wu]);
+}
+
 /* d ln L / d th of the hyper blocks, from the penalty's parts of xp_jm_eval: q = 1 / (1 + P),
  * per hyper dP/du, E = exp(-c u^2 / kap) and u. */
 static void jm_grad_hypers(const double *th, size_t n_hp, double lNc, double lDc, const double *bh,

@@ -111,7 +111,7 @@ static void choose_hypers(fit_xp *xp)
             if (hi - lo > HP_MIN_SPREAD && m->n_hp < XP_MAX_HP)
                 m->hp_param[m->n_hp++] = j;
         }
-    m->k_lr = NONE;
+    m->k_lr = m->k_wu = NONE;
     for (size_t k = 0; k < m->n_hp; k++) {
         double acc = 0;
         size_t na = 0;
@@ -121,6 +121,8 @@ static void choose_hypers(fit_xp *xp)
         m->hp_mean[k] = na ? acc / (double)na : 0;
         if (m->hp_param[k] == m->lr_param)
             m->k_lr = k;
+        if (m->hp_param[k] == m->wu_param)
+            m->k_wu = k;
     }
 }
 
@@ -504,13 +506,18 @@ static size_t add_prior_rows(fit_work *w, size_t n, size_t n_real)
     return bins;
 }
 
-/* The boundary's covariates of the runs in w->lg_rows and their centres m_lr, m_w. */
-static void boundary_covariates(fit_xp *xp, fit_work *w, double slr, double sw)
+/* The boundary's covariates of the runs in w->lg_rows and their centres m_lr, m_w. The warmup's
+ * is its distance from its law's optimum (xp_boundary_w): a warmup counted as a fraction of the
+ * run shrinks as the runs grow (a fixed number of steps is a smaller fraction of a longer run),
+ * and in its absolute coordinate the boundary read the large run's optimal warmup, shorter than
+ * any the sweep tried, as a risk of divergence (docs/algorithms/extrapolation.md, "Stability
+ * boundary"). */
+static void boundary_covariates(fit_xp *xp, fit_work *w, double slr)
 {
     xp_model *m = &xp->m;
     size_t P = xp->P, n_real = w->n_lg_real;
+    double sw = 0;
     m->m_lr = slr / (double)n_real;
-    m->m_w = sw / (double)n_real;
     for (size_t t = 0; t < n_real; t++) {
         size_t i = w->lg_rows[t];
         double *z = &w->z[XP_NZ * i];
@@ -518,25 +525,29 @@ static void boundary_covariates(fit_xp *xp, fit_work *w, double slr, double sw)
         xp_level_terms(xp, m->th, &xp->x[i * P], &dl, &sh);
         z[XP_Z_LR] = xp->b[i * P + m->lr_param] - sh - m->m_lr;
         z[XP_Z_LN] = w->lN[i] - m->lN0;
-        z[XP_Z_W] = m->wu_param != NONE ? xp->b[i * P + m->wu_param] - m->m_w : 0;
+        z[XP_Z_W] = xp_boundary_w(xp, w->lN[i], w->lD[i], &xp->b[i * P]);
+        sw += z[XP_Z_W];
     }
+    m->m_w = sw / (double)n_real;
+    for (size_t t = 0; t < n_real; t++)
+        w->z[XP_NZ * w->lg_rows[t] + XP_Z_W] -= m->m_w;
 }
 
-/* d b_lr* / d ln N of the learning rate's optimum law in th along the compute-optimal path
- * (ln D moving alpha / beta as fast as ln N), through its coupling to the hypers before it; NAN
- * when the learning rate is not modelled. */
+/* d b_lr* / d ln N of the learning rate's optimum law in th along the compute-optimal path (ln D
+ * moving alpha / beta as fast as ln N) at a fixed batch: sN + (alpha / beta) sD, without its
+ * couplings to the hypers before it (the batch). The boundary has no batch covariate, and that a
+ * larger batch raises the largest stable learning rate as it raises the optimal one is not
+ * assumed: the batch's growth along the path, through a coupling the sweep barely places (its
+ * prior is 0.5 +- 0.5), made the tied boundary fall too slowly with N and the large run diverge
+ * (tests/fit: world 39; tests/study: world 25). NAN when the learning rate is not modelled. */
 static double lr_path_slope(const xp_model *m, const double *th)
 {
-    double r = th[XP_TH_ALPHA] / th[XP_TH_BETA], slope[XP_MAX_HP];
-    for (size_t k = 0; k < m->n_hp; k++) {
-        const double *h = &th[XP_HP_OFF(k)];
-        slope[k] = h[XP_HP_SLOPE_N] + r * h[XP_HP_SLOPE_D];
-        for (size_t j = 0; j < k; j++)
-            slope[k] += h[XP_HP_COUPLING + j] * slope[j];
-        if (m->hp_param[k] == m->lr_param)
-            return isfinite(slope[k]) ? slope[k] : NAN;
-    }
-    return NAN;
+    double r = th[XP_TH_ALPHA] / th[XP_TH_BETA];
+    if (m->k_lr == NONE)
+        return NAN;
+    const double *h = &th[XP_HP_OFF(m->k_lr)];
+    double slope = h[XP_HP_SLOPE_N] + r * h[XP_HP_SLOPE_D];
+    return isfinite(slope) ? slope : NAN;
 }
 
 /* The slope tie into L (see BOUNDARY_TIE_SD), linearised at the untied fit's g; refits g. */
@@ -568,14 +579,13 @@ static void boundary_fit(fit_xp *xp, fit_work *w, xp_lg_data *L)
 {
     xp_model *m = &xp->m;
     size_t n = xp->n, P = xp->P, n_fail = 0;
-    double slr = 0, sw = 0;
+    double slr = 0;
     w->n_lgr = 0;
     for (size_t i = 0; i < n; i++) {
         if (!isfinite(w->lN[i]))
             continue;
         w->lg_rows[w->n_lgr++] = i;
         slr += xp->b[i * P + m->lr_param];
-        sw += m->wu_param != NONE ? xp->b[i * P + m->wu_param] : 0;
         n_fail += (size_t)xp->failed[i];
     }
     m->has_div = 0;
@@ -584,7 +594,7 @@ static void boundary_fit(fit_xp *xp, fit_work *w, xp_lg_data *L)
     int enough = n_real >= BOUNDARY_MIN_RUNS;
     int prior_row = n_fail == 0 && enough && xp->par[m->lr_param].space == FIT_XP_LOG;
     if ((n_fail > 0 || prior_row) && enough) {
-        boundary_covariates(xp, w, slr, sw);
+        boundary_covariates(xp, w, slr);
         if (prior_row)
             n_fail = add_prior_rows(w, n, n_real);
         L->n = w->n_lgr;

@@ -72,8 +72,8 @@ static double model_lnL(const fit_xp *xp, const double *th, double lN, double lD
     return xp_jm_eval(tl, m->n_hp, lN, lD, m->lN0, m->lD0, bh, NULL) + delta;
 }
 
-/* P(diverge) under the boundary's coefficients g at lN and the basic row b. */
-static double model_pdiv(const fit_xp *xp, const double *g, double lN, const double *b)
+/* P(diverge) under the boundary's coefficients g at (lN, lD) and the basic row b. */
+static double model_pdiv(const fit_xp *xp, const double *g, double lN, double lD, const double *b)
 {
     const xp_model *m = &xp->m;
     if (!m->has_div)
@@ -83,7 +83,7 @@ static double model_pdiv(const fit_xp *xp, const double *g, double lN, const dou
     double eta =
         g[XP_G_ICPT] + g[XP_G_LR] * (b[m->lr_param] - shift - m->m_lr) + g[XP_G_LN] * (lN - m->lN0);
     if (m->wu_param != NONE)
-        eta += g[XP_G_W] * (b[m->wu_param] - m->m_w);
+        eta += g[XP_G_W] * (xp_boundary_w(xp, lN, lD, b) - m->m_w);
     return 1 / (1 + exp(-eta));
 }
 
@@ -205,7 +205,7 @@ static void predict_reps(const fit_xp *xp, double lN, double lD, const double *b
     size_t R = m->n_iv;
     double mean = 0, var = 0, pm = 0;
     for (size_t r = 0; r < m->n_rep; r++)
-        pm += model_pdiv(xp, &m->g_rep[r * XP_NG], lN, b) / (double)m->n_rep;
+        pm += model_pdiv(xp, &m->g_rep[r * XP_NG], lN, lD, b) / (double)m->n_rep;
     for (size_t r = 0; r < R; r++) {
         v[r] = model_lnL(xp, &m->th_iv[r * XP_NTH], lN, lD, b);
         mean += v[r] / (double)R;
@@ -230,7 +230,7 @@ static double expected_loss(const fit_xp *xp, double lN, double lD, const double
     double E = 0, P = 0;
     for (size_t r = 0; r < m->n_rep; r++) {
         double L = exp(model_lnL(xp, &m->th_rep[r * XP_NTH], lN, lD, b));
-        double p = model_pdiv(xp, &m->g_rep[r * XP_NG], lN, b);
+        double p = model_pdiv(xp, &m->g_rep[r * XP_NG], lN, lD, b);
         E += (1 - p) * L + p * m->fail_loss;
         P += p;
     }
@@ -912,7 +912,7 @@ st_status fit_xp_predict_replicates(const fit_xp *xp, const double *x, double N,
         if (ln_loss)
             ln_loss[r] = model_lnL(xp, &m->th_rep[r * XP_NTH], lN, lD, b);
         if (p_diverge)
-            p_diverge[r] = model_pdiv(xp, &m->g_rep[r * XP_NG], lN, b);
+            p_diverge[r] = model_pdiv(xp, &m->g_rep[r * XP_NG], lN, lD, b);
     }
     if (sigma)
         *sigma = m->sigma;

@@ -1156,7 +1156,10 @@ static void world39_outcome(fit_xp_options o, double *lr_over_max, double *regre
  * (-0.23 against the world's -0.57) and diverge at 2.09x the optimum. Every replicate under the
  * same priors put the boundary where the point fit did, and the recommendation at 100x diverged
  * with P(diverge) 0.007; replicates that draw their priors' centres (prior_draw) see the doubt
- * and stay below the boundary. Both are printed; the default is checked.
+ * and stay below the boundary. Both are printed; the default is checked. The path slope counted
+ * the batch's growth through the lr's coupling to it; with the boundary's warmup covariate taken
+ * from the warmup's optimum (test_boundary_warmup_relative) the recommendation diverged again
+ * (1.28x lr_max) until the boundary's tie left the coupling out (lr_path_slope): 0.94x.
  */
 static void test_prior_draw_world39(void)
 {
@@ -1171,6 +1174,43 @@ static void test_prior_draw_world39(void)
            ratio_draw, 100 * regret_draw, ratio_same, 100 * regret_same);
     CHECK(ratio_draw < 1);
     CHECK(regret_draw < 0.02);
+}
+
+/*
+ * World 13: one run diverged, at 2.7x the learning rate's optimum. Its warmup's optimum is a fixed
+ * number of steps, so at 100x it is a smaller fraction of the run than any the sweep tried. With
+ * the warmup's absolute coordinate as the boundary's covariate the fit read that shorter warmup as
+ * a risk: P(diverge) at the world's own optimal setting came out at 0.32, and the 5% limit held
+ * the recommended learning rate at 0.60x its optimum (at 0.43x, 1.25% regret, on the stored sweep
+ * with its linear warmup). The covariate is the warmup's distance from its law's optimum; now
+ * 0.0013 and 1.16x. The optimal setting is safe in truth (lr_max is 2.8x the optimum there).
+ */
+static void test_boundary_warmup_relative(void)
+{
+    fit_xp_options o = fit_xp_options_default();
+    o.n_boot = 100;
+    fit_xp *xp = world_sweep_fit("tests/data/extrapolate/world13_carbs_sweep.csv", o);
+    fit_xp_result r;
+    sim_law w;
+    CHECK_ST(sim_law_draw(13, &w), ST_OK);
+    if (!xp || fit_xp_get_result(xp, &r) != ST_OK) {
+        CHECK(0);
+        fit_xp_destroy(xp);
+        return;
+    }
+    sim_setting opt;
+    double best, obj, lo, hi, p_opt;
+    CHECK_ST(sim_oracle(&w, r.compute, &opt, &best), ST_OK);
+    double x_opt[6] = {opt.N, opt.D, opt.lr, opt.batch, opt.warmup, opt.weight_decay};
+    CHECK_ST(fit_xp_predict(xp, x_opt, opt.N, opt.D, &obj, &lo, &hi, &p_opt), ST_OK);
+    const double *v = r.value;
+    double lr_ratio = v[2] / sim_lr_opt(&w, v[0], v[1]);
+    printf("world 13 at 100x: P(diverge) at the world's optimum %.3g; recommended lr %.2fx the "
+           "optimum at its N and D, P(diverge) %.3g\n",
+           p_opt, lr_ratio, r.p_diverge);
+    CHECK(p_opt < 0.02);
+    CHECK(lr_ratio > 0.75 && lr_ratio < 1.5);
+    fit_xp_destroy(xp);
 }
 
 int main(void)
@@ -1192,6 +1232,7 @@ int main(void)
     test_wd_edge();
     test_wd_unidentified();
     test_prior_draw_world39();
+    test_boundary_warmup_relative();
     test_simulator();
     st_global_cleanup();
     return check_summary("fit.extrapolate");
