@@ -1177,7 +1177,7 @@ static void test_prior_draw_world39(void)
 }
 
 /*
- * World 13: one run diverged, at 2.7x the learning rate's optimum. Its warmup's optimum is a fixed
+ * World 13: one run diverged, at 2.9x the learning rate's optimum. Its warmup's optimum is a fixed
  * number of steps, so at 100x it is a smaller fraction of the run than any the sweep tried. With
  * the warmup's absolute coordinate as the boundary's covariate the fit read that shorter warmup as
  * a risk: P(diverge) at the world's own optimal setting came out at 0.32, and the 5% limit held
