@@ -72,18 +72,25 @@ static double model_lnL(const fit_xp *xp, const double *th, double lN, double lD
     return xp_jm_eval(tl, m->n_hp, lN, lD, m->lN0, m->lD0, bh, NULL) + delta;
 }
 
-/* P(diverge) under the boundary's coefficients g at (lN, lD) and the basic row b. */
-static double model_pdiv(const fit_xp *xp, const double *g, double lN, double lD, const double *b)
+/* The boundary's centred covariates z (XP_NZ) of the setting b at (lN, lD), as the fit's of a
+ * run: the same for every replicate, so computed once per setting. */
+static void model_boundary_z(const fit_xp *xp, double lN, double lD, const double *b, double *z)
 {
     const xp_model *m = &xp->m;
-    if (!m->has_div)
-        return 0;
     double delta, shift; /* the learning rate from its level's optimum (the point fit's) */
     xp_level_terms(xp, m->th, b, &delta, &shift);
+    z[XP_Z_LR] = b[m->lr_param] - shift - m->m_lr;
+    z[XP_Z_LN] = lN - m->lN0;
+    z[XP_Z_W] = m->wu_param != NONE ? xp_boundary_w(xp, lN, lD, b) - m->m_w : 0;
+}
+
+/* P(diverge) under the boundary's coefficients g at the covariates z (model_boundary_z). */
+static double model_pdiv(const xp_model *m, const double *g, const double *z)
+{
+    if (!m->has_div)
+        return 0;
     double eta =
-        g[XP_G_ICPT] + g[XP_G_LR] * (b[m->lr_param] - shift - m->m_lr) + g[XP_G_LN] * (lN - m->lN0);
-    if (m->wu_param != NONE)
-        eta += g[XP_G_W] * (xp_boundary_w(xp, lN, lD, b) - m->m_w);
+        g[XP_G_ICPT] + g[XP_G_LR] * z[XP_Z_LR] + g[XP_G_LN] * z[XP_Z_LN] + g[XP_G_W] * z[XP_Z_W];
     return 1 / (1 + exp(-eta));
 }
 
@@ -203,9 +210,10 @@ static void predict_reps(const fit_xp *xp, double lN, double lD, const double *b
 {
     const xp_model *m = &xp->m;
     size_t R = m->n_iv;
-    double mean = 0, var = 0, pm = 0;
+    double mean = 0, var = 0, pm = 0, zb[XP_NZ];
+    model_boundary_z(xp, lN, lD, b, zb);
     for (size_t r = 0; r < m->n_rep; r++)
-        pm += model_pdiv(xp, &m->g_rep[r * XP_NG], lN, lD, b) / (double)m->n_rep;
+        pm += model_pdiv(m, &m->g_rep[r * XP_NG], zb) / (double)m->n_rep;
     for (size_t r = 0; r < R; r++) {
         v[r] = model_lnL(xp, &m->th_iv[r * XP_NTH], lN, lD, b);
         mean += v[r] / (double)R;
@@ -227,10 +235,11 @@ static void predict_reps(const fit_xp *xp, double lN, double lD, const double *b
 static double expected_loss(const fit_xp *xp, double lN, double lD, const double *b, double *pm)
 {
     const xp_model *m = &xp->m;
-    double E = 0, P = 0;
+    double E = 0, P = 0, z[XP_NZ];
+    model_boundary_z(xp, lN, lD, b, z);
     for (size_t r = 0; r < m->n_rep; r++) {
         double L = exp(model_lnL(xp, &m->th_rep[r * XP_NTH], lN, lD, b));
-        double p = model_pdiv(xp, &m->g_rep[r * XP_NG], lN, lD, b);
+        double p = model_pdiv(m, &m->g_rep[r * XP_NG], z);
         E += (1 - p) * L + p * m->fail_loss;
         P += p;
     }
@@ -907,12 +916,14 @@ st_status fit_xp_predict_replicates(const fit_xp *xp, const double *x, double N,
     for (size_t j = 0; j < xp->P; j++)
         b[j] = xp_to_basic(xp->par[j].space, x[j]);
     xp_settle_active(xp, b);
+    double z[XP_NZ];
+    model_boundary_z(xp, lN, lD, b, z);
     for (size_t r = 0; r < m->n_rep; r++) {
         /* the same per-replicate terms as predict_reps */
         if (ln_loss)
             ln_loss[r] = model_lnL(xp, &m->th_rep[r * XP_NTH], lN, lD, b);
         if (p_diverge)
-            p_diverge[r] = model_pdiv(xp, &m->g_rep[r * XP_NG], lN, lD, b);
+            p_diverge[r] = model_pdiv(m, &m->g_rep[r * XP_NG], z);
     }
     if (sigma)
         *sigma = m->sigma;
