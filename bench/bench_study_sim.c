@@ -9,6 +9,7 @@
  * regret comes from (the oracle's terms against the recommendation's).
  * Environment: STUDY_ONLY / RANDOM_ONLY run one mode; STUDY_COST_POWER, STUDY_PRIORS,
  * STUDY_DECISION, STUDY_COST_FLOOR set study_mode_options; BENCH_DUMP lists the runs;
+ * BENCH_CSV=FILE writes them in tests/data/extrapolate's columns (the last world's last mode);
  * BENCH_TRACE says from which run the acquisition's engine can fit.
  */
 #include <math.h>
@@ -155,6 +156,17 @@ static void sweep(const sim_law *law, runner_config *cfg, int world, int study_m
         o->n_div += w.runs[i].status == RUNNER_RUN_FAILED;
     }
     judge(law, &w, o);
+    FILE *csv = getenv("BENCH_CSV") ? fopen(getenv("BENCH_CSV"), "w") : NULL;
+    if (csv)
+        fprintf(csv, "N,tokens,lr,batch,warmup,weight_decay,loss,diverged\n");
+    for (size_t i = 0; csv && i < w.n_runs; i++) {
+        const runner_sweep_run *r = &w.runs[i];
+        int ok = r->status == RUNNER_RUN_SUCCEEDED;
+        fprintf(csv, "%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%d\n", r->x[0], r->x[1], r->x[2],
+                r->x[3], r->x[4], r->x[5], ok ? r->objective : 1.0, !ok);
+    }
+    if (csv)
+        fclose(csv);
     for (size_t i = 0; getenv("BENCH_DUMP") && i < w.n_runs; i++) {
         const runner_sweep_run *r = &w.runs[i];
         double lopt = sim_lr_opt(law, r->x[0], r->x[1]);

@@ -30,19 +30,18 @@ static size_t law_offsets(const fit_xp *xp, fit_work *w, const double *th, size_
     return na;
 }
 
-/* A hyper law the first fit left flat (curvature under FLAT_CURV: no bowl in the runs) may have
+/* A hyper law the first fit left flat (xp_hp_flat: no bowl in the runs) may have
  * stalled where its optimum sits among the runs while the runs show a bowl whose bottom lies at
  * an edge of what they tried (bench-extrapolate's world 9: every weight decay but one below its
  * optimum, the penalty falling 1.4% towards the largest). Restarted with its optimum at each
  * FLAT_RESTART_Q quantile of the tried values and START_CURV; the best fit is kept. */
-#define FLAT_CURV 1e-4
 static const double FLAT_RESTART_Q[] = {0.0, 0.02, 0.98, 1.0};
 #define N_FLAT_RESTART (sizeof(FLAT_RESTART_Q) / sizeof(FLAT_RESTART_Q[0]))
 
 double xp_hyper_flat_restarts(const fit_xp *xp, fit_work *w, xp_jm_data *d, double *th, double f)
 {
     for (size_t k = 0; k < xp->m.n_hp; k++) {
-        if (exp(th[XP_HP_OFF(k) + XP_HP_LN_CURV]) >= FLAT_CURV || w->n_okr < 2)
+        if (!xp_hp_flat(th, k) || w->n_okr < 2)
             continue;
         size_t na = law_offsets(xp, w, th, k);
         for (size_t r = 0; na >= 2 && r < N_FLAT_RESTART; r++) {
@@ -89,7 +88,7 @@ void xp_hyper_spikes_flatten(const fit_xp *xp, fit_work *w, xp_jm_data *d, doubl
     }
 }
 
-/* A hyper law still flat after the restarts (curvature under FLAT_CURV) says its value does not
+/* A hyper law still flat after the restarts (xp_hp_flat) says its value does not
  * matter among the runs, so its optimum's place is unidentified and drifts wherever the minimiser
  * left it: bench-extrapolate's Hugging Face-style sweeps ended with a weight decay 0.01-0.1x the
  * value of their best runs. Its intercept is set so that its optimum lies at the mean of the
@@ -100,7 +99,7 @@ void xp_hyper_flat_anchor(const fit_xp *xp, fit_work *w, const size_t *rows, siz
     const xp_model *m = &xp->m;
     for (size_t k = 0; k < m->n_hp; k++) {
         double *h = &th[XP_HP_OFF(k)];
-        if (exp(h[XP_HP_LN_CURV]) >= FLAT_CURV)
+        if (!xp_hp_flat(th, k))
             continue;
         size_t na = 0;
         for (size_t t = 0; t < nr; t++)
@@ -132,7 +131,7 @@ void xp_hyper_flat_warn(fit_xp *xp, const fit_work *w, const double *th)
 {
     const xp_model *m = &xp->m;
     for (size_t k = 0; k < m->n_hp; k++) {
-        if (exp(th[XP_HP_OFF(k) + XP_HP_LN_CURV]) >= FLAT_CURV)
+        if (!xp_hp_flat(th, k))
             continue;
         size_t j = m->hp_param[k];
         double lo = INFINITY, hi = -INFINITY;

@@ -235,6 +235,12 @@ double xp_model_lnD(const fit_xp *xp, const double *x);
  * inactive in the run) adds no penalty in xp_jm_eval. */
 double xp_hp_optimum(const double *h, size_t k, double lNc, double lDc, const double *bh);
 
+/* A hyper law is flat when its curvature is under XP_FLAT_CURV: the runs show no bowl, so its
+ * optimum is placed at the best runs (xp_hyper_flat_anchor) and the loss it predicts does not
+ * depend on the hyper's value. */
+#define XP_FLAT_CURV 1e-4
+int xp_hp_flat(const double *th, size_t k);
+
 /* The stability boundary's warmup covariate (uncentred) of the full basic row b at (lN, lD): the
  * warmup's basic coordinate less its optimum under the point fit m->th (k_wu; lD NAN: at lD0), or
  * the coordinate itself when its law is not modelled; 0 without a warmup. */

@@ -55,6 +55,11 @@ double xp_hp_optimum(const double *h, size_t k, double lNc, double lDc, const do
     return opt;
 }
 
+int xp_hp_flat(const double *th, size_t k)
+{
+    return exp(th[XP_HP_OFF(k) + XP_HP_LN_CURV]) < XP_FLAT_CURV;
+}
+
 double xp_boundary_w(const fit_xp *xp, double lN, double lD, const double *b)
 {
     const xp_model *m = &xp->m;

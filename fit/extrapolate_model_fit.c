@@ -26,10 +26,12 @@
 #define MIN_RUNS_SLACK   3
 /* N or D spanning less than this factor: the L(N, D) law is weak (a warning). */
 #define NARROW_SPAN      4.0
-/* With fewer usable runs the couplings and the N/D slopes of OTHER hyperparameters are held at 0
- * (except where the weight decay's timescale prior speaks). */
+/* With fewer usable runs the couplings and the N/D slopes of OTHER hyperparameters are held at
+ * their start, the prior's centre or 0 (first_fit; the weight decay's under its timescale prior
+ * stay free). */
 #define SMALL_SWEEP_RUNS 40
-/* ln N (ln D) spans below this: the hyperparameters' slopes on it are held at 0. */
+/* ln N (ln D) spans below this: the hyperparameters' slopes on it are held at their start (the
+ * prior's centre, else 0: first_fit). */
 #define FLAT_SPAN        1e-6
 
 /* Starts of the first fit: each hyper's optimum at the mean of the best START_BEST_Q of the runs
@@ -306,8 +308,9 @@ static st_status assemble_runs(fit_xp *xp, fit_work *w)
 
 /* ---- the joint fit ---------------------------------------------------------------------- */
 
-/* Is slot q of hyper k held at its start? The N/D slopes of OTHER hypers and all couplings in a
- * small sweep (except under the timescale prior), a slope on ln N or ln D where it is flat. */
+/* Is slot q of hyper k held at its start (first_fit: its prior's centre, else 0)? The N/D slopes
+ * of OTHER hypers and all couplings in a small sweep (except under the timescale prior), a slope
+ * on ln N or ln D where it is flat. */
 static int hp_slot_held(const fit_xp *xp, const fit_work *w, size_t k, size_t q, size_t k_wd)
 {
     int small = w->n_okr < SMALL_SWEEP_RUNS && k != k_wd;
@@ -382,10 +385,10 @@ static void hyper_starts(const fit_xp *xp, fit_work *w, double *th0)
     }
 }
 
-/* The first fit into th: the best of the starts on the grid of the Chinchilla part, polished.
- * Under the timescale prior (weighted with the residual floor until sigma is known), the weight
- * decay's law starts at the prior's centre. ST_ENUMERIC if no start reaches a finite optimum. */
-static st_status first_fit(fit_xp *xp, fit_work *w, xp_jm_data *d, size_t k_wd, double *th)
+/* The grid of starts on the Chinchilla part from th0 (its hyper blocks as given): each start
+ * minimised, the best kept in th and *best_f when it beats *best_f. */
+static void start_grid(const fit_xp *xp, const fit_work *w, xp_jm_data *d, const double *th0,
+                       double *th, double *best_f)
 {
     const xp_model *m = &xp->m;
     double ymin = INFINITY, ymean = 0;
@@ -393,19 +396,6 @@ static st_status first_fit(fit_xp *xp, fit_work *w, xp_jm_data *d, size_t k_wd, 
         ymin = fmin(ymin, xp->obj[w->ok_rows[t]]);
         ymean += xp->obj[w->ok_rows[t]] / (double)w->n_okr;
     }
-    double th0[XP_NTH] = {0};
-    hyper_starts(xp, w, th0);
-    xp_law_priors_set(xp, d, k_wd, PRIOR_SIGMA_MIN);
-    xp_level_priors_set(xp, d, PRIOR_SIGMA_MIN);
-    if (k_wd != NONE) {
-        xp_wd_prior_set(xp, d, k_wd, PRIOR_SIGMA_MIN);
-        for (size_t q = XP_HP_SLOPE_N; q < XP_HP_LEN(k_wd); q++) {
-            size_t j = XP_HP_OFF(k_wd) + q;
-            if (d->pw[j] > 0)
-                th0[j] = d->pmu[j];
-        }
-    }
-    double best_f = INFINITY;
     for (size_t ie = 0; ie < N_START_E; ie++)
         for (size_t ia = 0; ia < N_START_EXP; ia++)
             for (size_t ib = 0; ib < N_START_EXP; ib++) {
@@ -419,11 +409,49 @@ static st_status first_fit(fit_xp *xp, fit_work *w, xp_jm_data *d, size_t k_wd, 
                 t[XP_TH_A] = log(rest) + START_EXP[ia] * m->lN0;
                 t[XP_TH_B] = log(rest) + START_EXP[ib] * m->lD0;
                 double f = xp_jm_minimise(d, t, MAXEVAL_START);
-                if (f < best_f) {
-                    best_f = f;
+                if (f < *best_f) {
+                    *best_f = f;
                     memcpy(th, t, sizeof(t));
                 }
             }
+}
+
+/* The first fit into th: the best of the starts on the grid of the Chinchilla part, polished.
+ * The hyper laws start twice. Once with every slope and coupling under a prior (the literature's,
+ * the warmup's, the weight decay's timescale; weighted with the residual floor until sigma is
+ * known) at the prior's centre: a law the runs leave flat exerts no pull on them, and from 0 the
+ * minimiser stopped before the weak prior moved them (a random sweep's warmup: slopes 0 where the
+ * prior says -1 on ln D and +1 on ln B, so its runs showed no bowl, its law came out flat and the
+ * warmup was recommended at 117x its optimum; test_flat_warmup_random). A slot held at its start
+ * (hp_slot_held) stays at the centre, the prior's most likely value. Once with the free slopes
+ * and couplings at 0, except the weight decay's under its timescale prior (the fit is not convex:
+ * on a random sweep of world 4's neighbour, world 5, only this start found the weight decay's
+ * bowl). ST_ENUMERIC if no start reaches a finite optimum. */
+static st_status first_fit(fit_xp *xp, fit_work *w, xp_jm_data *d, size_t k_wd, double *th)
+{
+    const xp_model *m = &xp->m;
+    double th0[XP_NTH] = {0};
+    hyper_starts(xp, w, th0);
+    xp_law_priors_set(xp, d, k_wd, PRIOR_SIGMA_MIN);
+    xp_level_priors_set(xp, d, PRIOR_SIGMA_MIN);
+    if (k_wd != NONE)
+        xp_wd_prior_set(xp, d, k_wd, PRIOR_SIGMA_MIN);
+    for (size_t k = 0; k < m->n_hp; k++)
+        for (size_t q = XP_HP_SLOPE_N; q < XP_HP_LEN(k); q++) {
+            size_t j = XP_HP_OFF(k) + q;
+            if (d->pw[j] > 0)
+                th0[j] = d->pmu[j];
+        }
+    double best_f = INFINITY;
+    start_grid(xp, w, d, th0, th, &best_f);
+    int is_free[XP_NTH] = {0};
+    for (size_t i = 0; i < d->n_free; i++)
+        is_free[d->free_idx[i]] = 1;
+    for (size_t k = 0; k < m->n_hp; k++)
+        for (size_t q = XP_HP_SLOPE_N; k != k_wd && q < XP_HP_LEN(k); q++)
+            if (q != XP_HP_LN_CURV && q != XP_HP_LN_SAT && is_free[XP_HP_OFF(k) + q])
+                th0[XP_HP_OFF(k) + q] = 0;
+    start_grid(xp, w, d, th0, th, &best_f);
     if (!isfinite(best_f)) {
         snprintf(xp->err, sizeof(xp->err), "the model fit found no finite optimum");
         return ST_ENUMERIC;
