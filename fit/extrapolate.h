@@ -296,8 +296,8 @@ st_status fit_xp_hp_law(const fit_xp *xp, size_t i, double coef[3], double *curv
 st_status fit_xp_hp_coupling(const fit_xp *xp, size_t i, size_t j, double *t);
 /* Stability boundary: P(diverge) = 1 / (1 + exp(-(g[0] + g[1] ln lr + g[2] ln N + g[3] w))),
  * w the warmup-like parameter's basic coordinate less its law's optimum at the run's N, D and
- * earlier hyperparameters when that law is modelled, else the coordinate itself (0 when there is
- * no warmup). ST_ENOTFOUND without a learning rate. */
+ * earlier hyperparameters, capped at 0, when that law is modelled, else the coordinate itself (0
+ * when there is no warmup). ST_ENOTFOUND without a learning rate. */
 st_status fit_xp_divergence(const fit_xp *xp, double g[4]);
 /*
  * The factor of categorical parameter i (MODEL): for its level `level`, the fitted offset in ln

@@ -57,7 +57,7 @@ enum { XP_LV_DELTA = 0, XP_LV_LRSHIFT, XP_LV_LEN };
 
 /* The logistic stability boundary P(fail) = sigma(g . (1, z)) on the centred covariates z of a
  * run: z[XP_Z_LR] = b_lr - m_lr, z[XP_Z_LN] = ln N - lN0, z[XP_Z_W] = w - m_w (b_lr: the learning
- * rate's basic coordinate; w: xp_boundary_w, the warmup-like parameter's basic coordinate less its
+ * rate's basic coordinate; w: xp_boundary_w, how far the warmup-like parameter falls short of its
  * law's optimum at the run when that law is modelled, 0 without a warmup). */
 enum { XP_G_ICPT = 0, XP_G_LR, XP_G_LN, XP_G_W, XP_NG };
 enum { XP_Z_LR = 0, XP_Z_LN, XP_Z_W, XP_NZ };
@@ -241,9 +241,14 @@ double xp_hp_optimum(const double *h, size_t k, double lNc, double lDc, const do
 #define XP_FLAT_CURV 1e-4
 int xp_hp_flat(const double *th, size_t k);
 
-/* The stability boundary's warmup covariate (uncentred) of the full basic row b at (lN, lD): the
- * warmup's basic coordinate less its optimum under the point fit m->th (k_wu; lD NAN: at lD0), or
- * the coordinate itself when its law is not modelled; 0 without a warmup. */
+/* The stability boundary's warmup covariate (uncentred) of the full basic row b at (lN, lD): how
+ * far the warmup falls short of its optimum under the point fit m->th (k_wu; lD NAN: at lD0), its
+ * basic coordinate less the optimum's, capped at 0; the coordinate itself when its law is not
+ * modelled; 0 without a warmup. One-sided: a warmup shorter than its optimum may lower the largest
+ * stable learning rate, and that a longer one raises it is not assumed. Linear in both directions
+ * the boundary let the recommendation buy learning rate with warmup beyond its optimum, or with a
+ * smaller batch (which shortens the warmup's optimum through its law's coupling): world 39 at
+ * 1000x, a batch 0.7x and a learning rate 1.19x the largest stable one (it diverged). */
 double xp_boundary_w(const fit_xp *xp, double lN, double lD, const double *b);
 
 /* ln L of model th (XP_HP_OFF(n_hp) parameters) at one run and, if g != NULL, d ln L / d th.

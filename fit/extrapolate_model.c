@@ -73,7 +73,8 @@ double xp_boundary_w(const fit_xp *xp, double lN, double lD, const double *b)
         bh[k] = b[m->hp_param[k]] - m->hp_mean[k];
     double lDc = isfinite(lD) ? lD - m->lD0 : 0;
     const double *h = &m->th[XP_HP_OFF(m->k_wu)];
-    return w - (xp_hp_optimum(h, m->k_wu, lN - m->lN0, lDc, bh) + m->hp_mean[m->k_wu]);
+    double u = w - (xp_hp_optimum(h, m->k_wu, lN - m->lN0, lDc, bh) + m->hp_mean[m->k_wu]);
+    return fmin(u, 0); /* one-sided: see extrapolate_int.h */
 }
 
 /* d ln L / d th of the hyper blocks, from the penalty's parts of xp_jm_eval: q = 1 / (1 + P),

@@ -535,11 +535,11 @@ static size_t add_prior_rows(fit_work *w, size_t n, size_t n_real)
 }
 
 /* The boundary's covariates of the runs in w->lg_rows and their centres m_lr, m_w. The warmup's
- * is its distance from its law's optimum (xp_boundary_w): a warmup counted as a fraction of the
- * run shrinks as the runs grow (a fixed number of steps is a smaller fraction of a longer run),
- * and in its absolute coordinate the boundary read the large run's optimal warmup, shorter than
- * any the sweep tried, as a risk of divergence (docs/algorithms/extrapolation.md, "Stability
- * boundary"). */
+ * is how far it falls short of its law's optimum (xp_boundary_w): a warmup counted as a fraction
+ * of the run shrinks as the runs grow (a fixed number of steps is a smaller fraction of a longer
+ * run), and in its absolute coordinate the boundary read the large run's optimal warmup, shorter
+ * than any the sweep tried, as a risk of divergence (docs/algorithms/extrapolation.md,
+ * "Stability boundary"). */
 static void boundary_covariates(fit_xp *xp, fit_work *w, double slr)
 {
     xp_model *m = &xp->m;

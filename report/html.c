@@ -301,7 +301,7 @@ static void model_fits(report *r, rp_buf *b)
         rp_buf_add(b, "<p>Stability boundary: P(diverge) = 1 / (1 + exp(&minus;(g<sub>0</sub> + "
                       "g<sub>1</sub> ln lr + g<sub>2</sub> ln N + g<sub>3</sub> w))), w the "
                       "warmup-like parameter's basic coordinate less its law's optimum at "
-                      "the run.</p>\n<table>\n<tr>"
+                      "the run, capped at 0.</p>\n<table>\n<tr>"
                       "<th>g<sub>0</sub></th><th>g<sub>1</sub></th><th>g<sub>2</sub></th>"
                       "<th>g<sub>3</sub></th></tr>\n<tr>");
         for (int q = 0; q < 4; q++)

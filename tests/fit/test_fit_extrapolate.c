@@ -1259,6 +1259,38 @@ static void test_flat_warmup_random(void)
     fit_xp_destroy(xp);
 }
 
+/*
+ * The boundary's warmup covariate is one-sided (xp_boundary_w): a warmup longer than its law's
+ * optimum does not lower P(diverge). Linear, the boundary let the recommendation buy learning rate
+ * with warmup past its optimum or with a smaller batch (which shortens that optimum through the
+ * warmup law's coupling): on bench-extrapolate's stored sweep of world 39 the recommendation at
+ * 1000x had a batch 0.7x and a learning rate 1.19x the largest stable one, and diverged. Here,
+ * on that sweep's runs: P(diverge) at the recommendation and with its warmup 10x longer.
+ */
+static void test_boundary_one_sided(void)
+{
+    fit_xp_options o = fit_xp_options_default();
+    o.n_boot = 0;
+    fit_xp *xp = world_sweep_fit("tests/data/extrapolate/world39_carbs_sweep.csv", o);
+    fit_xp_result r;
+    if (!xp || fit_xp_get_result(xp, &r) != ST_OK) {
+        CHECK(0);
+        fit_xp_destroy(xp);
+        return;
+    }
+    double x[6], obj, lo, hi, p_rec, p_long;
+    memcpy(x, r.value, sizeof(x));
+    CHECK_ST(fit_xp_predict(xp, x, x[0], x[1], &obj, &lo, &hi, &p_rec), ST_OK);
+    x[4] *= 10;
+    CHECK_ST(fit_xp_predict(xp, x, x[0], x[1], &obj, &lo, &hi, &p_long), ST_OK);
+    printf("one-sided warmup covariate (world 39 at 100x): P(diverge) %.4f at the recommendation, "
+           "%.4f with its warmup 10x longer\n",
+           p_rec, p_long);
+    CHECK(p_rec > 0.001);
+    CHECK(p_long >= 0.999 * p_rec);
+    fit_xp_destroy(xp);
+}
+
 int main(void)
 {
     st_global_init();
@@ -1280,6 +1312,7 @@ int main(void)
     test_prior_draw_world39();
     test_boundary_warmup_relative();
     test_flat_warmup_random();
+    test_boundary_one_sided();
     test_simulator();
     st_global_cleanup();
     return check_summary("fit.extrapolate");
