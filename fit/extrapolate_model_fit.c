@@ -444,14 +444,19 @@ static st_status first_fit(fit_xp *xp, fit_work *w, xp_jm_data *d, size_t k_wd, 
         }
     double best_f = INFINITY;
     start_grid(xp, w, d, th0, th, &best_f);
-    int is_free[XP_NTH] = {0};
+    int is_free[XP_NTH] = {0}, moved = 0;
     for (size_t i = 0; i < d->n_free; i++)
         is_free[d->free_idx[i]] = 1;
     for (size_t k = 0; k < m->n_hp; k++)
-        for (size_t q = XP_HP_SLOPE_N; k != k_wd && q < XP_HP_LEN(k); q++)
-            if (q != XP_HP_LN_CURV && q != XP_HP_LN_SAT && is_free[XP_HP_OFF(k) + q])
-                th0[XP_HP_OFF(k) + q] = 0;
-    start_grid(xp, w, d, th0, th, &best_f);
+        for (size_t q = XP_HP_SLOPE_N; k != k_wd && q < XP_HP_LEN(k); q++) {
+            size_t j = XP_HP_OFF(k) + q;
+            if (q != XP_HP_LN_CURV && q != XP_HP_LN_SAT && is_free[j] && th0[j] != 0) {
+                th0[j] = 0;
+                moved = 1;
+            }
+        }
+    if (moved) /* else the second start is the first */
+        start_grid(xp, w, d, th0, th, &best_f);
     if (!isfinite(best_f)) {
         snprintf(xp->err, sizeof(xp->err), "the model fit found no finite optimum");
         return ST_ENUMERIC;
