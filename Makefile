@@ -107,6 +107,7 @@ bench-fit: $(BUILD)/bench/bench_fit
 	FIT_PEER_PYTHON=$(BENCH_PY) $(BUILD)/bench/bench_fit
 # the extrapolation tests run bench/'s simulator in-process (its known truth and oracle)
 $(BUILD)/tests/fit/test_fit_extrapolate: $(BUILD)/bench/sim.o
+$(BUILD)/tests/fit/test_fit_extrapolate_sweeps: $(BUILD)/bench/sim.o
 $(BUILD)/tests/study/test_study: $(BUILD)/bench/sim.o
 
 # ---- trainer -------------------------------------------------------------------------------

@@ -170,11 +170,13 @@ static void sweep(const sim_law *law, runner_config *cfg, int world, int study_m
     for (size_t i = 0; getenv("BENCH_DUMP") && i < w.n_runs; i++) {
         const runner_sweep_run *r = &w.runs[i];
         double lopt = sim_lr_opt(law, r->x[0], r->x[1]);
+        /* the weight decay that puts this run's AdamW timescale at the world's optimum */
+        double wd_opt = r->x[3] / (r->x[2] * sim_tau_opt(law, r->x[0], r->x[1]) * r->x[1]);
         fprintf(stderr,
                 "%s run %2zu: cost %.2e N %.2e D/N %5.1f lr/lr_opt %6.2f batch %.2e warmup %.3f "
-                "wd %.3f %s %.4f\n",
+                "wd %.3f (wd/wd_opt %.3g) %s %.4f\n",
                 study_mode ? "study" : "random", i, 6 * r->x[0] * r->x[1], r->x[0],
-                r->x[1] / r->x[0], r->x[2] / lopt, r->x[3], r->x[4], r->x[5],
+                r->x[1] / r->x[0], r->x[2] / lopt, r->x[3], r->x[4], r->x[5], r->x[5] / wd_opt,
                 r->status == RUNNER_RUN_SUCCEEDED ? "ok " : "div", r->objective);
     }
     for (size_t nu = 12; getenv("BENCH_TRACE") && nu <= w.n_runs; nu += 2) {
@@ -200,6 +202,13 @@ int main(int argc, char **argv)
 {
     int first = 1, last = 3;
     size_t n = 50;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: bench_study_sim [--worlds A-B] [--runs N]\n"
+                   "study mode against random search on bench/sim.h's worlds A-B (default 1-3),\n"
+                   "N runs each (default 50); environment variables: see the file's header.\n");
+            return 0;
+        }
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--worlds"))
             sscanf(argv[i + 1], "%d-%d", &first, &last);
