@@ -198,8 +198,37 @@ static void sweep(const sim_law *law, runner_config *cfg, int world, int study_m
     gsl_rng_free(g);
 }
 
+#define MAX_WORLDS 1000
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Each mode's regret at 100x over its worlds: median, worst, how many under 1% (a failed judge
+ * counts as infinite). */
+static void summary(double regrets[2][MAX_WORLDS], const size_t n_out[2])
+{
+    for (int mode = 1; mode >= 0; mode--) {
+        size_t k = n_out[mode], under = 0;
+        if (!k)
+            continue;
+        qsort(regrets[mode], k, sizeof(double), cmp_double);
+        for (size_t i = 0; i < k; i++)
+            under += regrets[mode][i] < 0.01;
+        double med =
+            k % 2 ? regrets[mode][k / 2] : 0.5 * (regrets[mode][k / 2 - 1] + regrets[mode][k / 2]);
+        printf("\n%s: regret at 100x over %zu worlds: median %.2f%%, worst %.2f%%, under 1%% in "
+               "%zu\n",
+               mode ? "study" : "random", k, 100 * med, 100 * regrets[mode][k - 1], under);
+    }
+}
+
 int main(int argc, char **argv)
 {
+    static double regrets[2][MAX_WORLDS];
+    size_t n_out[2] = {0, 0};
     int first = 1, last = 3;
     size_t n = 50;
     for (int i = 1; i < argc; i++)
@@ -235,6 +264,8 @@ int main(int argc, char **argv)
         for (int mode = first_mode; mode >= (only_study ? 1 : 0); mode--) {
             outcome o;
             sweep(&law, cfg, world, mode, n, &o);
+            if (n_out[mode] < MAX_WORLDS)
+                regrets[mode][n_out[mode]++] = o.regret;
             printf("| %d | %s | %zu | %zu | %.3g | %.2f%% | %.2f%% | %+.2f%% | %.0f |\n", world,
                    mode ? "study" : "random", n, o.n_div, o.sweep_cost, 100 * o.regret,
                    100 * o.halfwidth, 100 * o.error, o.seconds);
@@ -242,5 +273,6 @@ int main(int argc, char **argv)
         }
         runner_config_destroy(cfg);
     }
+    summary(regrets, n_out);
     return 0;
 }
