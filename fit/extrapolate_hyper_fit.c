@@ -103,7 +103,8 @@ void xp_hyper_spikes_flatten(const fit_xp *xp, fit_work *w, xp_jm_data *d, doubl
         th[XP_HP_OFF(k) + XP_HP_LN_CURV] = log(CURV_FLAT);
         double f_flat = xp_jm_minimise(d, th, MAXEVAL_POLISH), f_best = f_flat;
         d->curv_cap[k] = 0;
-        size_t na = law_offsets(xp, w, spike, k), won = 0;
+        size_t na = law_offsets(xp, w, spike, k);
+        int won = 0;
         for (size_t r = 0; na >= 2 && r < N_SPIKE_RESTART; r++) {
             double t[XP_NTH];
             memcpy(t, spike, sizeof(t));
