@@ -10,7 +10,9 @@
  * Environment: STUDY_ONLY / RANDOM_ONLY run one mode; STUDY_COST_POWER, STUDY_PRIORS,
  * STUDY_DECISION, STUDY_COST_FLOOR set study_mode_options; BENCH_DUMP lists the runs;
  * BENCH_CSV=FILE writes them in tests/data/extrapolate's columns (the last world's last mode);
- * BENCH_TRACE says from which run the acquisition's engine can fit.
+ * BENCH_TRACE says from which run the acquisition's engine can fit. BENCH_FIT_CSV=FILE runs no
+ * sweep: the runs of FILE (BENCH_CSV's columns) are judged in each world of --worlds, so that two
+ * engines can be compared on the same stored sweep.
  */
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +23,7 @@
 #include <gsl/gsl_rng.h>
 
 #include "bench/sim.h"
+#include "fit/fit.h"
 #include "study/study.h"
 #include "study/study_int.h" /* the random baseline uses the study's cube (study_space) */
 
@@ -70,7 +73,7 @@ static void run_and_add(const sim_law *law, runner_sweep *w, const double *x, ui
 
 typedef struct outcome {
     double regret, halfwidth, error, sweep_cost, seconds;
-    size_t n_div;
+    size_t n_div, n_runs;
 } outcome;
 
 /* The engine at 100x the cap, judged against the truth. */
@@ -110,6 +113,66 @@ static void judge(const sim_law *law, const runner_sweep *w, outcome *o)
     }
     o->halfwidth = 0.5 * (r.objective_hi - r.objective_lo) / r.objective;
     study_destroy(st);
+}
+
+/* The runs of a CSV in BENCH_CSV's columns into w (w->runs holds at least cap rows). */
+static int read_runs_csv(const char *path, runner_sweep *w, size_t cap)
+{
+    char em[ST_ERRMSG_MAX];
+    fit_table *t = NULL;
+    if (fit_table_read_csv(path, NULL, &t, em) != ST_OK) {
+        fprintf(stderr, "%s\n", em);
+        return -1;
+    }
+    static const char *const names[6] = {"N", "tokens", "lr", "batch", "warmup", "weight_decay"};
+    size_t n = fit_table_n_rows(t);
+    double *x = malloc(n * 6 * sizeof(double));
+    const double *loss = fit_table_column(t, "loss"), *div = fit_table_column(t, "diverged");
+    if (!x || n > cap || !loss || !div || fit_table_matrix(t, 6, names, x, em) != ST_OK) {
+        fprintf(stderr,
+                "%s: need at most %zu rows of N, tokens, lr, batch, warmup, "
+                "weight_decay, loss, diverged\n",
+                path, cap);
+        free(x);
+        fit_table_destroy(t);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        runner_sweep_run *u = &w->runs[w->n_runs];
+        memset(u, 0, sizeof(*u));
+        u->id = ++w->n_runs;
+        u->x = malloc(6 * sizeof(double));
+        memcpy(u->x, &x[6 * i], 6 * sizeof(double));
+        u->predicted_cost = u->final_N = u->final_D = NAN;
+        u->status = div[i] != 0 ? RUNNER_RUN_FAILED : RUNNER_RUN_SUCCEEDED;
+        u->failure = div[i] != 0 ? RUNNER_FAIL_DIVERGED : u->failure;
+        u->objective = div[i] != 0 ? NAN : loss[i];
+        u->cost = div[i] != 0 ? NAN : 6 * x[6 * i] * x[6 * i + 1];
+    }
+    free(x);
+    fit_table_destroy(t);
+    return 0;
+}
+
+/* BENCH_FIT_CSV: the stored sweep judged in world `law`, as a sweep of the bench would be. */
+static int judge_csv(const sim_law *law, runner_config *cfg, const char *path, outcome *o)
+{
+    size_t cap = 100000;
+    runner_sweep w = {cfg, calloc(cap, sizeof(runner_sweep_run)), 0};
+    memset(o, 0, sizeof(*o));
+    int rc = w.runs ? read_runs_csv(path, &w, cap) : -1;
+    if (rc == 0) {
+        o->n_runs = w.n_runs;
+        for (size_t i = 0; i < w.n_runs; i++) {
+            o->sweep_cost += 6 * w.runs[i].x[0] * w.runs[i].x[1];
+            o->n_div += w.runs[i].status == RUNNER_RUN_FAILED;
+        }
+        judge(law, &w, o);
+    }
+    for (size_t i = 0; i < w.n_runs; i++)
+        free(w.runs[i].x);
+    free(w.runs);
+    return rc;
 }
 
 static void sweep(const sim_law *law, runner_config *cfg, int world, int study_mode, size_t n,
@@ -261,6 +324,16 @@ int main(int argc, char **argv)
         cfg->target_factor = 100;
         cfg->budget_runs = n; /* the initial design: max(8, n / 4) */
         int first_mode = getenv("RANDOM_ONLY") ? 0 : 1;
+        if (getenv("BENCH_FIT_CSV")) { /* no sweep: the stored one, judged here */
+            outcome o;
+            if (judge_csv(&law, cfg, getenv("BENCH_FIT_CSV"), &o))
+                return 1;
+            printf("| %d | stored | %zu | %zu | %.3g | %.2f%% | %.2f%% | %+.2f%% | 0 |\n", world,
+                   o.n_runs, o.n_div, o.sweep_cost, 100 * o.regret, 100 * o.halfwidth,
+                   100 * o.error);
+            runner_config_destroy(cfg);
+            continue;
+        }
         for (int mode = first_mode; mode >= (only_study ? 1 : 0); mode--) {
             outcome o;
             sweep(&law, cfg, world, mode, n, &o);
