@@ -350,24 +350,75 @@ static void shape_band(const study_space *sp, size_t js, double lc, double lr, d
         x[iD] = finish(&cfg->params[iD].p, exp(lc - sp->cost_k) / N);
 }
 
+/* ln(D / N) of design coordinate u: log-uniform over ratio_lo .. ratio_hi, the top lowered to
+ * what the box allows its smallest model (D_max / N_min) where that is less; the bottom with it
+ * where the box allows less than ratio_lo (make demo-quick's box: 2e4-1.5e5 tokens, d_model 16 at
+ * 7,168 parameters, at most 21 tokens per parameter). Past the box's reach a ratio only clipped
+ * D, and the cost band's N then stayed at the smallest model. */
+static double band_ratio(const study_space *sp, double u, double N_min, double D_max)
+{
+    double lo = sp->o.ratio_lo, hi = sp->o.ratio_hi;
+    if (N_min > 0 && isfinite(N_min) && D_max > 0 && isfinite(D_max) && D_max / N_min < hi) {
+        hi = D_max / N_min;
+        lo = fmin(lo, hi);
+    }
+    return log(lo) + u * log(hi / lo);
+}
+
+/*
+ * The log cost of design coordinate u in the band for tokens per parameter rho (ln rho = lr):
+ * uniform between the band's floor and the cap, where the floor is cap / band or, if higher, the
+ * cost of the smallest model the box allows (N_min, its D at rho N_min or the box's least D):
+ * below it every point is that model, and the band's low half piled up at the box's low corner
+ * (make demo-quick: 23 of 24 runs at d_model 16, the smallest, whose loss sits on a byte-level
+ * plateau; the law could not see N). ln cap where the smallest model cannot reach rho under it.
+ */
+static double band_cost(const study_space *sp, double u, double lr, double N_min, double D_min)
+{
+    double top = log(sp->cap), lo = top - log(sp->o.band);
+    if (N_min > 0 && isfinite(N_min)) {
+        double D = fmax(exp(lr) * N_min, D_min > 0 && isfinite(D_min) ? D_min : 0);
+        lo = fmax(lo, sp->cost_k + log(N_min) + log(D));
+    }
+    return lo >= top ? top : lo + u * (top - lo);
+}
+
+/* The smallest N the box allows at x: the cost expr's implied N with size parameter js at its
+ * lower bound (the other shape parameters where the design put them). */
+static double shape_N_min(const study_space *sp, size_t js, const double *x)
+{
+    size_t n = sp->cfg->n_params, is = sp->pidx[js];
+    double *y = malloc(n * sizeof(double));
+    if (!y)
+        return NAN;
+    memcpy(y, x, n * sizeof(double));
+    y[is] = finish(&sp->cfg->params[is].p, exp(sp->lo[js]));
+    double N = implied_N(sp, y);
+    free(y);
+    return N;
+}
+
 void study_design_point(const study_space *sp, const double *u, double *x)
 {
     study_space_from_unit(sp, u, x);
+    const runner_config *cfg = sp->cfg;
     size_t js = shape_solve(sp);
     if (js != STUDY_NONE && isfinite(sp->cap)) {
-        /* u[jD]: log cost in cap / band .. cap; u[js]: ln(D / N) in ratio_lo .. ratio_hi */
-        double lc = log(sp->cap) - (1 - u[sp->jD]) * log(sp->o.band);
-        double lr = log(sp->o.ratio_lo) + u[js] * log(sp->o.ratio_hi / sp->o.ratio_lo);
+        /* u[jD]: log cost in the band .. cap; u[js]: ln(D / N) in ratio_lo .. ratio_hi */
+        const carbs_param *pD = &cfg->params[sp->pidx[sp->jD]].p;
+        double N_min = shape_N_min(sp, js, x);
+        double lr = band_ratio(sp, u[js], N_min, pD->max);
+        double lc = band_cost(sp, u[sp->jD], lr, N_min, pD->min);
         shape_band(sp, js, lc, lr, x);
     }
     if (sp->jN != STUDY_NONE && sp->jD != STUDY_NONE && isfinite(sp->cap)) {
-        /* u[jN]: log cost in cap / band .. cap; u[jD]: ln(D / N) in ln ratio_lo .. ln ratio_hi;
+        /* u[jN]: log cost in the band .. cap; u[jD]: ln(D / N) in ln ratio_lo .. ln ratio_hi;
          * with cost = exp(k) N D: ln N = (ln C - k - ln rho) / 2, ln D = ln N + ln rho */
-        double lc = log(sp->cap) - (1 - u[sp->jN]) * log(sp->o.band);
-        double lr = log(sp->o.ratio_lo) + u[sp->jD] * log(sp->o.ratio_hi / sp->o.ratio_lo);
-        double lN = 0.5 * (lc - sp->cost_k - lr);
-        const runner_config *cfg = sp->cfg;
         size_t iN = sp->pidx[sp->jN], iD = sp->pidx[sp->jD];
+        const carbs_param *pN = &cfg->params[iN].p, *pD = &cfg->params[iD].p;
+        double lr = band_ratio(sp, u[sp->jD], pN->min, pD->max);
+        double lc = band_cost(sp, u[sp->jN], lr, pN->min, pD->min);
+        double lN = 0.5 * (lc - sp->cost_k - lr);
         x[iN] = finish(&cfg->params[iN].p, exp(lN));
         x[iD] = finish(&cfg->params[iD].p, exp(lN + lr));
     }

@@ -276,7 +276,7 @@ static void test_design(void)
 /* A sweep that sets the size through shape parameters (the tiny-GPT demo's box): the design
  * still spreads cost over the band below the cap and tokens per parameter (N from the cost expr,
  * 12 n_layer d^2 + 256 d) over 5..80 where the bounds allow, instead of piling up at the box's
- * low corner. */
+ * low corner: the band's floor is the smallest model's cost (study_design.c, band_cost). */
 static void test_design_shape(void)
 {
     enum { n = 24, P = 4, NP = 5 };
@@ -324,8 +324,58 @@ static void test_design_shape(void)
            cmin, cmax, at_min, n, in_ratio);
     CHECK(cmax >= 4e11);        /* the band reaches the cap */
     CHECK(cmin <= 4e10);        /* and spreads down toward cap / 100 */
-    CHECK(at_min <= 3 * n / 4); /* cost log-uniform over the band: ~70% below d_model 32's reach */
+    /* the band's floor at the smallest model's cost: 17 of 24 at the box's low corner before */
+    CHECK(at_min <= n / 2);
     CHECK(in_ratio >= 20);      /* 15 of 24 before the shape band */
+    study_space_clear(&sp);
+    runner_config_destroy(cfg);
+}
+
+/* make demo-quick's box: tokens 2e4-1.5e5 allow d_model 16 (7,168 parameters) at most 21 tokens
+ * per parameter, and the cap 3e10 allows d_model 48 only below 5. The band's ratios are lowered
+ * to the box's reach (band_ratio), so that the design does not leave every point at d_model 16
+ * (1 of 16 above it before; make demo-quick's stored sweep then held 23 runs at d_model 16 and its
+ * fitted law could not see N). */
+static void test_design_small_box(void)
+{
+    enum { n = 16, NP = 5 };
+    const char *y = "name: quick\n"
+                    "command: [\"true\"]\n"
+                    "objective: {metric: val_loss}\n"
+                    "cost: {metric: flops, expr: \"6 * (12 * {n_layer} * {d_model}^2 + 256 * "
+                    "{d_model}) * {tokens}\"}\n"
+                    "budget: {runs: 24, max_cost_per_run: 3e10}\n"
+                    "seed: 3\n"
+                    "parameters:\n"
+                    "  d_model: {space: log, min: 16, max: 48, center: 32, integer: true, "
+                    "rounding: 16}\n"
+                    "  n_layer: {space: linear, min: 1, max: 2, center: 1, integer: true}\n"
+                    "  tokens:  {space: log, min: 2e4, max: 1.5e5, center: 5.477e4}\n"
+                    "  lr:      {space: log, min: 1.0e-4, max: 0.3, center: 3.0e-3}\n"
+                    "  weight_decay: {space: log, min: 1.0e-3, max: 0.5, center: 0.05}\n";
+    runner_config *cfg = NULL;
+    char em[ST_ERRMSG_MAX];
+    CHECK_ST(runner_config_load_string(y, strlen(y), "quick", &cfg, em), ST_OK);
+    if (!cfg)
+        return;
+    study_space sp;
+    CHECK_ST(study_space_init(&sp, cfg, NULL, em), ST_OK);
+    double U[n * NP], x[NP], Nmin = INFINITY, Nmax = 0;
+    CHECK_ST(study_design_units(sp.P, cfg->seed, 0, n, U), ST_OK);
+    size_t above = 0, clipped = 0;
+    for (size_t i = 0; i < n; i++) {
+        study_design_point(&sp, &U[i * sp.P], x);
+        double N = 12 * x[1] * x[0] * x[0] + 256 * x[0];
+        CHECK(6 * N * x[2] <= 3e10 * (1 + 1e-9));
+        above += x[0] > 16;
+        clipped += x[0] == 16 && x[2] >= 1.5e5;
+        Nmin = fmin(Nmin, N);
+        Nmax = fmax(Nmax, N);
+    }
+    printf("small box design: %zu of %d above d_model 16, %zu at d_model 16 with tokens at the "
+           "box's top, N %.0f .. %.0f\n",
+           above, n, clipped, Nmin, Nmax);
+    CHECK(above >= 3); /* 1 before */
     study_space_clear(&sp);
     runner_config_destroy(cfg);
 }
@@ -654,6 +704,7 @@ int main(int argc, char **argv)
     test_fantasy();
     test_design();
     test_design_shape();
+    test_design_small_box();
     test_design_below_divergence();
     test_proposer();
     test_released_view();
