@@ -322,11 +322,11 @@ static void test_design_shape(void)
     printf("shape design: cost %.3g .. %.3g, %zu of %d at d_model 32, %zu with D/N in 5..80 "
            "(x1.5)\n",
            cmin, cmax, at_min, n, in_ratio);
-    CHECK(cmax >= 4e11);        /* the band reaches the cap */
-    CHECK(cmin <= 4e10);        /* and spreads down toward cap / 100 */
+    CHECK(cmax >= 4e11); /* the band reaches the cap */
+    CHECK(cmin <= 4e10); /* and spreads down toward cap / 100 */
     /* the band's floor at the smallest model's cost: 17 of 24 at the box's low corner before */
     CHECK(at_min <= n / 2);
-    CHECK(in_ratio >= 20);      /* 15 of 24 before the shape band */
+    CHECK(in_ratio >= 20); /* 15 of 24 before the shape band */
     study_space_clear(&sp);
     runner_config_destroy(cfg);
 }
