@@ -164,6 +164,9 @@ fit_xp_options fit_xp_options_default(void);
 #define FIT_XP_WARN_FLAT                                                                           \
     4096u /* a hyperparameter's runs showed no bowl: its value is the best                         \
               runs', not a fitted optimum */
+#define FIT_XP_WARN_EXP_LIMIT                                                                      \
+    8192u /* the L(N, D) law's alpha or beta sits at its search limit: the runs show no power law  \
+              to extrapolate (a plateau, or too narrow a range) */
 
 typedef struct fit_xp fit_xp;
 

@@ -188,6 +188,8 @@ void xp_clamp_warn(fit_xp *xp);
 
 /* Appends a warning (bit may be 0) to the result. */
 void xp_add_warning(fit_xp *xp, unsigned bit, const char *text);
+/* FIT_XP_WARN_EXP_LIMIT if th's alpha or beta sits at its search limit (extrapolate_model.c). */
+void xp_exp_limit_warn(fit_xp *xp, const double *th);
 
 /* The front (extrapolate_front.c): groups and front into xp->front_*; the laws along it and
  * their group bootstrap; the FRONT recommendation at C into xp->rec*, xp->res. */

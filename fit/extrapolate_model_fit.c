@@ -935,6 +935,7 @@ static st_status model_fit(fit_xp *xp, fit_work *w)
     xp_hyper_spikes_flatten(xp, w, &d, th); /* the priors' weights may have made one */
     xp_hyper_flat_anchor(xp, w, w->ok_rows, w->n_okr, th);
     xp_hyper_flat_warn(xp, w, th);
+    xp_exp_limit_warn(xp, th);
     memcpy(m->th, th, sizeof(th));
     xp_lg_data L;
     boundary_fit(xp, w, &L);

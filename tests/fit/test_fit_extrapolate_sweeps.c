@@ -4,7 +4,8 @@
  * recommended at 100x its largest successful run, and the recommendation is judged in its own
  * world (bench/sim.h, known truth): a weight decay at an edge of the tried values, weight decays
  * barely varied (Hugging Face style), the replicates' prior draws and the stability boundary's
- * warmup covariate on world 39, a flat warmup law on a random sweep.
+ * warmup covariate on world 39, a flat warmup law on a random sweep; and a synthetic sweep on a
+ * loss plateau, whose law's exponents sit at their search limit (a warning).
  */
 #include "bench/sim.h"
 #include "common/st.h"
@@ -335,6 +336,60 @@ static void test_spike_restart(void)
     CHECK(fabs(log(tau9)) < log(2.0));
 }
 
+/* A sweep on a loss plateau (make demo-quick's byte-level models of 2e4-1.5e5 tokens sat near
+ * 3.0 whatever their size, and the fitted law put alpha = beta = 2, the search limit): a warning
+ * says the law extrapolates nothing. Synthetic: 60 runs of N 1e4-4e4, D 2e4-1.5e5, lr around a
+ * bowl, loss 3.0 + 2 (D / 1e4)^-3 (a floor reached fast, no power law in N); the same runs on a
+ * Chinchilla law (E 1.8, exponents 0.34 and 0.28) get no such warning. */
+static unsigned plateau_warnings(int plateau)
+{
+    enum { n = 60 };
+    fit_xp_param p[3];
+    fit_xp_param_init(&p[0], "N", FIT_XP_LOG);
+    fit_xp_param_init(&p[1], "D", FIT_XP_LOG);
+    fit_xp_param_init(&p[2], "lr", FIT_XP_LOG);
+    double x[n * 3], cost[n], obj[n], Cmax = 0;
+    int failed[n] = {0};
+    st_rng *rng = NULL;
+    st_rng_create(11, &rng);
+    for (size_t i = 0; i < n; i++) {
+        double N = 1e4 * exp(st_rng_uniform(rng) * log(4.0));
+        double D = 2e4 * exp(st_rng_uniform(rng) * log(7.5));
+        double u = (st_rng_uniform(rng) - 0.5) * 4, noise = 0.003 * st_rng_gaussian(rng);
+        double base =
+            plateau ? 3.0 + 2 * pow(D / 1e4, -3) : 1.8 + 40 * pow(N, -0.34) + 60 * pow(D, -0.28);
+        x[3 * i] = N;
+        x[3 * i + 1] = D;
+        x[3 * i + 2] = 3e-3 * exp(u);
+        cost[i] = 6 * N * D;
+        obj[i] = base * (1 + 0.05 * u * u) * exp(noise);
+        Cmax = fmax(Cmax, cost[i]);
+    }
+    st_rng_destroy(rng);
+    fit_xp *xp = NULL;
+    fit_xp_create(&xp);
+    fit_xp_options o = fit_xp_options_default();
+    o.n_boot = 8;
+    fit_xp_set_options(xp, &o);
+    CHECK_ST(fit_xp_set_runs(xp, 3, p, n, x, cost, obj, failed, NULL, NULL), ST_OK);
+    CHECK_ST(fit_xp_run(xp, 10 * Cmax), ST_OK);
+    fit_xp_result r;
+    fit_xp_get_result(xp, &r);
+    double nat[5] = {0};
+    fit_xp_chinchilla(xp, nat, NULL);
+    printf("%s sweep: alpha %.3g, beta %.3g, E %.3g; warnings 0x%x\n",
+           plateau ? "plateau" : "power-law", nat[3], nat[4], nat[2], r.warnings);
+    CHECK(r.method == FIT_XP_METHOD_MODEL);
+    fit_xp_destroy(xp);
+    return r.warnings;
+}
+
+static void test_exponent_limit(void)
+{
+    CHECK(plateau_warnings(1) & FIT_XP_WARN_EXP_LIMIT);
+    CHECK(!(plateau_warnings(0) & FIT_XP_WARN_EXP_LIMIT));
+}
+
 int main(void)
 {
     st_global_init();
@@ -345,6 +400,7 @@ int main(void)
     test_flat_warmup_random();
     test_boundary_one_sided();
     test_spike_restart();
+    test_exponent_limit();
     st_global_cleanup();
     return check_summary("fit.extrapolate.sweeps");
 }
