@@ -445,6 +445,7 @@ st_status study_plan_make(const runner_sweep *w, size_t n_use, const double *pen
         study_space_clear(&k.sp);
         return st_errf(errmsg, rc, "out of memory");
     }
+    study_space_calibrate(&k.sp, &view);
     double t0 = now_seconds();
     rc = work_fit(&k, &view, compute, factor, errmsg);
     double t1 = now_seconds();
@@ -553,6 +554,7 @@ static st_status design_x(const runner_config *cfg, const runner_sweep *w,
     }
     if (!rc) {
         cost_k_from_runs(&sp, w);
+        study_space_calibrate(&sp, w);
         if (!cfg->cost_expr && !isfinite(cfg->max_cost_per_run)) {
             /* the box's largest setting under the cost just learned */
             for (size_t j = 0; j < sp.P; j++)

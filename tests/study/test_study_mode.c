@@ -376,6 +376,28 @@ static void test_design_small_box(void)
            "box's top, N %.0f .. %.0f\n",
            above, n, clipped, Nmin, Nmax);
     CHECK(above >= 3); /* 1 before */
+    /* a trainer that reports 1.25x the expr's FLOPs (make demo's at d_model 32, 2 layers): once
+     * a run says so, the design keeps 1.25 x expr under the cap (two of demo-quick's 24 runs
+     * were stopped over the cap before) */
+    double xr[NP] = {32, 2, 1e5, 1e-3, 0.01};
+    double expr_c = 6 * (12 * 2 * 32.0 * 32 + 256 * 32) * 1e5;
+    runner_sweep_run run;
+    memset(&run, 0, sizeof(run));
+    run.id = 1;
+    run.status = RUNNER_RUN_SUCCEEDED;
+    run.x = xr;
+    run.cost = 1.25 * expr_c;
+    runner_sweep w = {cfg, &run, 1};
+    study_space_calibrate(&sp, &w);
+    CHECK_REL(sp.expr_scale, 1.25, 1e-12);
+    CHECK_REL(study_space_cost(&sp, xr), 1.25 * expr_c, 1e-12);
+    size_t over = 0;
+    for (size_t i = 0; i < n; i++) {
+        study_design_point(&sp, &U[i * sp.P], x);
+        double N = 12 * x[1] * x[0] * x[0] + 256 * x[0];
+        over += 1.25 * 6 * N * x[2] > 3e10 * (1 + 1e-9);
+    }
+    CHECK(over == 0);
     study_space_clear(&sp);
     runner_config_destroy(cfg);
 }
