@@ -273,6 +273,33 @@ static void test_design(void)
     }
 }
 
+/* The tiny-GPT demo's sweep shape (d_model, n_layer, tokens, lr and one more parameter, the
+ * cost expr of its run.sh) with this budget line and box: its config into *cfg and its search
+ * cube into sp, and n design points' cube coordinates into U (n x sp->P). 0 if it did not load. */
+static int shape_box(const char *budget, const char *box, size_t n, runner_config **cfg,
+                     study_space *sp, double *U)
+{
+    char y[1024];
+    snprintf(y, sizeof(y),
+             "name: shape\n"
+             "command: [\"true\"]\n"
+             "objective: {metric: val_loss}\n"
+             "cost: {metric: flops, expr: \"6 * (12 * {n_layer} * {d_model}^2 + 256 * "
+             "{d_model}) * {tokens}\"}\n"
+             "%s\n"
+             "seed: 3\n"
+             "parameters:\n%s",
+             budget, box);
+    char em[ST_ERRMSG_MAX];
+    *cfg = NULL;
+    CHECK_ST(runner_config_load_string(y, strlen(y), "shape", cfg, em), ST_OK);
+    if (!*cfg)
+        return 0;
+    CHECK_ST(study_space_init(sp, *cfg, NULL, em), ST_OK);
+    CHECK_ST(study_design_units(sp->P, (*cfg)->seed, 0, n, U), ST_OK);
+    return 1;
+}
+
 /* A sweep that sets the size through shape parameters (the tiny-GPT demo's box): the design
  * still spreads cost over the band below the cap and tokens per parameter (N from the cost expr,
  * 12 n_layer d^2 + 256 d) over 5..80 where the bounds allow, instead of piling up at the box's
@@ -280,29 +307,17 @@ static void test_design(void)
 static void test_design_shape(void)
 {
     enum { n = 24, P = 4, NP = 5 };
-    const char *y = "name: shape\n"
-                    "command: [\"true\"]\n"
-                    "objective: {metric: val_loss}\n"
-                    "cost: {metric: flops, expr: \"6 * (12 * {n_layer} * {d_model}^2 + 256 * "
-                    "{d_model}) * {tokens}\"}\n"
-                    "budget: {runs: 60, max_cost_per_run: 8.0e11}\n"
-                    "seed: 3\n"
-                    "parameters:\n"
-                    "  d_model: {space: log, min: 32, max: 128, center: 64, integer: true, "
-                    "rounding: 16}\n"
-                    "  n_layer: {space: linear, min: 1, max: 2, center: 1, integer: true}\n"
-                    "  tokens:  {space: log, min: 1.0e5, max: 2.0e6, center: 4.0e5}\n"
-                    "  lr:      {space: log, min: 1.0e-4, max: 0.3, center: 3.0e-3}\n"
-                    "  warmup:  {value: 0.05}\n";
+    const char *box = "  d_model: {space: log, min: 32, max: 128, center: 64, integer: true, "
+                      "rounding: 16}\n"
+                      "  n_layer: {space: linear, min: 1, max: 2, center: 1, integer: true}\n"
+                      "  tokens:  {space: log, min: 1.0e5, max: 2.0e6, center: 4.0e5}\n"
+                      "  lr:      {space: log, min: 1.0e-4, max: 0.3, center: 3.0e-3}\n"
+                      "  warmup:  {value: 0.05}\n";
     runner_config *cfg = NULL;
-    char em[ST_ERRMSG_MAX];
-    CHECK_ST(runner_config_load_string(y, strlen(y), "shape", &cfg, em), ST_OK);
-    if (!cfg)
-        return;
     study_space sp;
-    CHECK_ST(study_space_init(&sp, cfg, NULL, em), ST_OK);
     double U[n * P], x[NP], cmin = INFINITY, cmax = 0;
-    CHECK_ST(study_design_units(sp.P, cfg->seed, 0, n, U), ST_OK);
+    if (!shape_box("budget: {runs: 60, max_cost_per_run: 8.0e11}", box, n, &cfg, &sp, U))
+        return;
     size_t at_min = 0, in_ratio = 0;
     for (size_t i = 0; i < n; i++) {
         study_design_point(&sp, &U[i * sp.P], x);
@@ -339,29 +354,17 @@ static void test_design_shape(void)
 static void test_design_small_box(void)
 {
     enum { n = 16, NP = 5 };
-    const char *y = "name: quick\n"
-                    "command: [\"true\"]\n"
-                    "objective: {metric: val_loss}\n"
-                    "cost: {metric: flops, expr: \"6 * (12 * {n_layer} * {d_model}^2 + 256 * "
-                    "{d_model}) * {tokens}\"}\n"
-                    "budget: {runs: 24, max_cost_per_run: 3e10}\n"
-                    "seed: 3\n"
-                    "parameters:\n"
-                    "  d_model: {space: log, min: 16, max: 48, center: 32, integer: true, "
-                    "rounding: 16}\n"
-                    "  n_layer: {space: linear, min: 1, max: 2, center: 1, integer: true}\n"
-                    "  tokens:  {space: log, min: 2e4, max: 1.5e5, center: 5.477e4}\n"
-                    "  lr:      {space: log, min: 1.0e-4, max: 0.3, center: 3.0e-3}\n"
-                    "  weight_decay: {space: log, min: 1.0e-3, max: 0.5, center: 0.05}\n";
+    const char *box = "  d_model: {space: log, min: 16, max: 48, center: 32, integer: true, "
+                      "rounding: 16}\n"
+                      "  n_layer: {space: linear, min: 1, max: 2, center: 1, integer: true}\n"
+                      "  tokens:  {space: log, min: 2e4, max: 1.5e5, center: 5.477e4}\n"
+                      "  lr:      {space: log, min: 1.0e-4, max: 0.3, center: 3.0e-3}\n"
+                      "  weight_decay: {space: log, min: 1.0e-3, max: 0.5, center: 0.05}\n";
     runner_config *cfg = NULL;
-    char em[ST_ERRMSG_MAX];
-    CHECK_ST(runner_config_load_string(y, strlen(y), "quick", &cfg, em), ST_OK);
-    if (!cfg)
-        return;
     study_space sp;
-    CHECK_ST(study_space_init(&sp, cfg, NULL, em), ST_OK);
     double U[n * NP], x[NP], Nmin = INFINITY, Nmax = 0;
-    CHECK_ST(study_design_units(sp.P, cfg->seed, 0, n, U), ST_OK);
+    if (!shape_box("budget: {runs: 24, max_cost_per_run: 3e10}", box, n, &cfg, &sp, U))
+        return;
     size_t above = 0, clipped = 0;
     for (size_t i = 0; i < n; i++) {
         study_design_point(&sp, &U[i * sp.P], x);
