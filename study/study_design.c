@@ -192,24 +192,48 @@ double study_space_cost(const study_space *sp, const double *x)
 
 /* The tiny-GPT trainer reports 1.23-1.45x the FLOPs of its sweep file's expr: two of the 24 runs
  * of make demo-quick that the design put at the cap by the expr were stopped over it (failure
- * over_budget) and their cost lost. */
-void study_space_calibrate(study_space *sp, const runner_sweep *w)
+ * over_budget) and their cost lost. Before any run has measured the ratio (the first `parallel`
+ * suggestions) the expr is taken to undercount by STUDY_EXPR_MARGIN, the largest ratio measured
+ * on our trainer rounded up: the first of make demo's suggestions at the cap was stopped over it
+ * without the margin. */
+#define STUDY_EXPR_MARGIN 1.5
+
+/* The ratio measured cost / expr of run u that the calibration learns from: a successful run's
+ * own; a run stopped over the cap ran past cap / expr at least (its cost is not stored); 0 for
+ * any other run (branches, runs refused without an attempt, failures of other kinds). */
+static double expr_ratio(const study_space *sp, const runner_sweep_run *u)
 {
     const runner_config *cfg = sp->cfg;
-    if (!cfg->cost_expr)
+    double c;
+    if (u->parent ||
+        runner_expr_eval(cfg->cost_expr, cfg->n_params, sp->names, u->x, &c, NULL) != ST_OK ||
+        !(c > 0))
+        return 0;
+    if (u->status == RUNNER_RUN_SUCCEEDED && u->cost > 0)
+        return u->cost / c;
+    if (u->status == RUNNER_RUN_FAILED && u->failure == RUNNER_FAIL_OVER_BUDGET && u->n_att > 0 &&
+        isfinite(cfg->max_cost_per_run))
+        return cfg->max_cost_per_run / c;
+    return 0;
+}
+
+void study_space_calibrate(study_space *sp, const runner_sweep *w)
+{
+    if (!sp->cfg->cost_expr)
         return;
     double worst = 0;
+    int measured = 0;
     for (size_t i = 0; i < w->n_runs; i++) {
         const runner_sweep_run *u = &w->runs[i];
-        double c;
-        if (u->parent || u->status != RUNNER_RUN_SUCCEEDED || !(u->cost > 0) ||
-            runner_expr_eval(cfg->cost_expr, cfg->n_params, sp->names, u->x, &c, NULL) != ST_OK ||
-            !(c > 0))
-            continue;
-        worst = fmax(worst, u->cost / c);
+        double r = expr_ratio(sp, u);
+        if (r > 0 && isfinite(r)) {
+            worst = fmax(worst, r);
+            measured |= u->status == RUNNER_RUN_SUCCEEDED;
+        }
     }
-    if (worst > 0 && isfinite(worst))
-        sp->expr_scale = worst;
+    if (!measured) /* a stopped run's ratio is a lower bound: keep the margin over it */
+        worst = fmax(worst, STUDY_EXPR_MARGIN);
+    sp->expr_scale = worst;
 }
 
 /* Rounds to the parameter's multiple and keeps it inside its searched bounds. */

@@ -134,8 +134,8 @@ typedef struct study_space {
     size_t jN, jD;      /* searched indices of the parameters with roles N and D, or NONE */
     const char **names; /* every parameter's name (the cost expr's placeholders) */
     double cost_k;      /* without a cost expr: cost = exp(cost_k) N D (ln 6: FLOPs) */
-    double expr_scale;  /* with a cost expr: the cost is expr x this (1 until runs calibrate it:
-                           study_space_calibrate) */
+    double expr_scale;  /* with a cost expr: the cost is expr x this (1 until
+                           study_space_calibrate sets it) */
     double cap;         /* the design's cost cap (+inf: none known) */
     size_t jLR;         /* searched index of the learning rate (role lr), or NONE */
     /* released runs that diverged (set by the proposer; none: 0 and NULL): the design keeps a
@@ -152,8 +152,9 @@ void study_space_clear(study_space *sp);
 /* The cost of setting x (cfg->n_params, file order); NAN when unknown. */
 double study_space_cost(const study_space *sp, const double *x);
 /* With a cost expr: expr_scale = the largest measured cost / expr over w's successful runs (not
- * branches), so that settings the design puts at the cap are not stopped over it when the
- * trainer's metric counts more than the expr. Unchanged without such runs. */
+ * branches) and, as lower bounds, cap / expr of its runs stopped over the cap, so that settings
+ * the design puts at the cap are not stopped over it when the trainer's metric counts more than
+ * the expr; at least STUDY_EXPR_MARGIN (1.5) until a successful run has measured it. */
 void study_space_calibrate(study_space *sp, const runner_sweep *w);
 /* u (P coordinates in [0, 1]) to a setting x (cfg->n_params): fixed values, rounding, bounds. */
 void study_space_from_unit(const study_space *sp, const double *u, double *x);

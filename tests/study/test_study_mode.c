@@ -390,6 +390,31 @@ static void test_design_small_box(void)
     run.status = RUNNER_RUN_SUCCEEDED;
     run.x = xr;
     run.cost = 1.25 * expr_c;
+    /* before any run has measured it, a margin of 1.5 (the first of make demo's suggestions at
+     * the cap by the expr was stopped over it); a run stopped over the cap says at least
+     * cap / expr */
+    runner_sweep none = {cfg, NULL, 0};
+    study_space_calibrate(&sp, &none);
+    CHECK_REL(sp.expr_scale, 1.5, 1e-12);
+    runner_sweep_attempt att;
+    memset(&att, 0, sizeof(att));
+    double xo[NP] = {32, 2, 9e4, 1e-3, 0.01}; /* expr 1.77e10: stopped at 3e10, 1.70x */
+    double expr_o = 6 * (12 * 2 * 32.0 * 32 + 256 * 32) * 9e4;
+    runner_sweep_run stopped;
+    memset(&stopped, 0, sizeof(stopped));
+    stopped.id = 2;
+    stopped.status = RUNNER_RUN_FAILED;
+    stopped.failure = RUNNER_FAIL_OVER_BUDGET;
+    stopped.x = xo;
+    stopped.cost = NAN;
+    stopped.att = &att;
+    stopped.n_att = 1;
+    runner_sweep w_stop = {cfg, &stopped, 1};
+    study_space_calibrate(&sp, &w_stop);
+    CHECK_REL(sp.expr_scale, 3e10 / expr_o, 1e-12);
+    stopped.n_att = 0; /* refused without an attempt: says nothing */
+    study_space_calibrate(&sp, &w_stop);
+    CHECK_REL(sp.expr_scale, 1.5, 1e-12);
     runner_sweep w = {cfg, &run, 1};
     study_space_calibrate(&sp, &w);
     CHECK_REL(sp.expr_scale, 1.25, 1e-12);
