@@ -149,3 +149,13 @@ st_status cfg_load_early_stopping(ctx *c, const yaml_node_t *map)
     }
     return ST_OK;
 }
+
+size_t runner_config_design_size(const runner_config *cfg)
+{
+    if (cfg->design_initial)
+        return cfg->design_initial;
+    if (!cfg->budget_runs)
+        return 16;
+    size_t n = cfg->budget_runs / 4;
+    return n < 8 ? 8 : n;
+}

@@ -5,7 +5,8 @@
  *
  * The rule, with k = parallel slots: suggestion n (0-based) is made only when every run with
  * index <= n-k has ended, and the optimizer has then observed exactly the runs 0..n-k, in
- * order; runs n-k+1..n-1 are outstanding (carbs fantasises at them). While carbs is blind to
+ * order; runs n-k+1..n-1 are outstanding (carbs fantasises at them). Study mode's design
+ * suggestions wait for 2k fewer (design_lag). While carbs is blind to
  * the cost cap (carbs_cap_blind) suggestion n waits for all runs before it instead. A run that
  * ends early is held; a run retried after an infrastructure failure keeps its place; a refusal
  * over the cost cap has ended at once. Releasing a run writes its observations row (so the
@@ -33,6 +34,20 @@ int ctl_budget_left(const runner *r)
     return (r->det ? r->rel_spent : r->spent) < r->cfg->budget_cost;
 }
 
+/* Study mode's design suggestions use the results only to keep within the cost cap
+ * (study_space_calibrate) and below learning rates that diverged; each waits for DESIGN_LAG_SLOTS
+ * x k fewer runs than the acquisition's, so that a long run does not idle the other slots (the
+ * design's runs differ in cost by 100x). A function of n alone: the sweep stays deterministic. */
+#define DESIGN_LAG_SLOTS 2
+
+static size_t design_lag(const runner *r, size_t n)
+{
+    const runner_config *cfg = r->cfg;
+    if (!r->propose || cfg->goal != RUNNER_GOAL_EXTRAPOLATE || n >= runner_config_design_size(cfg))
+        return 0;
+    return DESIGN_LAG_SLOTS * cfg->slots;
+}
+
 st_status ctl_may_suggest(runner *r, int *ok)
 {
     *ok = 0;
@@ -45,9 +60,9 @@ st_status ctl_may_suggest(runner *r, int *ok)
     }
     if (!ctl_can_suggest(r))
         return ST_OK; /* stopping or out of runs: the cost part is checked after the release */
-    size_t n = r->n_runs, k = r->cfg->slots;
+    size_t n = r->n_runs, k = r->cfg->slots, wait = k + design_lag(r, n);
     int reached = 0;
-    st_status rc = ctl_release_upto(r, n + 1 > k ? n + 1 - k : 0, &reached);
+    st_status rc = ctl_release_upto(r, n + 1 > wait ? n + 1 - wait : 0, &reached);
     if (rc || !reached)
         return rc;
     if (!r->propose && carbs_cap_blind(r->cb)) {

@@ -284,6 +284,11 @@ st_status runner_config_load_string(const char *text, size_t len, const char *la
                                     runner_config **out, char *errmsg);
 /* NULL is a no-op. */
 void runner_config_destroy(runner_config *c);
+/* Study mode's initial design: how many suggestions come from the space-filling design before
+ * the acquisition takes over: design_initial, else max(8, budget_runs / 4), 16 without a run
+ * budget. In a deterministic parallel sweep a design suggestion waits for fewer results than
+ * the acquisition's (docs/config.md, "Deterministic parallel sweeps"). */
+size_t runner_config_design_size(const runner_config *cfg);
 
 /* A sweep name is a path component of every attempt's log directory: 1 to
  * RUNNER_SWEEP_NAME_MAX characters of [A-Za-z0-9._-], not starting with '.' or '-'. Returns 1

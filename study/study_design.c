@@ -44,16 +44,6 @@ study_mode_options study_mode_options_default(void)
     return o;
 }
 
-size_t study_design_size(const runner_config *cfg)
-{
-    if (cfg->design_initial)
-        return cfg->design_initial;
-    if (!cfg->budget_runs)
-        return 16;
-    size_t n = cfg->budget_runs / 4;
-    return n < 8 ? 8 : n;
-}
-
 /* The design coordinate of parameter spec ps: kind (0 linear, 1 log, 2 logit) and bounds. */
 static int coord_bounds(const carbs_param *p, int *kind, double *lo, double *hi)
 {

@@ -181,9 +181,6 @@ void study_design_levels(const study_space *sp, uint64_t seed, size_t index, dou
  * with view->runs malloc'd shallow copies (the rows' arrays stay w's; free view->runs only).
  * ST_OK or ST_ENOMEM. */
 st_status study_released_view(const runner_sweep *w, size_t n_use, runner_sweep *view);
-/* The default initial design's size for a sweep: design_initial, else max(8, budget_runs / 4),
- * 16 without a run budget. */
-size_t study_design_size(const runner_config *cfg);
 
 #pragma GCC visibility pop
 

@@ -584,7 +584,7 @@ st_status study_propose(const runner_sweep *w, const runner_propose_request *req
     study_mode_options o = opts ? *opts : study_mode_options_default();
     const runner_config *cfg = req->cfg;
     size_t n_use = req->n_released; /* suggestions: study_released_view adds their branches */
-    if (req->index >= study_design_size(cfg)) {
+    if (req->index >= runner_config_design_size(cfg)) {
         /* not given: NAN (or 0 from a parser that leaves it unset) */
         double C =
             cfg->target_compute > 0 && isfinite(cfg->target_compute) ? cfg->target_compute : NAN;

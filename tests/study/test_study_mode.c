@@ -656,10 +656,10 @@ static void test_sweep_launch(void)
         "          \"--batch\", \"{batch}\", \"--warmup\", \"{warmup}\", \"--seed\", \"{_run}\"]\n"
         "objective: {metric: val_loss}\n"
         "cost: {metric: flops, expr: \"6 * {N} * {tokens}\"}\n"
-        "budget: {runs: 6, max_cost_per_run: 1.0e16}\n"
+        "budget: {runs: 10, max_cost_per_run: 1.0e16}\n"
         "parallel: 2\n"
         "seed: 3\n"
-        "optimizer: {goal: extrapolate, target_factor: 100, initial_design: 6}\n"
+        "optimizer: {goal: extrapolate, target_factor: 100, initial_design: 10}\n"
         "parameters:\n"
         "  N:       {space: log, min: 2.0e6, max: 6.0e7, center: 1.0e7}\n"
         "  tokens:  {space: log, min: 4.0e7, max: 2.0e9, center: 2.0e8}\n"
@@ -687,17 +687,22 @@ static void test_sweep_launch(void)
     runner_store_close(s);
     study_space sp;
     CHECK_ST(study_space_init(&sp, cfg, NULL, em), ST_OK);
-    double U[6 * 5], x[5];
-    CHECK_ST(study_design_units(sp.P, cfg->seed, 0, 6, U), ST_OK);
-    CHECK(w && w->n_runs == 6);
-    double dN[6], dlr[6];
+    enum { n_runs = 10, lag = 2 + 4 }; /* parallel 2, and the design waits for 2 x 2 fewer */
+    double U[n_runs * 5], x[5];
+    CHECK_ST(study_design_units(sp.P, cfg->seed, 0, n_runs, U), ST_OK);
+    CHECK(w && w->n_runs == n_runs);
+    double dN[n_runs], dlr[n_runs];
     sp.div_N = dN;
     sp.div_lr = dlr;
     for (size_t i = 0; w && i < w->n_runs; i++) {
-        /* parallel 2, deterministic: suggestion i sees runs 0 .. i - 2 (docs/config.md); its
-         * learning rate stays below those that diverged at a model size no larger */
+        /* parallel 2, deterministic, a design suggestion: suggestion i sees runs 0 .. i - 6
+         * (docs/config.md); its cost is calibrated on them (a margin of 1.5 before the first)
+         * and its learning rate stays below those that diverged at a model size no larger */
+        size_t seen = i >= lag ? i - lag + 1 : 0;
+        runner_sweep view = {cfg, w->runs, seen};
+        study_space_calibrate(&sp, &view);
         sp.n_div = 0;
-        for (size_t q = 0; q + 1 < i; q++)
+        for (size_t q = 0; q < seen; q++)
             if (w->runs[q].failure == RUNNER_FAIL_DIVERGED) {
                 dN[sp.n_div] = w->runs[q].x[0];
                 dlr[sp.n_div++] = w->runs[q].x[2];
