@@ -273,7 +273,7 @@ $(BUILD)/tests/slurm/%: $(BUILD)/tests/slurm/%.o $(call mod_libs,runner)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 test-slurm: $(SLURM_TESTS) $(BUILD)/tests/runner/fake_trainer
 	@scripts/slurm-localhost start || { echo "0 passed, 1 failed"; exit 1; }
-	@$(SLURM_ENV) && tests/run-tests.sh $(SLURM_TESTS); rc=$$?; scripts/slurm-localhost stop; exit $$rc
+	@$(SLURM_ENV) && TEST_JOBS=1 tests/run-tests.sh $(SLURM_TESTS); rc=$$?; scripts/slurm-localhost stop; exit $$rc
 bench-slurm: $(BUILD)/bench/bench_slurm $(BUILD)/tests/runner/fake_trainer
 	@scripts/slurm-localhost start
 	@$(SLURM_ENV) && $(BUILD)/bench/bench_slurm $(BUILD)/tests/runner/fake_trainer; rc=$$?; \
@@ -343,6 +343,9 @@ bench-study-sim: $(BUILD)/bench/bench_study_sim
 	  --runs $(or $(RUNS),50)
 .PHONY: bench-study-sim
 # how often a suggestion is over budget.max_cost_per_run, on llmsim (docs/config.md)
+bench-trainer-high-lr: $(BUILD)/scaletune-train
+	@sh bench/trainer_high_lr.sh
+.PHONY: bench-trainer-high-lr
 bench-costcap: all $(BUILD)/bench/llmsim/llmsim
 	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} sh bench/costcap.sh
 .PHONY: bench-costcap
