@@ -284,8 +284,9 @@ $(BUILD)/bench/bench_slurm: $(BUILD)/bench/bench_slurm.o $(call mod_libs,runner)
 
 # ---- demo ----------------------------------------------------------------------------------
 # The README's main job (examples/tiny-gpt-scaling/run.sh): deps (when root), the corpus, the
-# build, then sweep -> fit -> extrapolate -> large run at 10x -> report. `demo` takes about 8
-# minutes on 2 cores; `demo-quick` (what CI runs) is a smaller study in under 3 minutes.
+# build, then sweep -> fit -> extrapolate -> large run at 10x -> report. `demo` took 21
+# minutes on 2 quiet cores (2026-11-29; the sweep 11 of them); `demo-quick` (what CI runs) is
+# a smaller study in under 3 minutes.
 # Results: docs/results.md.
 DEMO_QUICK_ENV := E2E_DIR=build/tiny-gpt-scaling-quick E2E_RUNS=24 E2E_DMODEL_MIN=16 \
                   E2E_DMODEL_MAX=48 E2E_TOKENS_MIN=2e4 E2E_TOKENS_MAX=1.5e5 E2E_BOOT=100 \
