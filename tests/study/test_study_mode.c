@@ -346,6 +346,15 @@ static void test_design_shape(void)
     runner_config_destroy(cfg);
 }
 
+/* A run of a stored sweep as runner_store_read_sweep gives it: id, status, failure kind, its
+ * parameter values x and its measured cost; no attempts, no branch. */
+static runner_sweep_run ended_run(uint64_t id, runner_run_status status, runner_failure failure,
+                                  double *x, double cost)
+{
+    runner_sweep_run r = {.id = id, .status = status, .failure = failure, .x = x, .cost = cost};
+    return r;
+}
+
 /* make demo-quick's box: tokens 2e4-1.5e5 allow d_model 16 (7,168 parameters) at most 21 tokens
  * per parameter, and the cap 3e10 allows d_model 48 only below 5. The band's ratios are lowered
  * to the box's reach (band_ratio), so that the design does not leave every point at d_model 16
@@ -384,12 +393,7 @@ static void test_design_small_box(void)
      * were stopped over the cap before) */
     double xr[NP] = {32, 2, 1e5, 1e-3, 0.01};
     double expr_c = 6 * (12 * 2 * 32.0 * 32 + 256 * 32) * 1e5;
-    runner_sweep_run run;
-    memset(&run, 0, sizeof(run));
-    run.id = 1;
-    run.status = RUNNER_RUN_SUCCEEDED;
-    run.x = xr;
-    run.cost = 1.25 * expr_c;
+    runner_sweep_run run = ended_run(1, RUNNER_RUN_SUCCEEDED, RUNNER_FAIL_NONE, xr, 1.25 * expr_c);
     /* before any run has measured it, a margin of 1.5 (the first of make demo's suggestions at
      * the cap by the expr was stopped over it); a run stopped over the cap says at least
      * cap / expr */
@@ -400,13 +404,8 @@ static void test_design_small_box(void)
     memset(&att, 0, sizeof(att));
     double xo[NP] = {32, 2, 9e4, 1e-3, 0.01}; /* expr 1.77e10: stopped at 3e10, 1.70x */
     double expr_o = 6 * (12 * 2 * 32.0 * 32 + 256 * 32) * 9e4;
-    runner_sweep_run stopped;
-    memset(&stopped, 0, sizeof(stopped));
-    stopped.id = 2;
-    stopped.status = RUNNER_RUN_FAILED;
-    stopped.failure = RUNNER_FAIL_OVER_BUDGET;
-    stopped.x = xo;
-    stopped.cost = NAN;
+    runner_sweep_run stopped =
+        ended_run(2, RUNNER_RUN_FAILED, RUNNER_FAIL_OVER_BUDGET, xo, NAN); /* cost not kept */
     stopped.att = &att;
     stopped.n_att = 1;
     runner_sweep w_stop = {cfg, &stopped, 1};
