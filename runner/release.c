@@ -6,8 +6,8 @@
  * The rule, with k = parallel slots: suggestion n (0-based) is made only when every run with
  * index <= n-k has ended, and the optimizer has then observed exactly the runs 0..n-k, in
  * order; runs n-k+1..n-1 are outstanding (carbs fantasises at them). Study mode's design
- * suggestions wait for 2k fewer (design_lag). While carbs is blind to
- * the cost cap (carbs_cap_blind) suggestion n waits for all runs before it instead. A run that
+ * suggestions wait for 2k fewer (design_lag). While carbs is blind to the cost cap
+ * (carbs_cap_blind) suggestion n waits for all runs before it instead. A run that
  * ends early is held; a run retried after an infrastructure failure keeps its place; a refusal
  * over the cost cap has ended at once. Releasing a run writes its observations row (so the
  * store's observations are exactly what the optimizer saw, in its order: resume replays them)

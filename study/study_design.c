@@ -182,10 +182,10 @@ double study_space_cost(const study_space *sp, const double *x)
 
 /* The tiny-GPT trainer reports 1.23-1.45x the FLOPs of its sweep file's expr: two of the 24 runs
  * of make demo-quick that the design put at the cap by the expr were stopped over it (failure
- * over_budget) and their cost lost. Before any run has measured the ratio (the first `parallel`
- * suggestions) the expr is taken to undercount by STUDY_EXPR_MARGIN, the largest ratio measured
- * on our trainer rounded up: the first of make demo's suggestions at the cap was stopped over it
- * without the margin. */
+ * over_budget) and their cost lost. Until a successful run has been released to the proposer
+ * (the first 3 x parallel design suggestions of a deterministic sweep: runner/release.c) the expr
+ * is taken to undercount by STUDY_EXPR_MARGIN, the largest ratio measured on our trainer rounded
+ * up: make demo's second suggestion, at the cap by the expr, was stopped over it without it. */
 #define STUDY_EXPR_MARGIN 1.5
 
 /* The ratio measured cost / expr of run u that the calibration learns from: a successful run's
