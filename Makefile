@@ -343,10 +343,11 @@ bench-study-sim: $(BUILD)/bench/bench_study_sim
 	OPENBLAS_NUM_THREADS=1 $(BUILD)/bench/bench_study_sim --worlds $(or $(WORLDS),1-3) \
 	  --runs $(or $(RUNS),50)
 .PHONY: bench-study-sim
-# how often a suggestion is over budget.max_cost_per_run, on llmsim (docs/config.md)
+# the trainer's time at a far too high learning rate against a healthy one (docs/trainer.md)
 bench-trainer-high-lr: $(BUILD)/scaletune-train
 	@sh bench/trainer_high_lr.sh
 .PHONY: bench-trainer-high-lr
+# how often a suggestion is over budget.max_cost_per_run, on llmsim (docs/config.md)
 bench-costcap: all $(BUILD)/bench/llmsim/llmsim
 	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} sh bench/costcap.sh
 .PHONY: bench-costcap

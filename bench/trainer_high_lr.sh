@@ -3,7 +3,8 @@
 # whose learning rate is far too high (it collapses onto the byte-level plateau, and its values
 # sink below FLT_MIN) against the same run at a healthy learning rate, both measured here,
 # alternated REPEATS times (default 3). Prints each pair, the median ratio and the worst;
-# target: ratio <= 1.5 (before scaletune-train flushed subnormals to zero it was 7-8x).
+# target: ratio <= 1.5 (7.7, one pair, before scaletune-train flushed subnormals to zero).
+# Needs the corpus (scripts/prepare-data), as every scaletune-train run without --data.
 # Environment: TRAIN (default build/scaletune-train), TOKENS (default 3e5), REPEATS.
 set -eu
 TRAIN=${TRAIN:-build/scaletune-train}
@@ -19,7 +20,7 @@ ratios=""
 i=1
 while [ "$i" -le "$REPEATS" ]; do
   ok=$(seconds 0.003); hi=$(seconds 0.227)
-  [ -n "$ok" ] && [ -n "$hi" ] || { echo "trainer_high_lr.sh: a run printed no final record" >&2; exit 1; }
+  [ -n "$ok" ] && [ -n "$hi" ] || { echo "trainer_high_lr.sh: a run printed no final record (the corpus: scripts/prepare-data)" >&2; exit 1; }
   r=$(awk -v a="$hi" -v b="$ok" 'BEGIN { printf "%.2f", a / b }')
   echo "repeat $i: lr 0.003 $ok s, lr 0.227 $hi s, ratio $r"
   ratios="$ratios $r"

@@ -238,10 +238,10 @@ static void write_final(FILE *out, const gpt_trainer *tr, const gpt_options *o, 
 
 /* Subnormal floats flushed to zero (x86 SSE: FTZ and DAZ in this thread's MXCSR, which the
  * trainer's pool threads inherit). A run whose learning rate is far too high drives values
- * below FLT_MIN, where each operation costs about a hundred cycles: such runs of make demo took
- * 5-8x the time of a healthy run of the same FLOPs (d_model 32, 1 layer, 3e5 tokens: 57.9 s at
- * lr 0.227 against 7.5 s at lr 0.003) and half of a sweep's time went to them. Values below
- * 1.2e-38 change no loss the trainer reports. */
+ * below FLT_MIN, where each operation is slow: such runs of one make demo sweep took 4-8x the
+ * seconds per FLOP of its healthy runs (d_model 32, 1 layer, 3e5 tokens: 57.9 s at lr 0.227
+ * against 7.5 s at lr 0.003), half of its run time. On the runs measured (docs/trainer.md) the
+ * reported losses did not change. */
 static void flush_denormals(void)
 {
 #if defined(__SSE2__)
