@@ -8,11 +8,12 @@
  * (the simulator llmsim speaks). Not a test; prints a table, and on stderr where each sweep's
  * regret comes from (the oracle's terms against the recommendation's).
  * Environment: STUDY_ONLY / RANDOM_ONLY run one mode; STUDY_COST_POWER, STUDY_PRIORS,
- * STUDY_DECISION, STUDY_COST_FLOOR set study_mode_options; BENCH_DUMP lists the runs;
- * BENCH_CSV=FILE writes them in tests/data/extrapolate's columns (the last world's last mode);
- * BENCH_TRACE says from which run the acquisition's engine can fit. BENCH_FIT_CSV=FILE runs no
- * sweep: the runs of FILE (BENCH_CSV's columns) are judged in each world of --worlds, so that two
- * engines can be compared on the same stored sweep.
+ * STUDY_DECISION, STUDY_COST_FLOOR, STUDY_LR_WINDOW set study_mode_options; STUDY_DESIGN the
+ * initial design's size; BENCH_DUMP lists the runs; BENCH_CSV=FILE writes them in
+ * tests/data/extrapolate's columns (the last world's last mode); BENCH_TRACE says from which run
+ * the acquisition's engine can fit. BENCH_FIT_CSV=FILE runs no sweep: the runs of FILE
+ * (BENCH_CSV's columns) are judged in each world of --worlds, so that two engines can be
+ * compared on the same stored sweep.
  */
 #include <math.h>
 #include <stdio.h>
@@ -198,6 +199,8 @@ static void sweep(const sim_law *law, runner_config *cfg, int world, int study_m
                 mo.decision = atoi(getenv("STUDY_DECISION"));
             if (getenv("STUDY_COST_FLOOR"))
                 mo.cost_floor = atof(getenv("STUDY_COST_FLOOR"));
+            if (getenv("STUDY_LR_WINDOW"))
+                mo.lr_window = atof(getenv("STUDY_LR_WINDOW"));
             if (study_propose(&w, &rq, &mo, x, em)) {
                 fprintf(stderr, "study_propose: %s\n", em);
                 break;
@@ -322,7 +325,9 @@ int main(int argc, char **argv)
         }
         cfg->seed = (uint64_t)world;
         cfg->target_factor = 100;
-        cfg->budget_runs = n; /* the initial design: max(8, n / 4) */
+        cfg->budget_runs = n; /* the initial design: max(8, n / 4), or STUDY_DESIGN */
+        if (getenv("STUDY_DESIGN"))
+            cfg->design_initial = (size_t)atoi(getenv("STUDY_DESIGN"));
         int first_mode = getenv("RANDOM_ONLY") ? 0 : 1;
         if (getenv("BENCH_FIT_CSV")) { /* no sweep: the stored one, judged here */
             outcome o;

@@ -200,6 +200,10 @@ typedef struct study_mode_options {
                              1 / (2 curvature)); 2 the loss at each replicate's own optimum */
     double cost_floor;    /* a candidate is charged at least cost_floor x the cap in the score
                              (0: its own cost), default 0 */
+    double lr_window;     /* once the engine can fit the released runs' learning-rate law, a
+                             design point's learning rate spreads over its fitted optimum at
+                             the point's N and D / .. x lr_window (not the whole searched
+                             range), default 5; 0: the whole range */
 } study_mode_options;
 
 study_mode_options study_mode_options_default(void);

@@ -41,6 +41,7 @@ study_mode_options study_mode_options_default(void)
     o.priors = 1;
     o.decision = 0;
     o.cost_floor = 0;
+    o.lr_window = 5;
     return o;
 }
 
@@ -319,24 +320,60 @@ void study_space_under_cap(const study_space *sp, double *x)
     free(u);
 }
 
-/* The learning rate's coordinate squeezed below the lowest learning rate that diverged at a
- * model size no larger (the boundary falls as N grows), by a factor DIV_MARGIN: the point keeps
- * its place in the design, rescaled into [lo, ln(cap / DIV_MARGIN)]. Log spaces only. */
+/* The model size the cost expr implies at x: cost / (exp(k) D), the N of cost = exp(k) N D. */
+static double implied_N(const study_space *sp, const double *x)
+{
+    return study_space_cost(sp, x) / (exp(sp->cost_k) * x[sp->pidx[sp->jD]]);
+}
+
+double study_space_N(const study_space *sp, const double *x)
+{
+    if (sp->jN != STUDY_NONE)
+        return x[sp->pidx[sp->jN]];
+    if (sp->jD == STUDY_NONE || !sp->cfg->cost_expr)
+        return NAN;
+    return implied_N(sp, x);
+}
+
+/* The learning rate's coordinate: its searched range, squeezed below the lowest learning rate
+ * that diverged at a model size no larger (the boundary falls as N grows) by a factor
+ * DIV_MARGIN, and, once the proposer has fitted the released runs' learning-rate law
+ * (sp->lrw_half > 0), narrowed to the window ln lr*(N, D) +- lrw_half, slid to stay inside
+ * that range. The point keeps its place u in the design, rescaled into the result. Log spaces
+ * only; the window needs the point's N (study_space_N) and D. */
 #define DIV_MARGIN 1.5
-static void below_divergence(const study_space *sp, const double *u, double *x)
+static void lr_coordinate(const study_space *sp, const double *u, double *x)
 {
     size_t j = sp->jLR;
-    if (j == STUDY_NONE || !sp->n_div || sp->logs[j] != 1)
+    if (j == STUDY_NONE || sp->logs[j] != 1)
         return;
-    double N = sp->jN != STUDY_NONE ? x[sp->pidx[sp->jN]] : NAN, cap = INFINITY;
+    double N = study_space_N(sp, x), cap = INFINITY;
+    double Nd = sp->jN != STUDY_NONE ? N : NAN; /* divergences compare a parameter N only */
     for (size_t i = 0; i < sp->n_div; i++)
-        if (!(sp->div_N[i] > N)) /* no larger, or either unknown */
+        if (!(sp->div_N[i] > Nd)) /* no larger, or either unknown */
             cap = fmin(cap, sp->div_lr[i]);
-    double top = log(cap / DIV_MARGIN);
-    if (!(top < sp->hi[j]))
+    double lo = sp->lo[j], hi = fmin(sp->hi[j], log(cap / DIV_MARGIN));
+    if (hi <= lo) {
+        x[sp->pidx[j]] = finish(&sp->cfg->params[sp->pidx[j]].p, exp(lo));
         return;
-    double c = top <= sp->lo[j] ? sp->lo[j] : sp->lo[j] + u[j] * (top - sp->lo[j]);
-    x[sp->pidx[j]] = finish(&sp->cfg->params[sp->pidx[j]].p, exp(c));
+    }
+    double D = sp->jD != STUDY_NONE ? x[sp->pidx[sp->jD]] : NAN;
+    if (sp->lrw_half > 0 && N > 0 && D > 0 && isfinite(N) && isfinite(D)) {
+        double c = sp->lrw_c[0] + sp->lrw_c[1] * log(N) + sp->lrw_c[2] * log(D);
+        double a = c - sp->lrw_half, b = c + sp->lrw_half;
+        if (b > hi) { /* slid down, then up, keeping its width where the range allows it */
+            a -= b - hi;
+            b = hi;
+        }
+        if (a < lo) {
+            b = fmin(hi, b + (lo - a));
+            a = lo;
+        }
+        lo = a, hi = b;
+    } else if (!(hi < sp->hi[j])) {
+        return; /* the box's own range: study_space_from_unit's value stands */
+    }
+    x[sp->pidx[j]] = finish(&sp->cfg->params[sp->pidx[j]].p, exp(lo + u[j] * (hi - lo)));
 }
 
 /* The searched index of the size parameter solved for when the sweep sets N through shape
@@ -350,12 +387,6 @@ static size_t shape_solve(const study_space *sp)
         if (sp->role[j] == FIT_XP_SIZE && sp->logs[j] == 1)
             return j;
     return STUDY_NONE;
-}
-
-/* The model size the cost expr implies at x: cost / (exp(k) D), the N of cost = exp(k) N D. */
-static double implied_N(const study_space *sp, const double *x)
-{
-    return study_space_cost(sp, x) / (exp(sp->cost_k) * x[sp->pidx[sp->jD]]);
 }
 
 /*
@@ -460,7 +491,7 @@ void study_design_point(const study_space *sp, const double *u, double *x)
         x[iD] = finish(&cfg->params[iD].p, exp(lN + lr));
     }
     study_space_under_cap(sp, x);
-    below_divergence(sp, u, x);
+    lr_coordinate(sp, u, x);
 }
 
 st_status study_design_units(size_t P, uint64_t seed, size_t first, size_t n, double *U)

@@ -142,6 +142,10 @@ typedef struct study_space {
      * point's learning rate below the lowest that diverged at a model size no larger */
     size_t n_div;
     const double *div_N, *div_lr; /* n_div each: their N (NAN when unknown) and learning rate */
+    /* the design's learning-rate window (set by the proposer from the released runs' fitted
+     * law; lrw_half 0: none): a point's ln lr spreads over lrw_c[0] + lrw_c[1] ln N +
+     * lrw_c[2] ln D +- lrw_half, inside the searched range and below the divergences */
+    double lrw_c[3], lrw_half;
 } study_space;
 
 /* ST_OK, ST_EINVAL (no searched parameter, a bound the design cannot use, a conditional
@@ -156,6 +160,9 @@ double study_space_cost(const study_space *sp, const double *x);
  * the design puts at the cap are not stopped over it when the trainer's metric counts more than
  * the expr; at least STUDY_EXPR_MARGIN (1.5) until a successful run has measured it. */
 void study_space_calibrate(study_space *sp, const runner_sweep *w);
+/* The model size of setting x: its N parameter, else the N its cost expr implies at its D
+ * (cost / (exp(cost_k) D)); NAN when neither is known. */
+double study_space_N(const study_space *sp, const double *x);
 /* u (P coordinates in [0, 1]) to a setting x (cfg->n_params): fixed values, rounding, bounds. */
 void study_space_from_unit(const study_space *sp, const double *u, double *x);
 /* The setting x's coordinates in the cube (P, may lie outside [0, 1] beyond the bounds). */

@@ -192,6 +192,18 @@ static double lr_tried(const plan_work *k, size_t *jlr)
     return *jlr == STUDY_NONE || !isfinite(hi) ? INFINITY : hi;
 }
 
+/* The design's learning-rate window (lr_window_fit, below) from a fitted engine. */
+static void lr_window_set(study_space *sp, const fit_xp *xp)
+{
+    double c[3];
+    if (sp->o.lr_window > 1 && sp->jLR != STUDY_NONE && sp->logs[sp->jLR] == 1 &&
+        fit_xp_hp_law(xp, sp->jLR, c, NULL, NULL) == ST_OK && isfinite(c[0]) && isfinite(c[1]) &&
+        isfinite(c[2])) {
+        memcpy(sp->lrw_c, c, sizeof(c));
+        sp->lrw_half = log(sp->o.lr_window);
+    }
+}
+
 /* The candidates: half a scrambled Sobol design over the band (its categorical levels balanced
  * as the initial design's), half perturbations of the recommendation (when N and D are
  * parameters; each at a level drawn uniformly); those over the cap, likely to diverge, or
@@ -448,6 +460,8 @@ st_status study_plan_make(const runner_sweep *w, size_t n_use, const double *pen
     study_space_calibrate(&k.sp, &view);
     double t0 = now_seconds();
     rc = work_fit(&k, &view, compute, factor, errmsg);
+    if (!rc) /* the Sobol half of the candidates in the design's window */
+        lr_window_set(&k.sp, k.xp);
     double t1 = now_seconds();
     study_plan *pl = calloc(1, sizeof(*pl));
     k.np = w->cfg->n_params;
@@ -528,6 +542,48 @@ static void cost_k_from_runs(study_space *sp, const runner_sweep *w)
     free(v);
 }
 
+/* The large run's compute and factor of a sweep file (NAN compute: factor x the largest run). */
+static void target_of(const runner_config *cfg, double *C, double *f)
+{
+    /* not given: NAN (or 0 from a parser that leaves it unset) */
+    *C = cfg->target_compute > 0 && isfinite(cfg->target_compute) ? cfg->target_compute : NAN;
+    *f = cfg->target_factor > 0 && isfinite(cfg->target_factor) ? cfg->target_factor : 100;
+    if (isnan(*C) && isfinite(cfg->max_cost_per_run))
+        *C = *f * cfg->max_cost_per_run;
+}
+
+/*
+ * The design's learning-rate window (study_space.lrw_*, docs/algorithms/study-mode.md "Phase
+ * 1"): once LRW_MIN_RUNS released runs have succeeded, the engine's point fit (no replicates)
+ * on them gives the learning rate's law ln lr* = c0 + c1 ln N + c2 ln D, and the design's later
+ * points spread their learning rates over lr* / o.lr_window .. x o.lr_window at their own N and
+ * D instead of the whole searched range. Without it 26 of the 60 runs of one `make demo` (seed
+ * 4; searched range 1e-4 .. 0.3) lay outside 0.0007 .. 0.04, on the byte-level plateau or far
+ * below the optimum. No window when the engine fits no such law (no N, D or learning rate).
+ */
+#define LRW_MIN_RUNS 12
+static void lr_window_fit(study_space *sp, const runner_sweep *w)
+{
+    if (!(sp->o.lr_window > 1) || sp->jLR == STUDY_NONE || sp->logs[sp->jLR] != 1 ||
+        sp->jD == STUDY_NONE)
+        return;
+    size_t n_ok = 0;
+    for (size_t i = 0; i < w->n_runs; i++)
+        n_ok += !w->runs[i].parent && w->runs[i].status == RUNNER_RUN_SUCCEEDED;
+    if (n_ok < LRW_MIN_RUNS)
+        return;
+    study_options so = study_options_default();
+    so.engine.n_boot = 0;
+    so.engine.interval_prior_draw = so.engine.prior_draw;
+    so.backtest = 0;
+    target_of(w->cfg, &so.compute, &so.factor);
+    study *st = NULL;
+    char em[ST_ERRMSG_MAX];
+    if (study_create(w, &so, &st, em) == ST_OK && study_run(st) == ST_OK)
+        lr_window_set(sp, study_engine(st));
+    study_destroy(st);
+}
+
 /* A design point; w: the released view (study_released_view). */
 static st_status design_x(const runner_config *cfg, const runner_sweep *w,
                           const study_mode_options *o, size_t index, double *x, char *errmsg)
@@ -555,6 +611,7 @@ static st_status design_x(const runner_config *cfg, const runner_sweep *w,
     if (!rc) {
         cost_k_from_runs(&sp, w);
         study_space_calibrate(&sp, w);
+        lr_window_fit(&sp, w);
         if (!cfg->cost_expr && !isfinite(cfg->max_cost_per_run)) {
             /* the box's largest setting under the cost just learned */
             for (size_t j = 0; j < sp.P; j++)
@@ -585,13 +642,8 @@ st_status study_propose(const runner_sweep *w, const runner_propose_request *req
     const runner_config *cfg = req->cfg;
     size_t n_use = req->n_released; /* suggestions: study_released_view adds their branches */
     if (req->index >= runner_config_design_size(cfg)) {
-        /* not given: NAN (or 0 from a parser that leaves it unset) */
-        double C =
-            cfg->target_compute > 0 && isfinite(cfg->target_compute) ? cfg->target_compute : NAN;
-        double f =
-            cfg->target_factor > 0 && isfinite(cfg->target_factor) ? cfg->target_factor : 100;
-        if (isnan(C) && isfinite(cfg->max_cost_per_run))
-            C = f * cfg->max_cost_per_run;
+        double C, f;
+        target_of(cfg, &C, &f);
         study_plan *pl = NULL;
         char em[ST_ERRMSG_MAX] = "";
         st_status rc = study_plan_make(w, n_use, req->pending, req->n_pending, C, f, 1, req->seed,

@@ -240,6 +240,54 @@ static void test_design_below_divergence(void)
     runner_config_destroy(cfg);
 }
 
+/* The learning-rate window: with a law ln lr* = ln 2e-3 - 0.5 ln(N / 1e7) and a half-width of
+ * ln 5, every design point's learning rate lies in lr*(N) / 5 .. x 5 (slid inside the searched
+ * range 1e-4 .. 0.3 where the window crosses it, keeping its width), in the order of the
+ * points' coordinates; a divergence at 3e-3 caps it as before; without the window some points
+ * lie outside it (the whole range). */
+static void test_design_lr_window(void)
+{
+    enum { n = 24 };
+    runner_config *cfg = load(1, 7);
+    study_space sp;
+    char em[ST_ERRMSG_MAX];
+    CHECK_ST(study_space_init(&sp, cfg, NULL, em), ST_OK);
+    double U[n * 5], x[6], dN = 0, dlr = 3e-3;
+    CHECK_ST(study_design_units(sp.P, cfg->seed, 0, n, U), ST_OK);
+    size_t n_out = 0;
+    for (size_t i = 0; i < n; i++) {
+        study_design_point(&sp, &U[i * sp.P], x);
+        double opt = 2e-3 * pow(x[0] / 1e7, -0.5);
+        n_out += x[2] < opt / 5 || x[2] > opt * 5;
+    }
+    /* the law as given, and 100x above and below it (the window slid inside 1e-4 .. 0.3) */
+    const double shift[3] = {1, 100, 0.01};
+    for (int k = 0; k < 3; k++) {
+        sp.lrw_c[0] = log(2e-3 * shift[k]) + 0.5 * log(1e7);
+        sp.lrw_c[1] = -0.5;
+        sp.lrw_c[2] = 0;
+        sp.lrw_half = log(5);
+        for (size_t i = 0; i < n; i++) {
+            study_design_point(&sp, &U[i * sp.P], x);
+            double opt = 2e-3 * shift[k] * pow(x[0] / 1e7, -0.5), e = 1e-9;
+            double lo = fmax(1e-4, fmin(opt, 0.3 / 5) / 5), hi = fmin(0.3, fmax(opt, 5e-4) * 5);
+            CHECK_ABS(log(hi / lo), log(25), 1e-9);
+            CHECK(x[2] >= lo * (1 - e) && x[2] <= hi * (1 + e));
+            CHECK_ABS(log(x[2]), log(lo) + U[i * sp.P + 2] * log(hi / lo), 1e-9);
+            sp.n_div = 1; /* a divergence at any size: at most 3e-3 / 1.5 */
+            sp.div_N = &dN;
+            sp.div_lr = &dlr;
+            study_design_point(&sp, &U[i * sp.P], x);
+            CHECK(x[2] <= 3e-3 / 1.5 * (1 + e) && x[2] >= 1e-4 * (1 - e));
+            sp.n_div = 0;
+        }
+    }
+    printf("design's learning-rate window: %zu of %d points outside it without\n", n_out, n);
+    CHECK(n_out >= n / 4);
+    study_space_clear(&sp);
+    runner_config_destroy(cfg);
+}
+
 static void test_design(void)
 {
     enum { n = 16 };
@@ -567,12 +615,31 @@ static void test_proposer(void)
         design(1, 3, 41, xs41, us41);
         CHECK(memcmp(x, &xs41[40 * 6], sizeof(x)) != 0);
     }
-    rq.index = 3; /* the design: the same point as the design's 4th */
+    rq.index = 3; /* the design, before 12 runs have succeeded: the same point as the design's
+                   * 4th */
+    rq.n_released = 11;
     CHECK_ST(study_proposer(NULL, &rq, xd, em), ST_OK);
     check_inside(cfg, xd);
-    double xs[4 * 6], us[4 * 5];
-    design(1, 3, 4, xs, us);
+    double xs[10 * 6], us[10 * 5];
+    design(1, 3, 10, xs, us);
     CHECK(!memcmp(xd, &xs[3 * 6], sizeof(xd)));
+    /* after: every learning rate within 10x the world's optimum at its N (the window is 5x
+     * around the fitted law), where the design without it strays further */
+    rq.n_released = 40;
+    size_t n_far = 0, n_far_before = 0;
+    for (size_t i = 0; i < 10; i += 3) {
+        rq.index = i;
+        CHECK_ST(study_proposer(NULL, &rq, xd, em), ST_OK);
+        check_inside(cfg, xd);
+        double opt = 2e-3 * pow(xd[0] / 1e7, -0.5), opt0 = 2e-3 * pow(xs[i * 6] / 1e7, -0.5);
+        n_far += fabs(log(xd[2] / opt)) > log(10);
+        n_far_before += fabs(log(xs[i * 6 + 2] / opt0)) > log(10);
+        printf("design point %zu after 40 runs: lr %.3g at N %.3g (optimum %.3g; without the "
+               "window %.3g)\n",
+               i, xd[2], xd[0], opt, xs[i * 6 + 2]);
+    }
+    CHECK(n_far == 0);
+    CHECK(n_far_before > 0);
 
     /* suggest-next's plan: 3 distinct picks, the half-width never grows */
     runner_store *s = NULL;
@@ -760,6 +827,7 @@ int main(int argc, char **argv)
     test_design_shape();
     test_design_small_box();
     test_design_below_divergence();
+    test_design_lr_window();
     test_proposer();
     test_released_view();
     test_sweep_launch();
