@@ -562,16 +562,17 @@ static void target_of(const runner_config *cfg, double *C, double *f)
  * below the optimum. No window when the engine fits no such law (no N, D or learning rate).
  */
 #define LRW_MIN_RUNS 12
-static void lr_window_fit(study_space *sp, const runner_sweep *w)
+static st_status lr_window_fit(study_space *sp, const runner_sweep *w)
 {
+    /* the window needs the point's N: an N parameter, or shape parameters and a cost expr */
     if (!(sp->o.lr_window > 1) || sp->jLR == STUDY_NONE || sp->logs[sp->jLR] != 1 ||
-        sp->jD == STUDY_NONE)
-        return;
+        sp->jD == STUDY_NONE || (sp->jN == STUDY_NONE && !sp->cfg->cost_expr))
+        return ST_OK;
     size_t n_ok = 0;
     for (size_t i = 0; i < w->n_runs; i++)
         n_ok += !w->runs[i].parent && w->runs[i].status == RUNNER_RUN_SUCCEEDED;
     if (n_ok < LRW_MIN_RUNS)
-        return;
+        return ST_OK;
     study_options so = study_options_default();
     so.engine.n_boot = 0;
     so.engine.interval_prior_draw = so.engine.prior_draw;
@@ -579,9 +580,14 @@ static void lr_window_fit(study_space *sp, const runner_sweep *w)
     target_of(w->cfg, &so.compute, &so.factor);
     study *st = NULL;
     char em[ST_ERRMSG_MAX];
-    if (study_create(w, &so, &st, em) == ST_OK && study_run(st) == ST_OK)
+    st_status rc = study_create(w, &so, &st, em);
+    if (!rc)
+        rc = study_run(st);
+    if (!rc)
         lr_window_set(sp, study_engine(st));
     study_destroy(st);
+    /* an engine that cannot fit yet leaves the whole range; only memory is an error */
+    return rc == ST_ENOMEM ? rc : ST_OK;
 }
 
 /* A design point; w: the released view (study_released_view). */
@@ -611,7 +617,10 @@ static st_status design_x(const runner_config *cfg, const runner_sweep *w,
     if (!rc) {
         cost_k_from_runs(&sp, w);
         study_space_calibrate(&sp, w);
-        lr_window_fit(&sp, w);
+        if ((rc = lr_window_fit(&sp, w)))
+            st_errf(errmsg, rc, "out of memory");
+    }
+    if (!rc) {
         if (!cfg->cost_expr && !isfinite(cfg->max_cost_per_run)) {
             /* the box's largest setting under the cost just learned */
             for (size_t j = 0; j < sp.P; j++)
