@@ -6,9 +6,12 @@
  * from a recommendation that moved. Usage:
  *   build/bench/demo_predict --db DIR/study.db [--sweep tiny-gpt-scaling]
  *       [--large tiny-gpt-scaling-large] [--compute 8e12] [--boot 200] [--curves]
+ *       [--residuals]
  * Prints the replicates' sd of ln loss and the run noise at the trained run, then the
  * recommendation's prediction and interval, the prediction at the trained
- * run's own settings with its interval, the actual objective and the error.
+ * run's own settings with its interval, the actual objective and the error. --residuals also
+ * prints, per succeeded small run, its N, D, hyperparameters, objective, the model's prediction
+ * at its settings and ln(objective / prediction): where the model misfits the sweep.
  */
 #include <math.h>
 #include <stdio.h>
@@ -23,16 +26,18 @@ typedef struct args {
     const char *db, *sweep, *large;
     double compute;
     size_t boot;
-    int curves;
+    int curves, residuals;
 } args;
 
 static int parse(int argc, char **argv, args *a)
 {
-    *a = (args){NULL, "tiny-gpt-scaling", "tiny-gpt-scaling-large", 8e12, 200, 0};
+    *a = (args){NULL, "tiny-gpt-scaling", "tiny-gpt-scaling-large", 8e12, 200, 0, 0};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(s, "--curves"))
             a->curves = 1;
+        else if (!strcmp(s, "--residuals"))
+            a->residuals = 1;
         else if (v && !strcmp(s, "--db"))
             a->db = argv[++i];
         else if (v && !strcmp(s, "--sweep"))
@@ -49,21 +54,10 @@ static int parse(int argc, char **argv, args *a)
     return a->db ? 0 : (fprintf(stderr, "demo_predict: --db is required\n"), 2);
 }
 
-/* The large run's setting in the engine's parameter order (by name), N and D, objective. */
-static int large_run(const args *a, const study *st, double *x, double *N, double *D, double *y)
+/* Run u's setting in the engine's parameter order (by name). */
+static void setting_of(const fit_xp *xp, const runner_sweep *w, const runner_sweep_run *u,
+                       double *x)
 {
-    char em[ST_ERRMSG_MAX];
-    runner_store *s = NULL;
-    runner_sweep *w = NULL;
-    if (runner_store_open(a->db, &s, em) || runner_store_read_sweep(s, a->large, &w))
-        return fprintf(stderr, "demo_predict: no sweep '%s' in %s\n", a->large, a->db), 1;
-    runner_store_close(s);
-    const runner_sweep_run *u = w->n_runs ? &w->runs[0] : NULL;
-    if (!u || !isfinite(u->objective)) {
-        runner_sweep_free(w);
-        return fprintf(stderr, "demo_predict: the large run has no objective\n"), 1;
-    }
-    const fit_xp *xp = study_engine(st);
     for (size_t j = 0; j < fit_xp_n_params(xp); j++) {
         x[j] = NAN;
         for (size_t q = 0; q < w->cfg->n_params; q++) {
@@ -72,9 +66,69 @@ static int large_run(const args *a, const study *st, double *x, double *N, doubl
                 x[j] = ps->is_fixed ? ps->fixed_value : u->x[q];
         }
     }
+}
+
+static runner_sweep *read_sweep(const char *db, const char *name)
+{
+    char em[ST_ERRMSG_MAX];
+    runner_store *s = NULL;
+    runner_sweep *w = NULL;
+    if (runner_store_open(db, &s, em) == ST_OK && runner_store_read_sweep(s, name, &w) != ST_OK)
+        w = NULL;
+    runner_store_close(s);
+    return w;
+}
+
+/* The large run's setting in the engine's parameter order (by name), N and D, objective. */
+static int large_run(const args *a, const study *st, double *x, double *N, double *D, double *y)
+{
+    runner_sweep *w = read_sweep(a->db, a->large);
+    if (!w)
+        return fprintf(stderr, "demo_predict: no sweep '%s' in %s\n", a->large, a->db), 1;
+    const runner_sweep_run *u = w->n_runs ? &w->runs[0] : NULL;
+    if (!u || !isfinite(u->objective)) {
+        runner_sweep_free(w);
+        return fprintf(stderr, "demo_predict: the large run has no objective\n"), 1;
+    }
+    setting_of(study_engine(st), w, u, x);
     *N = u->final_N;
     *D = u->final_D;
     *y = u->objective;
+    runner_sweep_free(w);
+    return 0;
+}
+
+/* Per succeeded small run: id N D hyperparameters objective prediction ln(objective/prediction),
+ * then the residuals' sd. */
+static int residuals(const args *a, const study *st)
+{
+    const fit_xp *xp = study_engine(st);
+    runner_sweep *w = read_sweep(a->db, a->sweep);
+    if (!w)
+        return fprintf(stderr, "demo_predict: no sweep '%s' in %s\n", a->sweep, a->db), 1;
+    printf("id N D");
+    for (size_t j = 0; j < fit_xp_n_params(xp); j++)
+        printf(" %s", fit_xp_param_name(xp, j));
+    printf(" objective predicted ln_ratio\n");
+    double x[64], ss = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < w->n_runs; i++) {
+        const runner_sweep_run *u = &w->runs[i];
+        double p = NAN;
+        if (u->status != RUNNER_RUN_SUCCEEDED || !isfinite(u->objective))
+            continue;
+        setting_of(xp, w, u, x);
+        if (fit_xp_predict(xp, x, u->final_N, u->final_D, &p, NULL, NULL, NULL) != ST_OK)
+            continue;
+        printf("%llu %.6g %.6g", (unsigned long long)u->id, u->final_N, u->final_D);
+        for (size_t j = 0; j < fit_xp_n_params(xp); j++)
+            printf(" %.6g", x[j]);
+        double r = log(u->objective / p);
+        printf(" %.6g %.6g %+.4f\n", u->objective, p, r);
+        ss += r * r;
+        n++;
+    }
+    printf("residuals: %zu runs, rms ln ratio %.4f\n", n, n ? sqrt(ss / (double)n) : NAN);
     runner_sweep_free(w);
     return 0;
 }
@@ -122,6 +176,8 @@ int main(int argc, char **argv)
                a.curves, study_n_curve_points(st), r.objective,
                100 * (r.objective_lo / r.objective - 1), 100 * (r.objective_hi / r.objective - 1),
                N, D, p, 100 * (lo / p - 1), 100 * (hi / p - 1), y, 100 * (y / p - 1));
+    if (!rc && a.residuals)
+        rc = residuals(&a, st);
     study_destroy(st);
     return rc;
 }

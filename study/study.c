@@ -322,6 +322,19 @@ double study_model_size(const study *s, size_t k)
     return s->N[k];
 }
 
+double study_run_tokens(const study *s, size_t k)
+{
+    if (s->D[k] > 0 && isfinite(s->D[k]))
+        return s->D[k];
+    for (size_t j = 0; j < s->P; j++) {
+        fit_xp_role r =
+            s->par[j].role == FIT_XP_AUTO ? fit_xp_role_guess(s->par[j].name) : s->par[j].role;
+        if (r == FIT_XP_D)
+            return s->x[k * s->P + j];
+    }
+    return NAN;
+}
+
 /* ---- lifecycle --------------------------------------------------------------------------- */
 
 st_status study_create(const runner_sweep *w, const study_options *o, study **out, char *errmsg)
@@ -463,6 +476,57 @@ static void warn_outside_search(study *s)
     }
 }
 
+/* A recommended N or D this many times beyond every successful run's is an extrapolation on
+ * that axis, and the warning says how to avoid it. */
+#define BEYOND_FACTOR 2.0
+
+/* The searched upper bound of the first parameter of role r (or r2), NAN if none; its name. */
+static double searched_max(const study *s, fit_xp_role r, fit_xp_role r2, const char **name)
+{
+    for (size_t j = 0; j < s->P; j++) {
+        fit_xp_role ro = fit_xp_param_role(s->xp, j);
+        if (ro == r || ro == r2) {
+            *name = s->par[j].name;
+            return s->search_hi[j];
+        }
+    }
+    *name = NULL;
+    return NAN;
+}
+
+/* Warns where the recommended tokens (or model size) lie beyond BEYOND_FACTOR times the most any
+ * successful run had: the additive law L = E + A/N^a + B/D^b learns its D term from every model
+ * size, so runs of the small models at the large run's tokens turn the D extrapolation into an
+ * interpolation (and large models at few tokens the N one). */
+static void warn_beyond_sweep(study *s)
+{
+    double mN = 0, mD = 0;
+    for (size_t k = 0; k < s->n; k++)
+        if (!s->failed[k] && isfinite(s->obj[k])) {
+            mN = fmax(mN, study_model_size(s, k));
+            mD = fmax(mD, study_run_tokens(s, k));
+        }
+    const char *name = NULL;
+    if (mD > 0 && s->res.D > BEYOND_FACTOR * mD) {
+        double hi = searched_max(s, FIT_XP_D, FIT_XP_STEPS, &name);
+        char bound[160] = "";
+        if (name)
+            snprintf(bound, sizeof(bound), " (%s is searched up to %.3g)", name, hi);
+        study_add_warning(s,
+                          "the large run's tokens (%.3g) are %.1fx the most any run trained "
+                          "(%.3g): the loss is extrapolated in D. The law's D term is learnt from "
+                          "every model size, so runs of the smallest models at about %.3g tokens "
+                          "would make it an interpolation%s",
+                          s->res.D, s->res.D / mD, mD, s->res.D, bound);
+    }
+    if (mN > 0 && s->res.N > BEYOND_FACTOR * mN)
+        study_add_warning(s,
+                          "the large run's model size (%.3g) is %.1fx the largest run's (%.3g): "
+                          "the loss is extrapolated in N. Runs of that size at few tokens "
+                          "would make it an interpolation",
+                          s->res.N, s->res.N / mN, mN);
+}
+
 st_status study_run(study *s)
 {
     fit_xp_destroy(s->xp);
@@ -499,6 +563,7 @@ st_status study_run(study *s)
     }
     fit_xp_get_result(s->xp, &s->res);
     warn_outside_search(s);
+    warn_beyond_sweep(s);
     if (s->counts.n_over_budget)
         study_add_warning(s,
                           "%zu runs refused or stopped over the cost cap were left out (they say "

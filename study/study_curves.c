@@ -75,25 +75,11 @@ static void compress(const double *lr, size_t S, size_t Sf, double *out)
     }
 }
 
-/* Run k's tokens: its final record's, else its parameter with role D; NAN when unknown. */
-static double run_tokens(const study *s, size_t k)
-{
-    if (s->D[k] > 0 && isfinite(s->D[k]))
-        return s->D[k];
-    for (size_t j = 0; j < s->P; j++) {
-        fit_xp_role r =
-            s->par[j].role == FIT_XP_AUTO ? fit_xp_role_guess(s->par[j].name) : s->par[j].role;
-        if (r == FIT_XP_D)
-            return s->x[k * s->P + j];
-    }
-    return NAN;
-}
-
 /* The points of one run (objective y, tokens D) appended at s->cp_* (room for the fractions). */
 static st_status run_points(study *s, size_t k, const double *steps, const double *loss,
                             const double *rate, size_t n)
 {
-    double D = run_tokens(s, k);
+    double D = study_run_tokens(s, k);
     double last = n ? steps[n - 1] : NAN;
     if (!(last >= CURVE_MIN_STEPS) || !(D > 0 && isfinite(D)))
         return ST_OK;

@@ -80,6 +80,9 @@ void study_backtest(study *s);
  * when the sweep has one, else its final record's N; NAN when unknown). */
 int study_cmp_double(const void *a, const void *b);
 double study_model_size(const study *s, size_t k);
+/* study.c: run k's tokens: its final record's, else its parameter with role D; NAN when
+ * unknown. */
+double study_run_tokens(const study *s, size_t k);
 
 /* ---- study mode (docs/algorithms/study-mode.md) ------------------------------------------ */
 

@@ -240,8 +240,25 @@ static void test_failure_kinds(void)
 }
 
 /* Every recommendation is in its domain, at several targets. */
+/* The study warns of an extrapolation in D (in N) exactly when the recommended D (N) is beyond
+ * twice the most any successful run of w had (N and D the first two parameters). */
+static void check_beyond_warnings(const runner_sweep *w, const study *s, const fit_xp_result *r)
+{
+    double mN = 0, mD = 0;
+    for (size_t i = 0; i < w->n_runs; i++)
+        if (w->runs[i].status == RUNNER_RUN_SUCCEEDED) {
+            mN = fmax(mN, w->runs[i].x[0]);
+            mD = fmax(mD, w->runs[i].x[1]);
+        }
+    const char *t = study_warnings(s);
+    CHECK((strstr(t, "extrapolated in D") != NULL) == (r->D > 2 * mD));
+    CHECK((strstr(t, "extrapolated in N") != NULL) == (r->N > 2 * mN));
+    CHECK(r->D <= 2 * mD || strstr(t, "(tokens is searched up to 2e+09)"));
+}
+
 static void test_domains(void)
 {
+    size_t n_beyond = 0;
     runner_sweep *w = make_sweep(1);
     const double factors[] = {3, 30, 300, 3000};
     for (size_t k = 0; k < 4; k++) {
@@ -254,6 +271,8 @@ static void test_domains(void)
         CHECK(r.value[2] > 0 && r.value[0] > 0 && r.value[1] > 0);
         for (size_t j = 0; j < 5; j++)
             CHECK(r.lo[j] <= r.value[j] && r.value[j] <= r.hi[j]);
+        check_beyond_warnings(w, s, &r);
+        n_beyond += strstr(study_warnings(s), "extrapolated in N") != NULL;
         char *js = NULL;
         CHECK_ST(study_result_json(s, &js), ST_OK);
         json_t *j = json_loads(js ? js : "", 0, NULL);
@@ -264,6 +283,9 @@ static void test_domains(void)
         st_free(js);
         study_destroy(s);
     }
+    /* the world's optimum takes more tokens than any run from 3x on; its N (1.6e7 at 3x) stays
+     * within twice the runs' (2.9e7) at 3x and 30x, not at 300x and 3000x */
+    CHECK(n_beyond == 2);
     runner_sweep_free(w);
 }
 
