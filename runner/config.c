@@ -595,6 +595,7 @@ st_status runner_config_load_string(const char *text, size_t len, const char *la
     cfg->slots = 1;
     cfg->deterministic = 1;
     cfg->target_factor = NAN;
+    cfg->design_lr_window = NAN;
     cfg->es_patience = 3;
     cfg->es_min_fraction = 0.2;
     cfg->es_margin = 0.01;

@@ -26,7 +26,7 @@ typedef struct ctx {
     yaml_document_t *doc;
     runner_config *cfg;
     /* where the optimizer block set the study mode's fields (for messages; NULL: not set) */
-    const yaml_node_t *opt_map, *opt_goal, *opt_factor, *opt_compute, *opt_design;
+    const yaml_node_t *opt_map, *opt_goal, *opt_factor, *opt_compute, *opt_design, *opt_window;
     const yaml_node_t *method;        /* the `method:` node (NULL: not given) */
     const yaml_node_t *branches_args; /* the `branches.args` node (NULL: not given) */
 } ctx;

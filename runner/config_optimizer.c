@@ -39,6 +39,12 @@ static int study_key(ctx *c, const char *key, const yaml_node_t *v, const char *
         c->opt_design = v;
         *rc = cfg_get_count(c, v, f, 0, 1e6, &d);
         cfg->design_initial = (size_t)d;
+    } else if (!strcmp(key, "lr_window")) {
+        c->opt_window = v;
+        *rc = cfg_get_number(c, v, f, &cfg->design_lr_window);
+        if (!*rc && !(cfg->design_lr_window == 0 ||
+                      (cfg->design_lr_window >= 1 && isfinite(cfg->design_lr_window))))
+            *rc = cfg_fail(c, v, f, ST_EINVAL, "must be 0 (off) or a finite number >= 1");
     } else {
         return 0;
     }
@@ -93,10 +99,14 @@ st_status cfg_check_optimizer(ctx *c)
     const runner_config *cfg = c->cfg;
     int has_f = !isnan(cfg->target_factor), has_c = !isnan(cfg->target_compute);
     if (cfg->goal == RUNNER_GOAL_BEST) {
-        const yaml_node_t *n = has_f ? c->opt_factor : has_c ? c->opt_compute : c->opt_design;
-        const char *f = has_f   ? "optimizer.target_factor"
-                        : has_c ? "optimizer.target_compute"
-                                : "optimizer.initial_design";
+        const yaml_node_t *n = has_f           ? c->opt_factor
+                               : has_c         ? c->opt_compute
+                               : c->opt_design ? c->opt_design
+                                               : c->opt_window;
+        const char *f = has_f           ? "optimizer.target_factor"
+                        : has_c         ? "optimizer.target_compute"
+                        : c->opt_design ? "optimizer.initial_design"
+                                        : "optimizer.lr_window";
         if (n)
             return cfg_fail(c, n, f, ST_EINVAL, "only with goal: extrapolate (the study mode)");
         return ST_OK;

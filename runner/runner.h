@@ -225,17 +225,19 @@ typedef struct runner_config {
     double straggler_factor;       /* kill when cost > factor * predicted; default 10, 0 off */
     double kill_grace_seconds;     /* SIGTERM, then SIGKILL after this; default 5 */
     uint64_t seed;
-    int deterministic;     /* 1 (default): results reach the optimizer in suggestion order, so a
-                              parallel sweep is the same whatever the order runs finish in;
-                              0 (`deterministic: false`): as soon as they finish */
-    runner_goal goal;      /* optimizer.goal: best (default, CARBS) or extrapolate (study mode) */
-    double target_factor;  /* optimizer.target_factor (study mode): the large run's compute as a
-                              multiple of max_cost_per_run; NAN when not given */
-    double target_compute; /* optimizer.target_compute (study mode): the large run's compute in
-                              the cost metric's unit; NAN when not given (then target_factor) */
-    size_t design_initial; /* optimizer.initial_design (study mode): space-filling runs before
-                              the acquisition takes over; 0: the default */
-    char **opt_names;      /* optimizer options, validated with carbs_options_set */
+    int deterministic;       /* 1 (default): results reach the optimizer in suggestion order, so a
+                                parallel sweep is the same whatever the order runs finish in;
+                                0 (`deterministic: false`): as soon as they finish */
+    runner_goal goal;        /* optimizer.goal: best (default, CARBS) or extrapolate (study mode) */
+    double target_factor;    /* optimizer.target_factor (study mode): the large run's compute as a
+                                multiple of max_cost_per_run; NAN when not given */
+    double target_compute;   /* optimizer.target_compute (study mode): the large run's compute in
+                                the cost metric's unit; NAN when not given (then target_factor) */
+    size_t design_initial;   /* optimizer.initial_design (study mode): space-filling runs before
+                                the acquisition takes over; 0: the default */
+    double design_lr_window; /* optimizer.lr_window (study mode): the design's learning-rate
+                                window (study_mode_options.lr_window); NAN: the default */
+    char **opt_names;        /* optimizer options, validated with carbs_options_set */
     char **opt_values;
     size_t n_opts;
     int es_enabled;         /* early_stopping.enabled (default 0); the CLI installs a rule */

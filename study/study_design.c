@@ -114,6 +114,8 @@ st_status study_space_init(study_space *sp, const runner_config *cfg, const stud
     memset(sp, 0, sizeof(*sp));
     sp->cfg = cfg;
     sp->o = o ? *o : study_mode_options_default();
+    if (!isnan(cfg->design_lr_window)) /* the sweep file's optimizer.lr_window */
+        sp->o.lr_window = cfg->design_lr_window;
     sp->jN = sp->jD = sp->jLR = STUDY_NONE;
     sp->cost_k = log(6.0);
     sp->expr_scale = 1;

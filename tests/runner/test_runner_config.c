@@ -182,6 +182,7 @@ static void test_study(void)
     if (c) {
         CHECK(c->goal == RUNNER_GOAL_BEST && isnan(c->target_factor));
         CHECK(isnan(c->target_compute) && c->design_initial == 0 && c->deterministic == 1);
+        CHECK(isnan(c->design_lr_window));
         runner_config_destroy(c);
     }
     c = load(BASE_NB "budget: {runs: 3, max_cost_per_run: 1e9}\ndeterministic: false\n"
@@ -198,6 +199,18 @@ static void test_study(void)
     if (c) {
         CHECK(c->goal == RUNNER_GOAL_EXTRAPOLATE && c->target_compute == 1e18);
         CHECK(isnan(c->target_factor) && c->n_opts == 0);
+        runner_config_destroy(c);
+    }
+    c = load(BASE "optimizer: {goal: extrapolate, target_compute: 1e18, lr_window: 0}\n", ST_OK,
+             NULL);
+    if (c) {
+        CHECK(c->design_lr_window == 0);
+        runner_config_destroy(c);
+    }
+    c = load(BASE "optimizer: {goal: extrapolate, target_compute: 1e18, lr_window: 3}\n", ST_OK,
+             NULL);
+    if (c) {
+        CHECK(c->design_lr_window == 3);
         runner_config_destroy(c);
     }
     c = load(BASE "optimizer: {goal: best}\n", ST_OK, NULL);
@@ -225,6 +238,10 @@ static void test_study(void)
          "optimizer.target_compute: must be a finite number > 0");
     load(BASE "optimizer: {goal: extrapolate, target_compute: 1e18, initial_design: 2.5}\n",
          ST_EINVAL, "optimizer.initial_design: expected an integer");
+    load(BASE "optimizer: {goal: extrapolate, target_compute: 1e18, lr_window: 0.5}\n", ST_EINVAL,
+         "t.yaml:7:65: optimizer.lr_window: must be 0 (off) or a finite number >= 1");
+    load(BASE "optimizer: {lr_window: 5}\n", ST_EINVAL,
+         "t.yaml:7:24: optimizer.lr_window: only with goal: extrapolate");
     load(BASE "deterministic: maybe\n", ST_EINVAL, "t.yaml:7:16: deterministic: expected true");
 }
 

@@ -284,6 +284,18 @@ static void test_design_lr_window(void)
     }
     printf("design's learning-rate window: %zu of %d points outside it without\n", n_out, n);
     CHECK(n_out >= n / 4);
+    CHECK(sp.o.lr_window == 5);
+    study_space_clear(&sp);
+    /* the sweep file's optimizer.lr_window overrides the options' (0: off, the whole range) */
+    study_mode_options o = study_mode_options_default();
+    o.lr_window = 7;
+    cfg->design_lr_window = 0;
+    CHECK_ST(study_space_init(&sp, cfg, &o, em), ST_OK);
+    CHECK(sp.o.lr_window == 0);
+    study_space_clear(&sp);
+    cfg->design_lr_window = NAN;
+    CHECK_ST(study_space_init(&sp, cfg, &o, em), ST_OK);
+    CHECK(sp.o.lr_window == 7);
     study_space_clear(&sp);
     runner_config_destroy(cfg);
 }
