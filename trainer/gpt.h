@@ -154,6 +154,7 @@ typedef enum gpt_decay_shape { GPT_DECAY_LINEAR = 0, GPT_DECAY_1SQRT = 1 } gpt_d
 /* Every tunable setting of a run; gpt_options_default() fills the documented defaults. */
 typedef struct gpt_options {
     gpt_config model; /* batch = micro-batch B */
+    int head_dim;     /* > 0 with model.n_head 0: n_head = d_model / head_dim (gpt_options_heads) */
     int grad_accum;   /* micro-batches per optimizer step */
     double tokens;    /* training length in tokens (steps = ceil(tokens / (B*T*grad_accum))) */
     double lr;        /* peak learning rate */
@@ -182,6 +183,10 @@ typedef struct gpt_options {
     int sdc_every;        /* steps between replays that check for silent data corruption (0:
                              off; docs/large-run.md); a multiple of it must be checkpoint_every */
 } gpt_options;
+
+/* The attention heads o trains with: model.n_head when set, else d_model / head_dim when
+ * head_dim is set, else d_model / 64 (at least 1). */
+int gpt_options_heads(const gpt_options *o);
 
 gpt_options gpt_options_default(void);
 

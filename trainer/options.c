@@ -18,7 +18,7 @@ gpt_options gpt_options_default(void)
     memset(&o, 0, sizeof(o));
     o.model.n_layer = 4;
     o.model.d_model = 128;
-    o.model.n_head = 0; /* 0: d_model / 64, at least 1 */
+    o.model.n_head = 0; /* 0: d_model / head_dim, or d_model / 64 (at least 1) */
     o.model.seq_len = 256;
     o.model.batch = 16;
     o.grad_accum = 1;
@@ -61,11 +61,18 @@ static const struct row {
      1,
      65536},
     {{"n-layer", "int", "4", "transformer blocks L"}, K_INT, F(model.n_layer), 1, 1024},
-    {{"n-head", "int", "0", "attention heads NH; 0 = d_model/64 (at least 1)"},
+    {{"n-head", "int", "0",
+      "attention heads NH; 0 = d_model / head-dim, or d_model/64 (at least 1)"},
      K_INT,
      F(model.n_head),
      0,
      4096},
+    {{"head-dim", "int", "0",
+      "width of each head: NH = d_model / head-dim (with --n-head 0; 0: unset)"},
+     K_INT,
+     F(head_dim),
+     0,
+     65536},
     {{"seq-len", "int", "256", "context length T in bytes"}, K_INT, F(model.seq_len), 1, 65536},
     {{"batch", "int", "16", "sequences per micro-batch B"}, K_INT, F(model.batch), 1, 1 << 20},
     {{"grad-accum", "int", "1", "micro-batches per optimizer step"},
@@ -286,12 +293,27 @@ st_status gpt_options_set(gpt_options *o, const char *name, const char *value, c
     return st_errf(err, ST_EINTERNAL, "option kind not handled");
 }
 
+int gpt_options_heads(const gpt_options *o)
+{
+    const gpt_config *m = &o->model;
+    if (m->n_head > 0)
+        return m->n_head;
+    if (o->head_dim > 0)
+        return m->d_model / o->head_dim > 0 ? m->d_model / o->head_dim : 1;
+    return m->d_model / 64 > 0 ? m->d_model / 64 : 1;
+}
+
 st_status gpt_options_check(const gpt_options *o, char *err)
 {
     const gpt_config *m = &o->model;
-    int nh = m->n_head > 0 ? m->n_head : (m->d_model / 64 > 0 ? m->d_model / 64 : 1);
+    int nh = gpt_options_heads(o);
     if (m->d_model < 1 || m->n_layer < 1 || m->seq_len < 1 || m->batch < 1)
         return st_errf(err, ST_EINVAL, "model shape must be positive");
+    if (m->n_head > 0 && o->head_dim > 0)
+        return st_errf(err, ST_EINVAL, "give --n-head or --head-dim, not both");
+    if (o->head_dim > 0 && m->d_model % o->head_dim)
+        return st_errf(err, ST_EINVAL, "--d-model %d is not a multiple of --head-dim %d",
+                       m->d_model, o->head_dim);
     if (m->d_model % nh)
         return st_errf(err, ST_EINVAL, "--d-model %d is not a multiple of --n-head %d", m->d_model,
                        nh);

@@ -294,8 +294,7 @@ st_status gpt_trainer_create(const gpt_options *opts, const gpt_backend *backend
         return st_errf(err, ST_ENOMEM, "out of memory");
     tr->o = *opts;
     gpt_config *m = &tr->o.model;
-    if (m->n_head == 0)
-        m->n_head = m->d_model / 64 > 0 ? m->d_model / 64 : 1;
+    m->n_head = gpt_options_heads(&tr->o);
     tr->be = backend;
     size_t BT = (size_t)m->batch * (size_t)m->seq_len;
     double per_step = (double)BT * tr->o.grad_accum;

@@ -178,6 +178,21 @@ static void errors(void)
     CHECK_ST(gpt_options_set(&o, "d-model", "100", err), ST_OK);
     CHECK_ST(gpt_options_set(&o, "n-head", "3", err), ST_OK);
     CHECK_ST(gpt_options_check(&o, err), ST_EINVAL);
+    /* --head-dim: the heads from the width (d_model 96 / 16 = 6), not with --n-head, a divisor */
+    o = gpt_options_default();
+    CHECK(gpt_options_heads(&o) == 2); /* d_model 128 / 64 */
+    CHECK_ST(gpt_options_set(&o, "d-model", "96", err), ST_OK);
+    CHECK_ST(gpt_options_set(&o, "head-dim", "16", err), ST_OK);
+    CHECK(gpt_options_heads(&o) == 6);
+    CHECK_ST(gpt_options_check(&o, err), ST_OK);
+    CHECK_ST(gpt_options_set(&o, "head-dim", "20", err), ST_OK);
+    CHECK_ST(gpt_options_check(&o, err), ST_EINVAL);
+    CHECK(strstr(err, "--head-dim 20") != NULL);
+    CHECK_ST(gpt_options_set(&o, "head-dim", "16", err), ST_OK);
+    CHECK_ST(gpt_options_set(&o, "n-head", "3", err), ST_OK);
+    CHECK(gpt_options_heads(&o) == 3);
+    CHECK_ST(gpt_options_check(&o, err), ST_EINVAL);
+    CHECK(strstr(err, "not both") != NULL);
     for (size_t i = 0; i < gpt_option_count(); i++)
         CHECK(gpt_option_at(i)->help[0] != 0);
     CHECK(gpt_option_at(gpt_option_count()) == NULL);
