@@ -176,6 +176,8 @@ int main(int argc, char **argv)
                a.curves, study_n_curve_points(st), r.objective,
                100 * (r.objective_lo / r.objective - 1), 100 * (r.objective_hi / r.objective - 1),
                N, D, p, 100 * (lo / p - 1), 100 * (hi / p - 1), y, 100 * (y / p - 1));
+    if (!rc && *study_warnings(st))
+        printf("warnings: %s\n", study_warnings(st));
     if (!rc && a.residuals)
         rc = residuals(&a, st);
     study_destroy(st);

@@ -527,6 +527,70 @@ static void warn_beyond_sweep(study *s)
                           s->res.N, s->res.N / mN, mN);
 }
 
+/* A run whose objective is worse than the model's prediction by more than MISFIT_Z robust sds
+ * (1.4826 x the median absolute ln ratio) and MISFIT_MIN in ln objective is named in a warning:
+ * on the tiny-GPT demo these are the runs stuck on a loss plateau (docs/results.md). */
+#define MISFIT_Z   3.0
+#define MISFIT_MIN 0.05
+#define MISFIT_IDS 8 /* ids named at most */
+
+static int cmp_abs(const void *a, const void *b)
+{
+    double x = fabs(*(const double *)a), y = fabs(*(const double *)b);
+    return (x > y) - (x < y);
+}
+
+/* ln(objective / prediction) of each successful engine run into r (NAN where none); worse runs
+ * positive (the sign flipped for a maximised objective). The count of finite ones. */
+static size_t misfit_ratios(const study *s, double *r)
+{
+    size_t m = 0;
+    for (size_t k = 0; k < s->n; k++) {
+        double p = NAN;
+        r[k] = NAN;
+        if (s->failed[k] || !(s->obj[k] > 0) ||
+            fit_xp_predict(s->xp, &s->x[k * s->P], s->N[k], s->D[k], &p, NULL, NULL, NULL) !=
+                ST_OK ||
+            !(p > 0))
+            continue;
+        r[k] = log(s->obj[k] / p) * (s->w->cfg->maximize ? -1 : 1);
+        m++;
+    }
+    return m;
+}
+
+/* Warns of the runs far worse than the model predicts at their own settings (MISFIT_Z). */
+static st_status warn_misfit(study *s)
+{
+    double *r = malloc(2 * (s->n + 1) * sizeof(double)), *a = r + s->n + 1;
+    if (!r)
+        return ST_ENOMEM;
+    size_t m = misfit_ratios(s, r), na = 0;
+    for (size_t k = 0; k < s->n; k++)
+        if (isfinite(r[k]))
+            a[na++] = r[k];
+    qsort(a, na, sizeof(double), cmp_abs);
+    double rsd = m >= 8 ? 1.4826 * fabs(a[na / 2]) : NAN, thr = fmax(MISFIT_Z * rsd, MISFIT_MIN);
+    char ids[160] = "";
+    size_t n_bad = 0, len = 0;
+    for (size_t k = 0; isfinite(thr) && k < s->n; k++) {
+        if (!(r[k] > thr))
+            continue;
+        if (n_bad++ < MISFIT_IDS && len < sizeof(ids))
+            len += (size_t)snprintf(ids + len, sizeof(ids) - len, "%s%llu", len ? ", " : "",
+                                    (unsigned long long)s->w->runs[s->run_idx[k]].id);
+    }
+    if (n_bad)
+        study_add_warning(s,
+                          "%zu run%s (%s%s) ended more than %.2g%% worse than the model predicts "
+                          "at %s own settings (%g robust sds): a loss plateau, a spike or an "
+                          "instability the law does not describe (their curves say which)",
+                          n_bad, n_bad > 1 ? "s" : "", ids, n_bad > MISFIT_IDS ? ", ..." : "",
+                          100 * (exp(thr) - 1), n_bad > 1 ? "their" : "its", MISFIT_Z);
+    free(r);
+    return ST_OK;
+}
+
 st_status study_run(study *s)
 {
     fit_xp_destroy(s->xp);
@@ -564,6 +628,8 @@ st_status study_run(study *s)
     fit_xp_get_result(s->xp, &s->res);
     warn_outside_search(s);
     warn_beyond_sweep(s);
+    if (warn_misfit(s) == ST_ENOMEM)
+        study_add_warning(s, "out of memory: the runs far off the model were not looked for");
     if (s->counts.n_over_budget)
         study_add_warning(s,
                           "%zu runs refused or stopped over the cost cap were left out (they say "

@@ -289,6 +289,31 @@ static void test_domains(void)
     runner_sweep_free(w);
 }
 
+/* Runs stuck far above the law (a loss plateau) are named in a warning, and only they: three
+ * runs of the clean world made 40% worse; the clean world gives no such warning. */
+static void test_misfit_warning(void)
+{
+    runner_sweep *w = make_sweep(0);
+    study *s = run_study(w, 30, 0);
+    CHECK(s && !strstr(study_warnings(s), "worse than the model predicts"));
+    study_destroy(s);
+    size_t bad[3] = {10, 31, 55}, k = 0;
+    for (size_t i = 0; i < w->n_runs && k < 3; i++)
+        if (w->runs[i].status == RUNNER_RUN_SUCCEEDED && w->runs[i].id >= bad[k]) {
+            w->runs[i].objective *= 1.4;
+            bad[k++] = w->runs[i].id;
+        }
+    s = run_study(w, 30, 0);
+    char want[64];
+    snprintf(want, sizeof(want), "3 runs (%zu, %zu, %zu) ended", bad[0], bad[1], bad[2]);
+    const char *t = s ? study_warnings(s) : "";
+    CHECK(strstr(t, want) != NULL);
+    if (!strstr(t, want))
+        fprintf(stderr, "  warnings: %s\n  wanted: %s\n", t, want);
+    study_destroy(s);
+    runner_sweep_free(w);
+}
+
 /* A sweep of the sweep file `yaml` named `name` with room for n runs and none yet; the world's
  * random stream restarts at `seed`. */
 static runner_sweep *empty_sweep(const char *yaml, const char *name, size_t n, uint64_t seed)
@@ -762,6 +787,7 @@ int main(int argc, char **argv)
     st_global_init();
     test_failure_kinds();
     test_domains();
+    test_misfit_warning();
     test_law_priors();
     test_linear_warmup();
     test_lr_batch_coupling();
