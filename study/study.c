@@ -584,9 +584,10 @@ static st_status warn_misfit(study *s)
         study_add_warning(s,
                           "%zu run%s (%s%s) ended more than %.2g%% worse than the model predicts "
                           "at %s own settings (%g robust sds): a loss plateau, a spike or an "
-                          "instability the law does not describe (their curves say which)",
+                          "instability the law does not describe (%s)",
                           n_bad, n_bad > 1 ? "s" : "", ids, n_bad > MISFIT_IDS ? ", ..." : "",
-                          100 * (exp(thr) - 1), n_bad > 1 ? "their" : "its", MISFIT_Z);
+                          100 * (exp(thr) - 1), n_bad > 1 ? "their" : "its", MISFIT_Z,
+                          n_bad > 1 ? "their curves say which" : "its curve says which");
     free(r);
     return ST_OK;
 }
