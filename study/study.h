@@ -203,7 +203,8 @@ typedef struct study_mode_options {
     double lr_window;     /* once the engine can fit the released runs' learning-rate law, a
                              design point's learning rate spreads over its fitted optimum at
                              the point's N and D / .. x lr_window (not the whole searched
-                             range), default 5; 0: the whole range */
+                             range); default 0: the whole range (the sweep file's
+                             optimizer.lr_window sets it) */
 } study_mode_options;
 
 study_mode_options study_mode_options_default(void);

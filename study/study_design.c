@@ -41,7 +41,7 @@ study_mode_options study_mode_options_default(void)
     o.priors = 1;
     o.decision = 0;
     o.cost_floor = 0;
-    o.lr_window = 5;
+    o.lr_window = 0; /* off since the twentieth session: docs/algorithms/study-mode.md */
     return o;
 }
 

@@ -284,7 +284,7 @@ static void test_design_lr_window(void)
     }
     printf("design's learning-rate window: %zu of %d points outside it without\n", n_out, n);
     CHECK(n_out >= n / 4);
-    CHECK(sp.o.lr_window == 5);
+    CHECK(sp.o.lr_window == 0); /* off by default */
     study_space_clear(&sp);
     /* the sweep file's optimizer.lr_window overrides the options' (0: off, the whole range) */
     study_mode_options o = study_mode_options_default();
@@ -635,9 +635,13 @@ static void test_proposer(void)
     double xs[10 * 6], us[10 * 5];
     design(1, 3, 10, xs, us);
     CHECK(!memcmp(xd, &xs[3 * 6], sizeof(xd)));
-    /* after: every learning rate within 10x the world's optimum at its N (the window is 5x
-     * around the fitted law), where the design without it strays further */
+    /* after 40 runs, by default (no window): still the design's point */
     rq.n_released = 40;
+    CHECK_ST(study_proposer(NULL, &rq, xd, em), ST_OK);
+    CHECK(!memcmp(xd, &xs[3 * 6], sizeof(xd)));
+    /* with optimizer.lr_window 5: every learning rate within 10x the world's optimum at its N
+     * (the window is 5x around the fitted law), where the design without it strays further */
+    cfg->design_lr_window = 5;
     size_t n_far = 0, n_far_before = 0;
     for (size_t i = 0; i < 10; i += 3) {
         rq.index = i;
@@ -652,6 +656,7 @@ static void test_proposer(void)
     }
     CHECK(n_far == 0);
     CHECK(n_far_before > 0);
+    cfg->design_lr_window = NAN;
 
     /* suggest-next's plan: 3 distinct picks, the half-width never grows */
     runner_store *s = NULL;
