@@ -562,9 +562,10 @@ static size_t misfit_ratios(const study *s, double *r)
 /* Warns of the runs far worse than the model predicts at their own settings (MISFIT_Z). */
 static st_status warn_misfit(study *s)
 {
-    double *r = malloc(2 * (s->n + 1) * sizeof(double)), *a = r + s->n + 1;
+    double *r = malloc(2 * (s->n + 1) * sizeof(double));
     if (!r)
         return ST_ENOMEM;
+    double *a = r + s->n + 1;
     size_t m = misfit_ratios(s, r), na = 0;
     for (size_t k = 0; k < s->n; k++)
         if (isfinite(r[k]))
