@@ -541,10 +541,9 @@ static int cmp_abs(const void *a, const void *b)
 }
 
 /* ln(objective / prediction) of each successful engine run into r (NAN where none); worse runs
- * positive (the sign flipped for a maximised objective). The count of finite ones. */
-static size_t misfit_ratios(const study *s, double *r)
+ * positive (the sign flipped for a maximised objective). */
+static void misfit_ratios(const study *s, double *r)
 {
-    size_t m = 0;
     for (size_t k = 0; k < s->n; k++) {
         double p = NAN;
         r[k] = NAN;
@@ -554,9 +553,7 @@ static size_t misfit_ratios(const study *s, double *r)
             !(p > 0))
             continue;
         r[k] = log(s->obj[k] / p) * (s->w->cfg->maximize ? -1 : 1);
-        m++;
     }
-    return m;
 }
 
 /* Warns of the runs far worse than the model predicts at their own settings (MISFIT_Z). */
@@ -566,12 +563,13 @@ static st_status warn_misfit(study *s)
     if (!r)
         return ST_ENOMEM;
     double *a = r + s->n + 1;
-    size_t m = misfit_ratios(s, r), na = 0;
+    misfit_ratios(s, r);
+    size_t na = 0;
     for (size_t k = 0; k < s->n; k++)
         if (isfinite(r[k]))
             a[na++] = r[k];
     qsort(a, na, sizeof(double), cmp_abs);
-    double rsd = m >= 8 ? 1.4826 * fabs(a[na / 2]) : NAN, thr = fmax(MISFIT_Z * rsd, MISFIT_MIN);
+    double rsd = na >= 8 ? 1.4826 * fabs(a[na / 2]) : NAN, thr = fmax(MISFIT_Z * rsd, MISFIT_MIN);
     char ids[160] = "";
     size_t n_bad = 0, len = 0;
     for (size_t k = 0; isfinite(thr) && k < s->n; k++) {
