@@ -100,12 +100,10 @@ static int large_run(const args *a, const study *st, double *x, double *N, doubl
 
 /* Per succeeded small run: id N D hyperparameters objective prediction ln(objective/prediction),
  * then the residuals' sd. */
-static int residuals(const args *a, const study *st)
+static void residuals(const study *st)
 {
     const fit_xp *xp = study_engine(st);
-    runner_sweep *w = read_sweep(a->db, a->sweep);
-    if (!w)
-        return fprintf(stderr, "demo_predict: no sweep '%s' in %s\n", a->sweep, a->db), 1;
+    const runner_sweep *w = study_sweep(st); /* the small runs as the study read them */
     printf("id N D");
     for (size_t j = 0; j < fit_xp_n_params(xp); j++)
         printf(" %s", fit_xp_param_name(xp, j));
@@ -129,8 +127,6 @@ static int residuals(const args *a, const study *st)
         n++;
     }
     printf("residuals: %zu runs, rms ln ratio %.4f\n", n, n ? sqrt(ss / (double)n) : NAN);
-    runner_sweep_free(w);
-    return 0;
 }
 
 int main(int argc, char **argv)
@@ -179,7 +175,7 @@ int main(int argc, char **argv)
     if (!rc && *study_warnings(st))
         printf("warnings: %s\n", study_warnings(st));
     if (!rc && a.residuals)
-        rc = residuals(&a, st);
+        residuals(st);
     study_destroy(st);
     return rc;
 }

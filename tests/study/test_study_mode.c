@@ -206,17 +206,24 @@ static double min_dist(size_t n, size_t P, const double *u)
     return best;
 }
 
+/* The design space of load(1, 7) into sp and its first n units (n x 5) into U; the config. */
+static runner_config *design_setup(study_space *sp, size_t n, double *U)
+{
+    runner_config *cfg = load(1, 7);
+    char em[ST_ERRMSG_MAX];
+    CHECK_ST(study_space_init(sp, cfg, NULL, em), ST_OK);
+    CHECK_ST(study_design_units(sp->P, cfg->seed, 0, n, U), ST_OK);
+    return cfg;
+}
+
 /* A run that diverged at N = 3e6 with lr 0.01: every design point with N >= 3e6 keeps its
  * learning rate below 0.01 / 1.5; smaller ones are untouched; the points otherwise the same. */
 static void test_design_below_divergence(void)
 {
     enum { n = 16 };
-    runner_config *cfg = load(1, 7);
     study_space sp;
-    char em[ST_ERRMSG_MAX];
-    CHECK_ST(study_space_init(&sp, cfg, NULL, em), ST_OK);
     double U[n * 5], x0[6], x1[6], dN = 3e6, dlr = 0.01;
-    CHECK_ST(study_design_units(sp.P, cfg->seed, 0, n, U), ST_OK);
+    runner_config *cfg = design_setup(&sp, n, U);
     size_t n_moved = 0;
     for (size_t i = 0; i < n; i++) {
         sp.n_div = 0;
@@ -248,12 +255,10 @@ static void test_design_below_divergence(void)
 static void test_design_lr_window(void)
 {
     enum { n = 24 };
-    runner_config *cfg = load(1, 7);
     study_space sp;
     char em[ST_ERRMSG_MAX];
-    CHECK_ST(study_space_init(&sp, cfg, NULL, em), ST_OK);
     double U[n * 5], x[6], dN = 0, dlr = 3e-3;
-    CHECK_ST(study_design_units(sp.P, cfg->seed, 0, n, U), ST_OK);
+    runner_config *cfg = design_setup(&sp, n, U);
     size_t n_out = 0;
     for (size_t i = 0; i < n; i++) {
         study_design_point(&sp, &U[i * sp.P], x);
