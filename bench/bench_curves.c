@@ -82,13 +82,15 @@ static int curve_alloc(curve *c, size_t n)
 
 /* ---- training --------------------------------------------------------------------------- */
 
-static int train_one(const run_cfg *r, const char *data_dir, int seq_len, int batch, curve *c)
+static int train_one(const run_cfg *r, const char *data_dir, int seq_len, int batch, double warmup,
+                     curve *c)
 {
     gpt_options o = gpt_options_default();
     o.model = (gpt_config){r->n_layer, r->d_model, 0, seq_len, batch};
     o.tokens = r->tokens;
     o.lr = r->lr;
     o.schedule = r->schedule;
+    o.warmup = warmup;
     o.eval_batches = 16;
     o.seed = 7;
     snprintf(o.data, sizeof(o.data), "%s/train.txt", data_dir);
@@ -425,7 +427,7 @@ int main(int argc, char **argv)
 {
     const char *out = "build/bench/curves.tsv", *data = "data/kjv";
     int retrain = 0, seq_len = 64, batch = 4;
-    double frac = 0.3, skip = 0.1, tokens_scale = 1.0;
+    double frac = 0.3, skip = 0.1, tokens_scale = 1.0, warmup = gpt_options_default().warmup;
     g_borrow = fit_curve_borrow_options_default();
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--retrain"))
@@ -442,6 +444,8 @@ int main(int argc, char **argv)
             seq_len = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
             batch = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--warmup") && i + 1 < argc)
+            warmup = atof(argv[++i]);
         else if (!strcmp(argv[i], "--tokens-scale") && i + 1 < argc)
             tokens_scale = atof(argv[++i]);
         else if (!strcmp(argv[i], "--bandwidth") && i + 1 < argc)
@@ -449,15 +453,20 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--ridge") && i + 1 < argc)
             g_borrow.ridge = atof(argv[++i]);
         else {
-            fprintf(stderr,
-                    "usage: bench_curves [--out FILE] [--data DIR] [--frac F] "
-                    "[--skip F] [--seq-len T] [--batch B] [--tokens-scale X] [--bandwidth H] "
-                    "[--retrain]\n");
+            fprintf(stderr, "usage: bench_curves [--out FILE] [--data DIR] [--frac F] "
+                            "[--skip F] [--seq-len T] [--batch B] [--warmup W] [--tokens-scale X] "
+                            "[--bandwidth H] "
+                            "[--retrain]\n");
             return 2;
         }
     }
     if (!(tokens_scale > 0) || !isfinite(tokens_scale)) {
         fprintf(stderr, "bench_curves: --tokens-scale must be a positive number\n");
+        return 2;
+    }
+    if (!(warmup >= 0) || !isfinite(warmup)) {
+        fprintf(stderr,
+                "bench_curves: --warmup must be a fraction in [0, 1) or a number of steps\n");
         return 2;
     }
     static curve cs[MAX_RUNS];
@@ -475,7 +484,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench_curves: training run %zu of %zu\n", k + 1, N_RUNS);
             run_cfg r = RUNS[k];
             r.tokens *= tokens_scale;
-            if (train_one(&r, data, seq_len, batch, &cs[k]) != 0)
+            if (train_one(&r, data, seq_len, batch, warmup, &cs[k]) != 0)
                 return 1;
         }
         n = (int)N_RUNS;

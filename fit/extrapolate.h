@@ -167,6 +167,10 @@ fit_xp_options fit_xp_options_default(void);
 #define FIT_XP_WARN_EXP_LIMIT                                                                      \
     8192u /* the L(N, D) law's alpha or beta sits at its search limit: the runs show no power law  \
               to extrapolate (a plateau, or too narrow a range) */
+#define FIT_XP_WARN_SHAPE                                                                          \
+    16384u /* a SIZE parameter not solved for N has one value, at its bound, on every front run:   \
+              the model sees it only through N, so the sweep cannot say what another value is      \
+              worth at the target */
 
 typedef struct fit_xp fit_xp;
 

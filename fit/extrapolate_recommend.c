@@ -343,6 +343,36 @@ static st_status rec_alloc(rec_work *w, size_t P, size_t R)
     return ST_OK;
 }
 
+/* FIT_XP_WARN_SHAPE for SIZE parameter j (not the one solved for N) when every front run has
+ * the same value of it and that value is a bound of its range: the front law is flat because
+ * the front never left the bound, and the model (which sees j only through N) cannot say what
+ * another value would be worth at the target. */
+static void warn_shape(fit_xp *xp, size_t j)
+{
+    const fit_xp_param *p = &xp->par[j];
+    double v0 = NAN;
+    for (size_t g = 0; g < xp->n_front; g++) {
+        double v = xp->x[xp->front_run[g] * xp->P + j];
+        if (isnan(v0))
+            v0 = v;
+        else if (!(fabs(v - v0) <= 1e-9 * fmax(1.0, fabs(v0))))
+            return;
+    }
+    double tol = 1e-9 * fmax(1.0, fabs(v0));
+    const char *side = fabs(v0 - p->min) <= tol   ? "lowest"
+                       : fabs(v0 - p->max) <= tol ? "highest"
+                                                  : NULL;
+    if (!side || xp->n_front < 2)
+        return;
+    char msg[320];
+    snprintf(msg, sizeof(msg),
+             "%s is %.6g, the %s searched, on every run of the Pareto front: the loss law sees it "
+             "only through N, so the sweep cannot say whether another %s would do better at the "
+             "target (runs of other %s values near the target's N would)",
+             p->name, v0, side, p->name, p->name);
+    xp_add_warning(xp, FIT_XP_WARN_SHAPE, msg);
+}
+
 /* The base row: the best front group's values; the SIZE parameter to solve for (the one ln N
  * depends on most); the other SIZE parameters from the front law at C. */
 static void rec_base(fit_xp *xp, double C, rec_work *w)
@@ -362,6 +392,7 @@ static void rec_base(fit_xp *xp, double C, rec_work *w)
         size_t j = m->size_param[s];
         if (s == w->solve || !xp->front_law_ok[j])
             continue;
+        warn_shape(xp, j);
         double v = xp_from_basic(xp->par[j].space,
                                  xp->front_coef[2 * j] + xp->front_coef[2 * j + 1] * log(C));
         w->base[j] = xp_to_basic(xp->par[j].space, xp_finish_value(xp, j, v, NULL));

@@ -390,6 +390,65 @@ static void test_exponent_limit(void)
     CHECK(!(plateau_warnings(0) & FIT_XP_WARN_EXP_LIMIT));
 }
 
+/* FIT_XP_WARN_SHAPE: a sweep over d_model and n_layer (1-3; N = 12 L d^2) where 1-layer runs
+ * are 15% better at equal N and D puts only 1-layer runs on the front, so n_layer's front law is
+ * flat at the lowest value searched and the engine says so; with no depth penalty the front
+ * mixes depths and it does not. Synthetic Chinchilla law (E 1.8, exponents 0.34 and 0.28). */
+static unsigned shape_warnings(int depth_penalty)
+{
+    enum { n = 60, P = 4 };
+    fit_xp_param p[P];
+    fit_xp_param_init(&p[0], "d_model", FIT_XP_LOG);
+    fit_xp_param_init(&p[1], "n_layer", FIT_XP_LINEAR);
+    fit_xp_param_init(&p[2], "tokens", FIT_XP_LOG);
+    fit_xp_param_init(&p[3], "lr", FIT_XP_LOG);
+    p[0].min = 32, p[0].max = 128, p[0].is_integer = 1, p[0].rounding = 16;
+    p[1].min = 1, p[1].max = 3, p[1].is_integer = 1;
+    double x[n * P], cost[n], obj[n], Nv[n], Dv[n], Cmax = 0;
+    int failed[n] = {0};
+    st_rng *rng = NULL;
+    st_rng_create(5, &rng);
+    for (size_t i = 0; i < n; i++) {
+        double d = 16 * floor(2 + st_rng_uniform(rng) * 7), L = floor(1 + 3 * st_rng_uniform(rng));
+        double D = 1e5 * exp(st_rng_uniform(rng) * log(20.0));
+        double u = (st_rng_uniform(rng) - 0.5) * 4, noise = 0.003 * st_rng_gaussian(rng);
+        double N = 12 * L * d * d;
+        double *xi = &x[P * i];
+        xi[0] = d, xi[1] = L, xi[2] = D, xi[3] = 3e-3 * exp(u);
+        Nv[i] = N, Dv[i] = D, cost[i] = 6 * N * D;
+        obj[i] = (1.8 + 40 * pow(N, -0.34) + 60 * pow(D, -0.28)) * (1 + 0.05 * u * u) *
+                 (depth_penalty && L > 1 ? 1.15 : 1.0) * exp(noise);
+        Cmax = fmax(Cmax, cost[i]);
+    }
+    st_rng_destroy(rng);
+    fit_xp *xp = NULL;
+    fit_xp_create(&xp);
+    fit_xp_options o = fit_xp_options_default();
+    o.n_boot = 8;
+    fit_xp_set_options(xp, &o);
+    CHECK_ST(fit_xp_set_runs(xp, P, p, n, x, cost, obj, failed, Nv, Dv), ST_OK);
+    CHECK_ST(fit_xp_run(xp, 10 * Cmax), ST_OK);
+    fit_xp_result r;
+    fit_xp_get_result(xp, &r);
+    printf("shape sweep, depth penalty %d: warnings 0x%x; front n_layer:", depth_penalty,
+           r.warnings);
+    for (size_t k = 0; k < fit_xp_front_n(xp); k++) {
+        size_t run;
+        fit_xp_front_get(xp, k, &run, NULL, NULL, NULL);
+        printf(" %g", x[P * run + 1]);
+    }
+    printf("\n");
+    CHECK(r.method == FIT_XP_METHOD_MODEL);
+    fit_xp_destroy(xp);
+    return r.warnings;
+}
+
+static void test_shape_warning(void)
+{
+    CHECK(shape_warnings(1) & FIT_XP_WARN_SHAPE);
+    CHECK(!(shape_warnings(0) & FIT_XP_WARN_SHAPE));
+}
+
 int main(void)
 {
     st_global_init();
@@ -401,6 +460,7 @@ int main(void)
     test_boundary_one_sided();
     test_spike_restart();
     test_exponent_limit();
+    test_shape_warning();
     st_global_cleanup();
     return check_summary("fit.extrapolate.sweeps");
 }
