@@ -12,9 +12,9 @@
 #   E2E_DIR (build/tiny-gpt-scaling)  E2E_MODE (study; carbs: the CARBS sweep of earlier versions,
 #   extrapolated to E2E_FACTOR x its largest run)  E2E_RUNS (60)  E2E_PARALLEL (2)
 #   E2E_FACTOR (10)  E2E_CAP (8e11 FLOP per sweep run; study mode's target is E2E_FACTOR x it)
-#   E2E_SEQ (64)  E2E_DMODEL_MIN (32)  E2E_DMODEL_MAX (128)  E2E_LAYER_MAX (2)
+#   E2E_SEQ (64)  E2E_DMODEL_MIN (32)  E2E_DMODEL_MAX (128)  E2E_LAYER_MIN (2)  E2E_LAYER_MAX (3)
 #   E2E_HEAD_DIM (empty: one attention head; K: d_model / K heads, trainer's --head-dim K)
-#   E2E_TOKENS_MIN (1e5)  E2E_TOKENS_MAX (2e6)  E2E_WARMUP (0.05; empty: searched)
+#   E2E_TOKENS_MIN (1e5)  E2E_TOKENS_MAX (2e6)  E2E_WARMUP (0.2; empty: searched)
 #   E2E_LR_MIN (1e-4)  E2E_LR_MAX (0.3)  E2E_WD (empty: weight decay searched 1e-3-0.5; a value: fixed)
 #   E2E_CURVES (0; 1: scaletune extrapolate --curves)
 #   E2E_BRANCHES (0; 1: runs train warmup-stable-decay with a checkpoint every E2E_CKPT_EVERY (25)
@@ -33,16 +33,26 @@ FACTOR=${E2E_FACTOR:-10}
 SEQ=${E2E_SEQ:-64}
 DMIN=${E2E_DMODEL_MIN:-32}
 DMAX=${E2E_DMODEL_MAX:-128}
-LMAX=${E2E_LAYER_MAX:-2}
+# depth: 2-3 layers. A one-layer transformer cannot form induction heads (Olsson et al. 2022),
+# and here its large runs landed about 6% above the two-layer ones of the same compute
+# (1.357-1.370 against 1.281-1.296), which no small run showed: at 1e5-2e6 tokens depth is worth
+# nothing at equal N (docs/results.md, "2026-11-30")
+LMIN=${E2E_LAYER_MIN:-2}
+LMAX=${E2E_LAYER_MAX:-3}
 TMIN=${E2E_TOKENS_MIN:-1e5}
 TMAX=${E2E_TOKENS_MAX:-2e6}
 THREADS=${E2E_THREADS_LARGE:-2}
 BOOT=${E2E_BOOT:-200}
 SEED=${E2E_SEED:-3}
 SEED_LARGE=${E2E_SEED_LARGE:-1240}
-# warmup: a fixed fraction (default 0.05; it matters little here and each searched
-# hyperparameter costs the engine's model five more parameters), or searched when empty
-WARMUP=${E2E_WARMUP-0.05}
+# warmup: a fixed fraction (default 0.2), or searched when empty (each searched hyperparameter
+# costs the engine's model five more parameters). With 0.05, runs at learning rates above ~0.01
+# stuck on the loss plateau near 2.3 nats or left it by the luck of the weights' seed (3 of 7
+# seeds stuck in one setting); with 0.2 none did, and runs at lower rates lost nothing
+# (docs/results.md, "2026-11-30")
+WARMUP=${E2E_WARMUP-0.2}
+if [ "$LMIN" = "$LMAX" ]; then LAYER_LINE="n_layer: {value: $LMIN}"
+else LAYER_LINE="n_layer: {space: linear, min: $LMIN, max: $LMAX, center: $LMIN, integer: true}"; fi
 HEADS='"--n-head", "1"'
 [ -n "${E2E_HEAD_DIM:-}" ] && HEADS='"--head-dim", "'"$E2E_HEAD_DIM"'"'
 LRMIN=${E2E_LR_MIN:-1.0e-4}
@@ -87,7 +97,7 @@ mkdir -p "$DIR"
 [ -f data/kjv/train.txt ] || { echo "tiny-gpt-scaling: no data (scripts/prepare-data)" >&2; exit 1; }
 
 # ---- 1. the sweep ------------------------------------------------------------------------
-step "1/5 sweep: $RUNS tiny GPTs (d_model $DMIN-$DMAX, 1-$LMAX layers, $TMIN-$TMAX tokens), $PAR at a time"
+step "1/5 sweep: $RUNS tiny GPTs (d_model $DMIN-$DMAX, $LMIN-$LMAX layers, $TMIN-$TMAX tokens), $PAR at a time"
 DC=$(( (DMIN + DMAX) / 2 / 16 * 16 )); [ "$DC" -lt "$DMIN" ] && DC=$DMIN
 TC=$(awk -v a="$TMIN" -v b="$TMAX" 'BEGIN { printf "%.4g", sqrt(a * b) }')
 cat > "$DIR/sweep.yaml" <<EOF
@@ -102,7 +112,7 @@ objective: {metric: val_loss, goal: minimize}
 cost: {metric: flops, expr: "6 * (12 * {n_layer} * {d_model}^2 + 256 * {d_model}) * {tokens}"}
 parameters:
   d_model: {space: log, min: $DMIN, max: $DMAX, center: $DC, integer: true, rounding: 16}
-  n_layer: {space: linear, min: 1, max: $LMAX, center: 1, integer: true}
+  $LAYER_LINE
   tokens:  {space: log, min: $TMIN, max: $TMAX, center: $TC}
   lr:      {space: log, min: $LRMIN, max: $LRMAX, center: $LRC}
   $WARMUP_LINE
