@@ -12,7 +12,7 @@
 #   E2E_DIR (build/tiny-gpt-scaling)  E2E_MODE (study; carbs: the CARBS sweep of earlier versions,
 #   extrapolated to E2E_FACTOR x its largest run)  E2E_RUNS (60)  E2E_PARALLEL (2)
 #   E2E_FACTOR (10)  E2E_CAP (8e11 FLOP per sweep run; study mode's target is E2E_FACTOR x it)
-#   E2E_SEQ (64)  E2E_DMODEL_MIN (32)  E2E_DMODEL_MAX (128)  E2E_LAYER_MIN (2)  E2E_LAYER_MAX (3)
+#   E2E_SEQ (64)  E2E_DMODEL_MIN (16)  E2E_DMODEL_MAX (128)  E2E_LAYER_MIN (2)  E2E_LAYER_MAX (3)
 #   E2E_HEAD_DIM (empty: one attention head; K: d_model / K heads, trainer's --head-dim K)
 #   E2E_TOKENS_MIN (1e5)  E2E_TOKENS_MAX (2e6)  E2E_WARMUP (0.2; empty: searched)
 #   E2E_LR_MIN (1e-4)  E2E_LR_MAX (0.3)  E2E_WD (empty: weight decay searched 1e-3-0.5; a value: fixed)
@@ -31,7 +31,10 @@ MODE=${E2E_MODE:-study}
 PAR=${E2E_PARALLEL:-2}
 FACTOR=${E2E_FACTOR:-10}
 SEQ=${E2E_SEQ:-64}
-DMIN=${E2E_DMODEL_MIN:-32}
+# width from 16: with 2-3 layers the smallest model at d_model 32 has 35,712 parameters, and the
+# design's compute-optimal band (docs/algorithms/study-mode.md, "Phase 1") then put 48 of 60 runs
+# there (N spanning 3.4x: "the L(N, D) law is weak"); d_model 16 has 10,240
+DMIN=${E2E_DMODEL_MIN:-16}
 DMAX=${E2E_DMODEL_MAX:-128}
 # depth: 2-3 layers. A one-layer transformer cannot form induction heads (Olsson et al. 2022),
 # and here its large runs landed about 6% above the two-layer ones of the same compute
