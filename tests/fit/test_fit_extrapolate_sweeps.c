@@ -336,6 +336,22 @@ static void test_spike_restart(void)
     CHECK(fabs(log(tau9)) < log(2.0));
 }
 
+/* The engine with 8 bootstrap replicates on the runs, run at compute C: its result in *r. */
+static fit_xp *fit_8_replicates(size_t P, const fit_xp_param *p, size_t n, const double *x,
+                                const double *cost, const double *obj, const int *failed,
+                                const double *N, const double *D, double C, fit_xp_result *r)
+{
+    fit_xp *xp = NULL;
+    fit_xp_create(&xp);
+    fit_xp_options o = fit_xp_options_default();
+    o.n_boot = 8;
+    fit_xp_set_options(xp, &o);
+    CHECK_ST(fit_xp_set_runs(xp, P, p, n, x, cost, obj, failed, N, D), ST_OK);
+    CHECK_ST(fit_xp_run(xp, C), ST_OK);
+    fit_xp_get_result(xp, r);
+    return xp;
+}
+
 /* A sweep on a loss plateau (make demo-quick's byte-level models of 2e4-1.5e5 tokens sat near
  * 3.0 whatever their size, and the fitted law put alpha = beta = 2, the search limit): a warning
  * says the law extrapolates nothing. Synthetic: 60 runs of N 1e4-4e4, D 2e4-1.5e5, lr around a
@@ -366,15 +382,8 @@ static unsigned plateau_warnings(int plateau)
         Cmax = fmax(Cmax, cost[i]);
     }
     st_rng_destroy(rng);
-    fit_xp *xp = NULL;
-    fit_xp_create(&xp);
-    fit_xp_options o = fit_xp_options_default();
-    o.n_boot = 8;
-    fit_xp_set_options(xp, &o);
-    CHECK_ST(fit_xp_set_runs(xp, 3, p, n, x, cost, obj, failed, NULL, NULL), ST_OK);
-    CHECK_ST(fit_xp_run(xp, 10 * Cmax), ST_OK);
     fit_xp_result r;
-    fit_xp_get_result(xp, &r);
+    fit_xp *xp = fit_8_replicates(3, p, n, x, cost, obj, failed, NULL, NULL, 10 * Cmax, &r);
     double nat[5] = {0};
     fit_xp_chinchilla(xp, nat, NULL);
     printf("%s sweep: alpha %.3g, beta %.3g, E %.3g; warnings 0x%x\n",
@@ -421,15 +430,8 @@ static unsigned shape_warnings(int depth_penalty)
         Cmax = fmax(Cmax, cost[i]);
     }
     st_rng_destroy(rng);
-    fit_xp *xp = NULL;
-    fit_xp_create(&xp);
-    fit_xp_options o = fit_xp_options_default();
-    o.n_boot = 8;
-    fit_xp_set_options(xp, &o);
-    CHECK_ST(fit_xp_set_runs(xp, P, p, n, x, cost, obj, failed, Nv, Dv), ST_OK);
-    CHECK_ST(fit_xp_run(xp, 10 * Cmax), ST_OK);
     fit_xp_result r;
-    fit_xp_get_result(xp, &r);
+    fit_xp *xp = fit_8_replicates(P, p, n, x, cost, obj, failed, Nv, Dv, 10 * Cmax, &r);
     printf("shape sweep, depth penalty %d: warnings 0x%x; front n_layer:", depth_penalty,
            r.warnings);
     for (size_t k = 0; k < fit_xp_front_n(xp); k++) {
