@@ -12,7 +12,7 @@
 #   E2E_DIR (build/tiny-gpt-scaling)  E2E_MODE (study; carbs: the CARBS sweep of earlier versions,
 #   extrapolated to E2E_FACTOR x its largest run)  E2E_RUNS (60)  E2E_PARALLEL (2)
 #   E2E_FACTOR (10)  E2E_CAP (8e11 FLOP per sweep run; study mode's target is E2E_FACTOR x it)
-#   E2E_SEQ (64)  E2E_DMODEL_MIN (16)  E2E_DMODEL_MAX (128)  E2E_LAYER_MIN (2)  E2E_LAYER_MAX (3)
+#   E2E_SEQ (64)  E2E_DMODEL_MIN (32)  E2E_DMODEL_MAX (128)  E2E_LAYER_MIN (1)  E2E_LAYER_MAX (2)
 #   E2E_HEAD_DIM (empty: one attention head; K: d_model / K heads, trainer's --head-dim K)
 #   E2E_TOKENS_MIN (1e5)  E2E_TOKENS_MAX (2e6)  E2E_WARMUP (0.2; empty: searched)
 #   E2E_LR_MIN (1e-4)  E2E_LR_MAX (0.3)  E2E_WD (empty: weight decay searched 1e-3-0.5; a value: fixed)
@@ -31,17 +31,13 @@ MODE=${E2E_MODE:-study}
 PAR=${E2E_PARALLEL:-2}
 FACTOR=${E2E_FACTOR:-10}
 SEQ=${E2E_SEQ:-64}
-# width from 16: with 2-3 layers the smallest model at d_model 32 has 35,712 parameters, and the
-# design's compute-optimal band (docs/algorithms/study-mode.md, "Phase 1") then put 48 of 60 runs
-# there (N spanning 3.4x: "the L(N, D) law is weak"); d_model 16 has 10,240
-DMIN=${E2E_DMODEL_MIN:-16}
+DMIN=${E2E_DMODEL_MIN:-32}
 DMAX=${E2E_DMODEL_MAX:-128}
-# depth: 2-3 layers. A one-layer transformer cannot form induction heads (Olsson et al. 2022),
-# and here its large runs landed about 6% above the two-layer ones of the same compute
-# (1.357-1.370 against 1.281-1.296), which no small run showed: at 1e5-2e6 tokens depth is worth
-# nothing at equal N (docs/results.md, "2026-11-30")
-LMIN=${E2E_LAYER_MIN:-2}
-LMAX=${E2E_LAYER_MAX:-3}
+# depth: 1-2 layers. A large run with one layer lands about 6% above a two-layer one of the same
+# compute, which no small run shows (docs/results.md, "2026-11-30"); 2-3 layers (with d_model
+# from 16 or 32) were tried and predicted worse there, so the box stays as it was
+LMIN=${E2E_LAYER_MIN:-1}
+LMAX=${E2E_LAYER_MAX:-2}
 TMIN=${E2E_TOKENS_MIN:-1e5}
 TMAX=${E2E_TOKENS_MAX:-2e6}
 THREADS=${E2E_THREADS_LARGE:-2}
