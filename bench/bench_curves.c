@@ -453,10 +453,10 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--ridge") && i + 1 < argc)
             g_borrow.ridge = atof(argv[++i]);
         else {
-            fprintf(stderr, "usage: bench_curves [--out FILE] [--data DIR] [--frac F] "
-                            "[--skip F] [--seq-len T] [--batch B] [--warmup W] [--tokens-scale X] "
-                            "[--bandwidth H] "
-                            "[--retrain]\n");
+            fprintf(stderr, "usage: bench_curves [--out FILE] [--data DIR] [--frac F] [--skip F]\n"
+                            "                    [--seq-len T] [--batch B] [--warmup W]\n"
+                            "                    [--tokens-scale X] [--bandwidth H] [--ridge R]\n"
+                            "                    [--retrain]\n");
             return 2;
         }
     }

@@ -365,7 +365,7 @@ static void warn_shape(fit_xp *xp, size_t j)
                                                   : NULL;
     if (!side || xp->n_front < 2)
         return;
-    char msg[320];
+    char msg[512];
     snprintf(msg, sizeof(msg),
              "%s is %.6g, the %s searched, on every run of the Pareto front: the loss law sees it "
              "only through N, so the sweep cannot say whether another %s would do better at the "
