@@ -6,7 +6,7 @@
  * from a recommendation that moved. Usage:
  *   build/bench/demo_predict --db DIR/study.db [--sweep tiny-gpt-scaling]
  *       [--large tiny-gpt-scaling-large] [--compute 8e12] [--boot 200] [--curves]
- *       [--residuals]
+ *       [--residuals] [--prior-e-sd S]
  * Prints the replicates' sd of ln loss and the run noise at the trained run, then the
  * recommendation's prediction and interval, the prediction at the trained
  * run's own settings with its interval, the actual objective and the error. --residuals also
@@ -24,14 +24,14 @@
 
 typedef struct args {
     const char *db, *sweep, *large;
-    double compute;
+    double compute, prior_e_sd;
     size_t boot;
     int curves, residuals;
 } args;
 
 static int parse(int argc, char **argv, args *a)
 {
-    *a = (args){NULL, "tiny-gpt-scaling", "tiny-gpt-scaling-large", 8e12, 200, 0, 0};
+    *a = (args){NULL, "tiny-gpt-scaling", "tiny-gpt-scaling-large", 8e12, NAN, 200, 0, 0};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(s, "--curves"))
@@ -46,6 +46,8 @@ static int parse(int argc, char **argv, args *a)
             a->large = argv[++i];
         else if (v && !strcmp(s, "--compute"))
             a->compute = atof(argv[++i]);
+        else if (v && !strcmp(s, "--prior-e-sd"))
+            a->prior_e_sd = atof(argv[++i]);
         else if (v && !strcmp(s, "--boot"))
             a->boot = (size_t)atol(argv[++i]);
         else
@@ -138,6 +140,8 @@ int main(int argc, char **argv)
     study_options o = study_options_default();
     o.compute = a.compute;
     o.engine.n_boot = a.boot;
+    if (!isnan(a.prior_e_sd))
+        o.engine.prior_e_sd = a.prior_e_sd;
     o.backtest = 0;
     o.curves = a.curves;
     char em[ST_ERRMSG_MAX];
@@ -172,6 +176,10 @@ int main(int argc, char **argv)
                a.curves, study_n_curve_points(st), r.objective,
                100 * (r.objective_lo / r.objective - 1), 100 * (r.objective_hi / r.objective - 1),
                N, D, p, 100 * (lo / p - 1), 100 * (hi / p - 1), y, 100 * (y / p - 1));
+    double law[5];
+    if (!rc && fit_xp_chinchilla(study_engine(st), law, NULL) == ST_OK)
+        printf("law: A %.4g B %.4g E %.4g alpha %.3f beta %.3f\n", law[0], law[1], law[2], law[3],
+               law[4]);
     if (!rc && *study_warnings(st))
         printf("warnings: %s\n", study_warnings(st));
     if (!rc && a.residuals)

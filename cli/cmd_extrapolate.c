@@ -39,6 +39,12 @@ static void usage(FILE *f)
                "  --max-p-diverge P     largest accepted P(diverge) (default 0.05)\n"
                "  --prior-ab-sd S       sd of the prior on alpha - beta (default 0.05; 0 turns\n"
                "                        it off)\n"
+               "  --prior-e E           a prior on the law's irreducible loss, centred on E\n"
+               "                        (the objective's units; sd 0.5 in ln E unless\n"
+               "                        --prior-e-sd says otherwise; default: no prior)\n"
+               "  --prior-e-sd S        sd in ln E of that prior (default 0: off, or 0.5 with\n"
+               "                        --prior-e); without --prior-e it is centred on half\n"
+               "                        the best run's objective\n"
                "  --prior-law-sd S      scale of the literature priors on the hyperparameter\n"
                "                        laws (default 1; 0 turns them off)\n"
                "  --prior-wd-sd S       sd of the weight decay's timescale prior (default\n"
@@ -78,11 +84,14 @@ static void usage(FILE *f)
                "the small runs that would resolve it are printed; --allow-unsafe overrides)\n");
 }
 
+/* The sd in ln E of --prior-e's prior when --prior-e-sd is not given: a factor 1.65 at one sd. */
+#define PRIOR_E_SD 0.5
+
 typedef struct args {
     const char *db, *sweep, *config, *out, *emit, *emit_name, *emit_out;
     cli_emit_options eo;
     double compute, factor;
-    int json, allow_unsafe, no_backtest, curves, no_branches;
+    int json, allow_unsafe, no_backtest, curves, no_branches, prior_e_sd_set;
     fit_xp_options o;
     const char *role_name[32];
     fit_xp_role role[32];
@@ -223,8 +232,8 @@ static int parse_args(int argc, char **argv, args *a)
             }
             a->o.max_p_diverge = d;
         } else if (!strcmp(s, "--prior-law-sd") || !strcmp(s, "--prior-wd-sd") ||
-                   !strcmp(s, "--prior-ab-sd") || !strcmp(s, "--prior-draw") ||
-                   !strcmp(s, "--interval-prior-draw")) {
+                   !strcmp(s, "--prior-ab-sd") || !strcmp(s, "--prior-e-sd") ||
+                   !strcmp(s, "--prior-draw") || !strcmp(s, "--interval-prior-draw")) {
             if (!parse_double(v, &d) || d < 0) {
                 cli_error(NULL, "%s: '%s' is not a number >= 0", s, v);
                 return 2;
@@ -237,8 +246,17 @@ static int parse_args(int argc, char **argv, args *a)
                 a->o.interval_prior_draw = d;
             else if (!strcmp(s, "--prior-ab-sd"))
                 a->o.prior_ab_sd = d;
+            else if (!strcmp(s, "--prior-e-sd"))
+                a->o.prior_e_sd = d, a->prior_e_sd_set = 1;
             else
                 a->o.prior_wd_sd = d;
+        } else if (!strcmp(s, "--prior-e")) {
+            if (!parse_double(v, &d) || !(d > 0)) {
+                cli_error("the irreducible loss in the objective's units, e.g. --prior-e 1.7",
+                          "--prior-e: '%s' is not a number > 0", v);
+                return 2;
+            }
+            a->o.prior_e = d;
         } else if (!strcmp(s, "--method")) {
             if (!strcmp(v, "auto"))
                 a->o.method = FIT_XP_METHOD_AUTO;
@@ -279,6 +297,8 @@ static int parse_args(int argc, char **argv, args *a)
                   "--emit and --json both print to stdout: choose one");
         return 2;
     }
+    if (!isnan(a->o.prior_e) && !a->prior_e_sd_set)
+        a->o.prior_e_sd = PRIOR_E_SD;
     if (isnan(a->compute) == isnan(a->factor)) {
         cli_error("give the target as --compute C or --factor F", "one of --compute and --factor "
                                                                   "is required");

@@ -230,6 +230,8 @@ fit_xp_options fit_xp_options_default(void)
     o.far_factor = 10;
     o.robust = 1;
     o.prior_ab_sd = 0.05;
+    o.prior_e_sd = 0;
+    o.prior_e = NAN;
     o.prior_wd_sd = 0.25;
     o.prior_law_sd = 1.0;
     o.prior_draw = 0.5;
@@ -336,6 +338,10 @@ st_status fit_xp_set_options(fit_xp *xp, const fit_xp_options *o)
         return xp_fail(xp, ST_EINVAL, "unknown method %d", (int)o->method);
     if (!(o->prior_ab_sd >= 0) || isinf(o->prior_ab_sd))
         return xp_fail(xp, ST_EINVAL, "prior_ab_sd %g is not a finite value >= 0", o->prior_ab_sd);
+    if (!(o->prior_e_sd >= 0) || isinf(o->prior_e_sd))
+        return xp_fail(xp, ST_EINVAL, "prior_e_sd %g is not a finite value >= 0", o->prior_e_sd);
+    if (!isnan(o->prior_e) && !(o->prior_e > 0 && isfinite(o->prior_e)))
+        return xp_fail(xp, ST_EINVAL, "prior_e %g is not a finite value > 0 (or NAN)", o->prior_e);
     if (!(o->prior_law_sd >= 0) || isinf(o->prior_law_sd))
         return xp_fail(xp, ST_EINVAL, "prior_law_sd %g is not a finite value >= 0",
                        o->prior_law_sd);

@@ -122,6 +122,11 @@ typedef struct fit_xp_options {
                              fit's laws */
     double prior_ab_sd;   /* sd of a Gaussian prior on alpha - beta of the MODEL's L(N, D)
                              (docs/algorithms/extrapolation.md), default 0.05; 0 disables it */
+    double prior_e_sd;    /* sd in ln E of a Gaussian prior on the MODEL's irreducible loss E
+                             (docs/algorithms/extrapolation.md, "The irreducible loss"), default
+                             0: off */
+    double prior_e;       /* its centre in the objective's units; NAN (default): half the best
+                             successful run's objective */
     double prior_law_sd;  /* scale of the sds of literature priors on the N and D slopes of the
                              learning rate's and the batch's optima and of the
                              stability boundary's tie to the learning rate's (docs/algorithms/

@@ -272,6 +272,7 @@ typedef struct xp_jm_data {
     size_t free_idx[XP_NTH];   /* the free parameters' slots, increasing */
     double full[XP_NTH];       /* every parameter; the held ones keep these values */
     double w_ab, mu_ab, sd_ab; /* the prior on alpha - beta: weight, centre, sd */
+    double w_e, mu_e, sd_e;    /* the prior on e = ln E: weight, centre, sd */
     /* categorical factors: per run n_fac level slots q (fq, runs × n_fac; (size_t)-1: the
      * reference level); ln L gains th[XP_LV_OFF(n_hp, q) + XP_LV_DELTA] and the learning rate's
      * optimum (hyper k_lr's intercept) moves by th[.. + XP_LV_LRSHIFT]; the later hypers'
@@ -320,7 +321,7 @@ size_t xp_wd_prior_hyper(const fit_xp *xp);
 void xp_wd_prior_set(const fit_xp *xp, xp_jm_data *d, size_t k_wd, double sigma);
 /* The priors' centres of the point fit, kept while the bootstrap draws each replicate's. */
 typedef struct xp_prior_centres {
-    double pmu[XP_NTH], mu_ab, tie_slope, tie_w;
+    double pmu[XP_NTH], mu_ab, mu_e, tie_slope, tie_w;
 } xp_prior_centres;
 void xp_prior_centres_save(const xp_jm_data *d, const xp_lg_data *L, xp_prior_centres *c);
 void xp_prior_centres_restore(xp_jm_data *d, xp_lg_data *L, const xp_prior_centres *c);

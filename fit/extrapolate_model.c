@@ -195,6 +195,11 @@ static double jm_prior_terms(const xp_jm_data *d, const double *th, double f, do
     f += d->w_ab * dab * dab;
     G[XP_TH_ALPHA] += 2 * d->w_ab * dab;
     G[XP_TH_BETA] -= 2 * d->w_ab * dab;
+    if (d->w_e > 0) {
+        double de = th[XP_TH_E] - d->mu_e;
+        f += d->w_e * de * de;
+        G[XP_TH_E] += 2 * d->w_e * de;
+    }
     for (size_t j = XP_TH_CHIN; j < d->n_th; j++)
         if (d->pw[j] > 0) {
             double e = th[j] - d->pmu[j];

@@ -57,6 +57,8 @@ static const double START_EXP[] = {0.2, 0.35, 0.6};
  * (0.23-0.87% on bench-extrapolate's 20 default worlds), so it sets the priors' strength there;
  * 0.002 doubled the median regret at 100x (docs/algorithms/extrapolation.md, "The N/D split"). */
 #define PRIOR_SIGMA_MIN 0.01
+/* The centre of the prior on E, as a fraction of the best usable run's loss (e_prior_set). */
+#define E_PRIOR_FRAC    0.5
 
 /* The boundary: fitted on at least BOUNDARY_MIN_RUNS runs, from an intercept at the log of the
  * failed fraction and a slope LG_START_LR on ln lr. Without a failed run, prior pseudo-runs: up
@@ -479,6 +481,29 @@ static double residual_sd(const xp_jm_data *d, const fit_work *w, const double *
     return sqrt(ss / (dof > 1 ? dof : 1));
 }
 
+/* The prior on e = ln E (o.prior_e_sd; off by default), centred on ln o.prior_e or, without
+ * it, on ln(E_PRIOR_FRAC x the best usable run's loss), weighted as the alpha - beta prior. A sweep
+ * of small runs places the sum E + A/N^alpha + B/D^beta better than its parts: on make demo's
+ * stores E came out anywhere from e^-10 (the box's floor, alpha = beta = 0.2) to 1.3 (0.75), and
+ * there the prior moved the large run's predictions towards the truth; on llmsim's worlds, whose
+ * E is a third of the best run's loss, the centre of one half biased the predicted level by 5% at
+ * 100x (docs/algorithms/extrapolation.md, "The irreducible loss"). Hence off unless the user
+ * knows something of E. */
+static void e_prior_set(const fit_xp *xp, const fit_work *w, xp_jm_data *d, double sg)
+{
+    double sd = xp->o.prior_e_sd, lmin = INFINITY;
+    d->w_e = 0;
+    if (!(sd > 0))
+        return;
+    for (size_t t = 0; t < w->n_okr; t++)
+        lmin = fmin(lmin, w->ly[w->ok_rows[t]]);
+    if (!isfinite(lmin))
+        return;
+    d->mu_e = xp->o.prior_e > 0 ? log(xp->o.prior_e) : lmin + log(E_PRIOR_FRAC);
+    d->sd_e = sd;
+    d->w_e = sg * sg / (2 * sd * sd);
+}
+
 /* m->sigma of the first fit th; with a prior on, the priors weighted by it (at least
  * PRIOR_SIGMA_MIN), a refit from th and m->sigma of the refit. */
 static void refit_with_priors(fit_xp *xp, const fit_work *w, xp_jm_data *d, size_t k_wd, double *th)
@@ -495,7 +520,8 @@ static void refit_with_priors(fit_xp *xp, const fit_work *w, xp_jm_data *d, size
         d->w_ab = sg * sg / (2 * sd * sd);
         d->sd_ab = sd;
     }
-    if (!(sd > 0) && k_wd == NONE && !(xp->o.prior_law_sd > 0) && !xp->m.n_lv)
+    e_prior_set(xp, w, d, sg);
+    if (!(sd > 0) && !(d->w_e > 0) && k_wd == NONE && !(xp->o.prior_law_sd > 0) && !xp->m.n_lv)
         return;
     xp_jm_minimise(d, th, MAXEVAL_POLISH);
     m->sigma = residual_sd(d, w, th, dof);

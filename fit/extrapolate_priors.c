@@ -247,6 +247,7 @@ void xp_prior_centres_save(const xp_jm_data *d, const xp_lg_data *L, xp_prior_ce
 {
     memcpy(c->pmu, d->pmu, sizeof(c->pmu));
     c->mu_ab = d->mu_ab;
+    c->mu_e = d->mu_e;
     c->tie_slope = L->tie_slope;
     c->tie_w = L->tie_w;
 }
@@ -255,6 +256,7 @@ void xp_prior_centres_restore(xp_jm_data *d, xp_lg_data *L, const xp_prior_centr
 {
     memcpy(d->pmu, c->pmu, sizeof(c->pmu));
     d->mu_ab = c->mu_ab;
+    d->mu_e = c->mu_e;
     L->tie_slope = c->tie_slope;
     L->tie_w = c->tie_w;
 }
@@ -274,4 +276,6 @@ void xp_prior_centres_draw(xp_jm_data *d, const xp_prior_centres *c, st_rng *rng
             d->pmu[j] = c->pmu[j] + kap * d->psd[j] * st_rng_gaussian(rng);
     if (d->w_ab > 0)
         d->mu_ab = c->mu_ab + kap * d->sd_ab * st_rng_gaussian(rng);
+    if (d->w_e > 0)
+        d->mu_e = c->mu_e + kap * d->sd_e * st_rng_gaussian(rng);
 }

@@ -192,7 +192,7 @@ typedef struct study_mode_options {
                              of ln loss (seed noise) in the acquisition, default 0.005 */
     double cost_power;    /* score = weight VR / cost^cost_power, default 1 (per unit cost) */
     int priors;           /* 1 (default): the acquisition's engine keeps its priors (alpha -
-                             beta, the hyperparameter laws, weight decay); 0: off, so that the
+                             beta, E, the hyperparameter laws, weight decay); 0: off, so that the
                              replicates' spread is the data's alone */
     int decision;         /* the acquisition's target: 0 (default) the variance of the large
                              run's predicted ln loss; 1 the recommendation's expected regret

@@ -89,7 +89,8 @@ static st_status work_fit(plan_work *k, const runner_sweep *view, double compute
     so.compute = compute;
     so.factor = factor;
     if (!k->sp.o.priors)
-        so.engine.prior_ab_sd = so.engine.prior_law_sd = so.engine.prior_wd_sd = 0;
+        so.engine.prior_ab_sd = so.engine.prior_e_sd = so.engine.prior_law_sd =
+            so.engine.prior_wd_sd = 0;
     st_status rc = study_create(view, &so, &k->st, errmsg);
     if (rc)
         return rc;

@@ -547,10 +547,10 @@ static double jm_worst(xp_jm_data *d, st_rng *rng, double slope, double *worst_l
 
 /*
  * xp_jm_objective on 3 hypers (couplings included): its gradient against central differences
- * (a) on 25 random runs with the alpha - beta prior, Gaussian priors on every hyper slot, the
- * ridges and the slopes' wall; (b) without runs, the priors (heavier), ridges and wall alone;
- * (c) the ridges alone (slopes inside the wall), whose gradients are too small to show in (a)
- * and (b). xp_jm_eval against the formula of ln L on (a)'s runs.
+ * (a) on 25 random runs with the alpha - beta prior, the prior on ln E, Gaussian priors on every
+ * hyper slot, the ridges and the slopes' wall; (b) without runs, the priors (heavier), ridges and
+ * wall alone; (c) the ridges alone (slopes inside the wall), whose gradients are too small to show
+ * in (a) and (b). xp_jm_eval against the formula of ln L on (a)'s runs.
  */
 static void test_jm_gradient(void)
 {
@@ -580,6 +580,8 @@ static void test_jm_gradient(void)
     d.lD0 = log(1e9);
     d.n_th = XP_HP_OFF(n_hp);
     d.w_ab = 0.3;
+    d.w_e = 0.2;
+    d.mu_e = 0.4;
     for (size_t j = XP_TH_CHIN; j < d.n_th; j++) {
         d.pw[j] = unif(rng, 0.01, 0.5);
         d.pmu[j] = unif(rng, -1, 1);
@@ -588,10 +590,11 @@ static void test_jm_gradient(void)
     worst[0] = jm_worst(&d, rng, 1.5, &worst_lnL);
     d.n = 0;
     d.w_ab = 2;
+    d.w_e = 1.5;
     for (size_t j = XP_TH_CHIN; j < d.n_th; j++)
         d.pw[j] = unif(rng, 0.5, 2);
     worst[1] = jm_worst(&d, rng, 1.5, &worst_lnL);
-    d.w_ab = 0;
+    d.w_ab = d.w_e = 0;
     memset(d.pw, 0, sizeof(d.pw));
     worst[2] = jm_worst(&d, rng, 0.9, &worst_lnL);
     st_rng_destroy(rng);
