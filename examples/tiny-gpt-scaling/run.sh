@@ -17,6 +17,8 @@
 #   E2E_TOKENS_MIN (1e5)  E2E_TOKENS_MAX (2e6)  E2E_WARMUP (0.2; empty: searched)
 #   E2E_LR_MIN (1e-4)  E2E_LR_MAX (0.3)  E2E_WD (empty: weight decay searched 1e-3-0.5; a value: fixed)
 #   E2E_CURVES (0; 1: scaletune extrapolate --curves)
+#   E2E_PRIOR_E (0.69: extrapolate's --prior-e, a prior on the law's irreducible loss in nats per
+#   byte: about one bit per character of English text, Shannon 1951; empty: no prior)
 #   E2E_BRANCHES (0; 1: runs train warmup-stable-decay with a checkpoint every E2E_CKPT_EVERY (25)
 #   steps and the controller branches cooldowns off each at 40% and 70% of its steps,
 #   docs/config.md "Cooldown branches"; extrapolate keeps them as points of their runs)
@@ -62,6 +64,9 @@ if [ -n "$WD" ]; then WD_LINE="weight_decay: {value: $WD}"
 else WD_LINE="weight_decay: {space: log, min: 1.0e-3, max: 0.5, center: 0.05}"; fi
 CURVES=()
 [ "${E2E_CURVES:-0}" = 1 ] && CURVES=(--curves)
+PRIOR_E=${E2E_PRIOR_E-0.69}
+PRIOR=()
+[ -n "$PRIOR_E" ] && PRIOR=(--prior-e "$PRIOR_E")
 BRANCH_ARGS=""
 BRANCH_BLOCK=""
 if [ "${E2E_BRANCHES:-0}" = 1 ]; then
@@ -144,7 +149,7 @@ step "3/5 scaletune extrapolate: settings at $XP_WHAT"
 # values, 6 significant digits; d_model and n_layer rounded as the sweep rounds them), with its
 # own name, weights' seed and thread count; the text goes to the terminal
 XP=(extrapolate --db "$DB" --sweep $SW --config "$DIR/sweep.yaml" "${XP_TARGET[@]}"
-    --bootstrap "$BOOT" --out "$DIR/extrapolate.json" "${CURVES[@]}"
+    --bootstrap "$BOOT" --out "$DIR/extrapolate.json" "${CURVES[@]}" "${PRIOR[@]}"
     --emit yaml --emit-out "$DIR/large.yaml" --name $SWL --digits 6
     --set seed="$SEED_LARGE" --set threads="$THREADS")
 xp_rc=0
