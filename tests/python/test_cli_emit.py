@@ -106,6 +106,19 @@ class TestCliEmit(unittest.TestCase):
                     ["--emit-out", "x.yaml"]):
             self.assertEqual(cli(*self.xp, *bad).returncode, 2, bad)
 
+    def test_prior_e_usage(self):
+        # --prior-e takes a loss > 0 and --prior-e-sd a number >= 0; either error names its
+        # option and fits nothing
+        for bad in (["--prior-e", "0"], ["--prior-e", "-1"], ["--prior-e", "abc"],
+                    ["--prior-e-sd", "-0.5"]):
+            r = cli(*self.xp, *bad)
+            self.assertEqual(r.returncode, 2, bad)
+            self.assertIn(bad[0], r.stderr)
+            self.assertEqual(r.stdout, "")
+        self.assertIn("--prior-e E", cli("extrapolate", "--help").stdout)
+        r = cli(*self.xp, "--prior-e", "1.8", "--prior-e-sd", "0.3", check=True)
+        self.assertRegex(r.stdout, r"(?m)^predicted val_loss: ")
+
     def test_report_validates_against_the_written_prediction(self):
         xpj = os.path.join(self.d, "xp2.json")
         path = os.path.join(self.d, "large.yaml")
