@@ -57,6 +57,10 @@ int cmd_fit(int argc, char **argv);
  * ask|tell`. */
 int cmd_sweep(int argc, char **argv);
 
+/* The sd in ln E of --prior-e's prior (extrapolate, report) when --prior-e-sd is not given: a
+ * factor 1.65 at one sd (docs/algorithms/extrapolation.md, "Priors"). */
+#define CLI_PRIOR_E_SD 0.5
+
 /* cli/cmd_report.c: `scaletune report` (HTML, JSON, CSV and Markdown of a sweep). */
 int cmd_report(int argc, char **argv);
 

@@ -84,9 +84,6 @@ static void usage(FILE *f)
                "the small runs that would resolve it are printed; --allow-unsafe overrides)\n");
 }
 
-/* The sd in ln E of --prior-e's prior when --prior-e-sd is not given: a factor 1.65 at one sd. */
-#define PRIOR_E_SD 0.5
-
 typedef struct args {
     const char *db, *sweep, *config, *out, *emit, *emit_name, *emit_out;
     cli_emit_options eo;
@@ -298,7 +295,7 @@ static int parse_args(int argc, char **argv, args *a)
         return 2;
     }
     if (!isnan(a->o.prior_e) && !a->prior_e_sd_set)
-        a->o.prior_e_sd = PRIOR_E_SD;
+        a->o.prior_e_sd = CLI_PRIOR_E_SD;
     if (isnan(a->compute) == isnan(a->factor)) {
         cli_error("give the target as --compute C or --factor F", "one of --compute and --factor "
                                                                   "is required");

@@ -42,6 +42,9 @@ static void usage(FILE *f)
             "  --method M            recommendation: auto (default: the model of every run when\n"
             "                        model size, tokens and a learning rate are known), front\n"
             "                        (CARBS' laws along the Pareto front), model\n"
+            "  --prior-e E           the engine's prior on the law's irreducible loss, as\n"
+            "                        scaletune extrapolate's (default: none)\n"
+            "  --prior-e-sd S        its sd in ln E (default 0: off, or 0.5 with --prior-e)\n"
             "  --title TEXT          page title\n"
             "Docs: docs/cli/report.md\n");
 }
@@ -136,6 +139,7 @@ int cmd_report(int argc, char **argv)
     const char *db = NULL, *sweep = NULL, *out = NULL, *json = NULL, *csv = NULL, *md = NULL,
                *expect = NULL;
     report_options o = report_options_default();
+    int prior_e_sd_set = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double d;
@@ -187,6 +191,21 @@ int cmd_report(int argc, char **argv)
                 return 2;
             }
             o.band_level = d;
+        } else if (!strcmp(a, "--prior-e")) {
+            if (!parse_pos(a, v, &d))
+                return 2;
+            o.prior_e = d;
+            if (!prior_e_sd_set)
+                o.prior_e_sd = CLI_PRIOR_E_SD;
+        } else if (!strcmp(a, "--prior-e-sd")) {
+            char *end;
+            d = strtod(v, &end);
+            if (end == v || *end || !isfinite(d) || d < 0) {
+                cli_error(NULL, "--prior-e-sd: '%s' is not a number >= 0", v);
+                return 2;
+            }
+            o.prior_e_sd = d;
+            prior_e_sd_set = 1;
         } else if (!strcmp(a, "--title")) {
             o.title = v;
         } else if (!strcmp(a, "--method")) {

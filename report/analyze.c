@@ -46,6 +46,8 @@ static st_status feed(report *r)
     so.engine.n_boot = r->o.n_boot;
     so.engine.seed = r->o.seed;
     so.engine.n_threads = 1;
+    so.engine.prior_e = r->o.prior_e;
+    so.engine.prior_e_sd = r->o.prior_e_sd;
     so.compute = r->target;
     so.fit_max_cost = r->o.fit_max_cost;
     char em[ST_ERRMSG_MAX];

@@ -213,6 +213,8 @@ report_options report_options_default(void)
     o.band_level = 0.9;
     o.title = NULL;
     o.expect_objective = o.expect_lo = o.expect_hi = NAN;
+    o.prior_e = NAN;
+    o.prior_e_sd = 0;
     return o;
 }
 

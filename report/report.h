@@ -59,6 +59,9 @@ typedef struct report_options {
      * of the validation sweep is compared with it instead of with the model at its own settings.
      * Default NAN (none). */
     double expect_objective, expect_lo, expect_hi;
+    /* The engine's prior on the law's irreducible loss (fit/extrapolate.h's prior_e and
+     * prior_e_sd): default NAN and 0, none; give extrapolate's values for the same law. */
+    double prior_e, prior_e_sd;
 } report_options;
 
 /* The defaults above. */

@@ -17,8 +17,8 @@
 #   E2E_TOKENS_MIN (1e5)  E2E_TOKENS_MAX (2e6)  E2E_WARMUP (0.2; empty: searched)
 #   E2E_LR_MIN (1e-4)  E2E_LR_MAX (0.3)  E2E_WD (empty: weight decay searched 1e-3-0.5; a value: fixed)
 #   E2E_CURVES (0; 1: scaletune extrapolate --curves)
-#   E2E_PRIOR_E (0.69: extrapolate's --prior-e, a prior on the law's irreducible loss in nats per
-#   byte: about one bit per character of English text, Shannon 1951; empty: no prior)
+#   E2E_PRIOR_E (0.69: extrapolate's and report's --prior-e, a prior on the law's irreducible
+#   loss in nats per byte: about one bit per character of English text, Shannon 1951; empty: none)
 #   E2E_BRANCHES (0; 1: runs train warmup-stable-decay with a checkpoint every E2E_CKPT_EVERY (25)
 #   steps and the controller branches cooldowns off each at 40% and 70% of its steps,
 #   docs/config.md "Cooldown branches"; extrapolate keeps them as points of their runs)
@@ -180,7 +180,8 @@ $ST sweep export --json --db "$DB" --sweep $SWL --out "$DIR/large.json"
 # ---- 5. the report: the large run against the prediction written before it ran ------------------
 step "5/5 scaletune report"
 $ST report --db "$DB" --sweep $SW --validate-sweep $SWL --expect "$DIR/extrapolate.json" \
-  --bootstrap "$BOOT" --out "$DIR/report.html" --json "$DIR/report.json" --md "$DIR/report.md"
+  --bootstrap "$BOOT" --out "$DIR/report.html" --json "$DIR/report.json" --md "$DIR/report.md" \
+  "${PRIOR[@]}"
 echo "report: $DIR/report.html"
 echo
 echo "done: $DIR/extrapolate.json (recommendation), $DIR/large.yaml (the large run),"

@@ -118,6 +118,16 @@ class TestCliEmit(unittest.TestCase):
         self.assertIn("--prior-e E", cli("extrapolate", "--help").stdout)
         r = cli(*self.xp, "--prior-e", "1.8", "--prior-e-sd", "0.3", check=True)
         self.assertRegex(r.stdout, r"(?m)^predicted val_loss: ")
+        # scaletune report takes the same two options
+        html = os.path.join(self.d, "prior.html")
+        for bad in (["--prior-e", "0"], ["--prior-e-sd", "-1"]):
+            r = cli("report", "--db", self.db, "--out", html, "--bootstrap", "0", *bad)
+            self.assertEqual(r.returncode, 2, bad)
+            self.assertIn(bad[0], r.stderr)
+        self.assertIn("--prior-e E", cli("report", "--help").stdout)
+        cli("report", "--db", self.db, "--out", html, "--bootstrap", "0", "--prior-e", "1.8",
+            check=True)
+        self.assertTrue(os.path.exists(html))
 
     def test_report_validates_against_the_written_prediction(self):
         xpj = os.path.join(self.d, "xp2.json")

@@ -665,6 +665,37 @@ static void test_validate_sweep(const char *db)
     CHECK(report_create(db, NULL, NULL, &r, em) != ST_OK && r == NULL);
 }
 
+/* The engine's prior on E reaches the report's fit: a tight one at 1.0 puts the law's E there
+ * (the world's is 1.82), and without it E is elsewhere. */
+static double report_E(const char *db, double prior_e, double prior_e_sd)
+{
+    report_options o = report_options_default();
+    o.n_boot = 0;
+    o.method = 2;
+    o.prior_e = prior_e;
+    o.prior_e_sd = prior_e_sd;
+    report *r = NULL;
+    char em[ST_ERRMSG_MAX];
+    CHECK_ST(report_create(db, "sim", &o, &r, em), ST_OK);
+    if (!r)
+        return NAN;
+    json_t *root = load_json(r);
+    json_t *ch =
+        json_object_get(json_object_get(json_object_get(root, "fits"), "model"), "chinchilla");
+    double E = json_number_value(json_object_get(ch, "E"));
+    json_decref(root);
+    report_destroy(r);
+    return E;
+}
+
+static void test_prior_e(const char *db)
+{
+    double E_off = report_E(db, NAN, 0), E_on = report_E(db, 1.0, 0.01);
+    printf("report with a prior on E at 1.0 (sd 0.01): E %.4f; without: %.4f\n", E_on, E_off);
+    CHECK_ABS(log(E_on), 0, 0.05);
+    CHECK(fabs(log(E_off)) > 0.1);
+}
+
 static void test_errors(const char *db)
 {
     report *r = NULL;
@@ -790,6 +821,7 @@ int main(int argc, char **argv)
     test_front_method(db);
     test_beyond(db);
     test_validate_sweep(db);
+    test_prior_e(db);
     test_errors(db);
     test_branches();
     rt_cleanup();
