@@ -39,6 +39,9 @@ static void usage(FILE *f)
                "  --max-p-diverge P     largest accepted P(diverge) (default 0.05)\n"
                "  --prior-ab-sd S       sd of the prior on alpha - beta (default 0.05; 0 turns\n"
                "                        it off)\n"
+               "  --far-weight T        a run whose hyperparameters cost it a fraction P of\n"
+               "                        its loss weighs 1 / (1 + (P/T)^2) in the fit (default\n"
+               "                        0: every run weighs 1; make demo uses 0.2)\n"
                "  --prior-e E           a prior on the law's irreducible loss, centred on E\n"
                "                        (the objective's units; sd 0.5 in ln E unless\n"
                "                        --prior-e-sd says otherwise; default: no prior)\n"
@@ -230,7 +233,8 @@ static int parse_args(int argc, char **argv, args *a)
             a->o.max_p_diverge = d;
         } else if (!strcmp(s, "--prior-law-sd") || !strcmp(s, "--prior-wd-sd") ||
                    !strcmp(s, "--prior-ab-sd") || !strcmp(s, "--prior-e-sd") ||
-                   !strcmp(s, "--prior-draw") || !strcmp(s, "--interval-prior-draw")) {
+                   !strcmp(s, "--far-weight") || !strcmp(s, "--prior-draw") ||
+                   !strcmp(s, "--interval-prior-draw")) {
             if (!parse_double(v, &d) || d < 0) {
                 cli_error(NULL, "%s: '%s' is not a number >= 0", s, v);
                 return 2;
@@ -243,6 +247,8 @@ static int parse_args(int argc, char **argv, args *a)
                 a->o.interval_prior_draw = d;
             else if (!strcmp(s, "--prior-ab-sd"))
                 a->o.prior_ab_sd = d;
+            else if (!strcmp(s, "--far-weight"))
+                a->o.far_weight = d;
             else if (!strcmp(s, "--prior-e-sd"))
                 a->o.prior_e_sd = d, a->prior_e_sd_set = 1;
             else

@@ -42,6 +42,8 @@ static void usage(FILE *f)
             "  --method M            recommendation: auto (default: the model of every run when\n"
             "                        model size, tokens and a learning rate are known), front\n"
             "                        (CARBS' laws along the Pareto front), model\n"
+            "  --far-weight T        the engine's weighting of runs far from their\n"
+            "                        optimum, as scaletune extrapolate's (default 0: none)\n"
             "  --prior-e E           the engine's prior on the law's irreducible loss, as\n"
             "                        scaletune extrapolate's (default: none)\n"
             "  --prior-e-sd S        its sd in ln E (default 0: off, or 0.5 with --prior-e)\n"
@@ -197,15 +199,19 @@ int cmd_report(int argc, char **argv)
             o.prior_e = d;
             if (!prior_e_sd_set)
                 o.prior_e_sd = CLI_PRIOR_E_SD;
-        } else if (!strcmp(a, "--prior-e-sd")) {
+        } else if (!strcmp(a, "--far-weight") || !strcmp(a, "--prior-e-sd")) {
             char *end;
             d = strtod(v, &end);
             if (end == v || *end || !isfinite(d) || d < 0) {
-                cli_error(NULL, "--prior-e-sd: '%s' is not a number >= 0", v);
+                cli_error(NULL, "%s: '%s' is not a number >= 0", a, v);
                 return 2;
             }
-            o.prior_e_sd = d;
-            prior_e_sd_set = 1;
+            if (!strcmp(a, "--far-weight")) {
+                o.far_weight = d;
+            } else {
+                o.prior_e_sd = d;
+                prior_e_sd_set = 1;
+            }
         } else if (!strcmp(a, "--title")) {
             o.title = v;
         } else if (!strcmp(a, "--method")) {

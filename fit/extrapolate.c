@@ -231,6 +231,7 @@ fit_xp_options fit_xp_options_default(void)
     o.robust = 1;
     o.prior_ab_sd = 0.05;
     o.prior_e_sd = 0;
+    o.far_weight = 0;
     o.prior_e = NAN;
     o.prior_wd_sd = 0.25;
     o.prior_law_sd = 1.0;
@@ -338,6 +339,8 @@ st_status fit_xp_set_options(fit_xp *xp, const fit_xp_options *o)
         return xp_fail(xp, ST_EINVAL, "unknown method %d", (int)o->method);
     if (!(o->prior_ab_sd >= 0) || isinf(o->prior_ab_sd))
         return xp_fail(xp, ST_EINVAL, "prior_ab_sd %g is not a finite value >= 0", o->prior_ab_sd);
+    if (!(o->far_weight >= 0) || isinf(o->far_weight))
+        return xp_fail(xp, ST_EINVAL, "far_weight %g is not a finite value >= 0", o->far_weight);
     if (!(o->prior_e_sd >= 0) || isinf(o->prior_e_sd))
         return xp_fail(xp, ST_EINVAL, "prior_e_sd %g is not a finite value >= 0", o->prior_e_sd);
     if (!isnan(o->prior_e) && !(o->prior_e > 0 && isfinite(o->prior_e)))

@@ -122,6 +122,10 @@ typedef struct fit_xp_options {
                              fit's laws */
     double prior_ab_sd;   /* sd of a Gaussian prior on alpha - beta of the MODEL's L(N, D)
                              (docs/algorithms/extrapolation.md), default 0.05; 0 disables it */
+    double far_weight;    /* a run whose first fit puts its hyperparameters' penalty at P (a
+                             fraction of its loss) weighs 1 / (1 + (P / far_weight)^2) in the
+                             refit and the replicates (docs/algorithms/extrapolation.md, "Runs
+                             far from their optimum"); default 0: every run weighs 1 */
     double prior_e_sd;    /* sd in ln E of a Gaussian prior on the MODEL's irreducible loss E
                              (docs/algorithms/extrapolation.md, "The irreducible loss"), default
                              0: off */

@@ -48,6 +48,7 @@ static st_status feed(report *r)
     so.engine.n_threads = 1;
     so.engine.prior_e = r->o.prior_e;
     so.engine.prior_e_sd = r->o.prior_e_sd;
+    so.engine.far_weight = r->o.far_weight;
     so.compute = r->target;
     so.fit_max_cost = r->o.fit_max_cost;
     char em[ST_ERRMSG_MAX];

@@ -215,6 +215,7 @@ report_options report_options_default(void)
     o.expect_objective = o.expect_lo = o.expect_hi = NAN;
     o.prior_e = NAN;
     o.prior_e_sd = 0;
+    o.far_weight = 0;
     return o;
 }
 

@@ -62,6 +62,7 @@ typedef struct report_options {
     /* The engine's prior on the law's irreducible loss (fit/extrapolate.h's prior_e and
      * prior_e_sd): default NAN and 0, none; give extrapolate's values for the same law. */
     double prior_e, prior_e_sd;
+    double far_weight; /* the engine's far_weight (fit/extrapolate.h), default 0 */
 } report_options;
 
 /* The defaults above. */

@@ -110,23 +110,24 @@ class TestCliEmit(unittest.TestCase):
         # --prior-e takes a loss > 0 and --prior-e-sd a number >= 0; either error names its
         # option and fits nothing
         for bad in (["--prior-e", "0"], ["--prior-e", "-1"], ["--prior-e", "abc"],
-                    ["--prior-e-sd", "-0.5"]):
+                    ["--prior-e-sd", "-0.5"], ["--far-weight", "-1"], ["--far-weight", "x"]):
             r = cli(*self.xp, *bad)
             self.assertEqual(r.returncode, 2, bad)
             self.assertIn(bad[0], r.stderr)
             self.assertEqual(r.stdout, "")
         self.assertIn("--prior-e E", cli("extrapolate", "--help").stdout)
-        r = cli(*self.xp, "--prior-e", "1.8", "--prior-e-sd", "0.3", check=True)
+        r = cli(*self.xp, "--prior-e", "1.8", "--prior-e-sd", "0.3", "--far-weight", "0.2",
+                check=True)
         self.assertRegex(r.stdout, r"(?m)^predicted val_loss: ")
         # scaletune report takes the same two options
         html = os.path.join(self.d, "prior.html")
-        for bad in (["--prior-e", "0"], ["--prior-e-sd", "-1"]):
+        for bad in (["--prior-e", "0"], ["--prior-e-sd", "-1"], ["--far-weight", "-1"]):
             r = cli("report", "--db", self.db, "--out", html, "--bootstrap", "0", *bad)
             self.assertEqual(r.returncode, 2, bad)
             self.assertIn(bad[0], r.stderr)
         self.assertIn("--prior-e E", cli("report", "--help").stdout)
         cli("report", "--db", self.db, "--out", html, "--bootstrap", "0", "--prior-e", "1.8",
-            check=True)
+            "--far-weight", "0.2", check=True)
         self.assertTrue(os.path.exists(html))
 
     def test_report_validates_against_the_written_prediction(self):

@@ -1,0 +1,138 @@
+/*
+ * test_fit_extrapolate_far.c — fit/extrapolate.h: runs far from their hyperparameters' optimum
+ * weigh less in the fit (fit_xp_options.far_weight). The world: L = 1.8 + 400 N^-0.34 + 2000
+ * D^-0.28 times a learning-rate penalty whose form the model does not have: a cliff above the
+ * optimum (1 + 2 (1 - exp(-u^2)) for u > 0) and a gentle slope below it (1 + 0.3 (1 -
+ * exp(-0.05 u^2))), 100 runs with the learning rate spread over 8 in ln lr, 0.5% noise. The
+ * model's symmetric bowl misfits the runs far out, and with every run weighing 1 that misfit
+ * reaches E, A and B. Checked over seeds 1-4: with far_weight 0.2 (make demo's) the loss predicted
+ * at the world's compute-optimal setting at 100x the largest run is closer to the truth than with
+ * far_weight 0 (both far off: the cliff is a form the model does not have); exact runs of the
+ * model's own form are still recovered (no priors); a bad value is refused.
+ */
+#include "common/st.h"
+#include "fit/extrapolate.h"
+#include "tests/check.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define W_A  400.0
+#define W_B  2000.0
+#define W_E  1.8
+#define W_AL 0.34
+#define W_BE 0.28
+
+enum { NR = 100 };
+
+typedef struct world {
+    double x[NR * 3], cost[NR], obj[NR], Cmax;
+    int failed[NR];
+} world;
+
+static double law(double N, double D)
+{
+    return W_E + W_A * pow(N, -W_AL) + W_B * pow(D, -W_BE);
+}
+
+/* the world's learning-rate penalty (cliff: 0 for the model's own symmetric form) */
+static double penalty(double u, int cliff)
+{
+    if (!cliff)
+        return 0.5 * (1 - exp(-0.04 * u * u));
+    return u > 0 ? 2 * (1 - exp(-u * u)) : 0.3 * (1 - exp(-0.05 * u * u));
+}
+
+static void make_world(uint64_t seed, int cliff, double noise, world *w)
+{
+    st_rng *rng = NULL;
+    st_rng_create(seed, &rng);
+    w->Cmax = 0;
+    for (size_t i = 0; i < NR; i++) {
+        double N = exp(log(1e6) + st_rng_uniform(rng) * log(30.0));
+        double D = exp(log(1e8) + st_rng_uniform(rng) * log(30.0));
+        double u = (st_rng_uniform(rng) - 0.5) * 8;
+        w->x[3 * i] = N;
+        w->x[3 * i + 1] = D;
+        w->x[3 * i + 2] = exp(log(0.01) + u);
+        w->cost[i] = 6 * N * D;
+        w->failed[i] = 0;
+        w->obj[i] = law(N, D) * (1 + penalty(u, cliff)) * exp(noise * st_rng_gaussian(rng));
+        w->Cmax = fmax(w->Cmax, w->cost[i]);
+    }
+    st_rng_destroy(rng);
+}
+
+/* The engine on w with far_weight fw (and no priors when exact): ln(predicted / true) at the
+ * world's compute-optimal setting at 100x (lr at its optimum), the fitted (A, B, E, alpha, beta)
+ * into nat. */
+static double fit_world(const world *w, double fw, int exact, double nat[5])
+{
+    fit_xp_param p[3];
+    fit_xp_param_init(&p[0], "N", FIT_XP_LOG);
+    fit_xp_param_init(&p[1], "D", FIT_XP_LOG);
+    fit_xp_param_init(&p[2], "lr", FIT_XP_LOG);
+    fit_xp *xp = NULL;
+    fit_xp_create(&xp);
+    fit_xp_options o = fit_xp_options_default();
+    o.n_boot = 0;
+    o.far_weight = fw;
+    if (exact)
+        o.prior_ab_sd = o.prior_law_sd = 0;
+    CHECK_ST(fit_xp_set_options(xp, &o), ST_OK);
+    CHECK_ST(fit_xp_set_runs(xp, 3, p, NR, w->x, w->cost, w->obj, w->failed, NULL, NULL), ST_OK);
+    CHECK_ST(fit_xp_run(xp, 100 * w->Cmax), ST_OK);
+    CHECK_ST(fit_xp_chinchilla(xp, nat, NULL), ST_OK);
+    /* Chinchilla's closed form (Hoffmann et al. eq. 4) on the world's law */
+    double a = W_BE / (W_AL + W_BE), G = pow(W_AL * W_A / (W_BE * W_B), 1 / (W_AL + W_BE));
+    double N = G * pow(100 * w->Cmax / 6, a), D = 100 * w->Cmax / (6 * N);
+    double x[3] = {N, D, 0.01}, pred = NAN;
+    CHECK_ST(fit_xp_predict(xp, x, N, D, &pred, NULL, NULL, NULL), ST_OK);
+    fit_xp_destroy(xp);
+    return log(pred / law(N, D));
+}
+
+static void test_cliff(void)
+{
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        world w;
+        make_world(seed, 1, 0.005, &w);
+        double nat0[5], nat1[5];
+        double e0 = fit_world(&w, 0, 0, nat0), e1 = fit_world(&w, 0.2, 0, nat1);
+        printf("cliff world %d: predicted at 100x %+.2f%% with every run weighing 1 (E %.3f), "
+               "%+.2f%% with far_weight 0.2 (E %.3f)\n",
+               (int)seed, 100 * (exp(e0) - 1), nat0[2], 100 * (exp(e1) - 1), nat1[2]);
+        CHECK(fabs(e1) < fabs(e0));
+    }
+}
+
+static void test_exact(void)
+{
+    world w;
+    make_world(7, 0, 0, &w);
+    double nat[5];
+    double e = fit_world(&w, 0.2, 1, nat);
+    CHECK_REL(nat[2], W_E, 1e-3);
+    CHECK_REL(nat[3], W_AL, 1e-3);
+    CHECK_REL(nat[4], W_BE, 1e-3);
+    CHECK_ABS(e, 0, 1e-3);
+    fit_xp *xp = NULL;
+    fit_xp_create(&xp);
+    fit_xp_options o = fit_xp_options_default();
+    CHECK(o.far_weight == 0); /* off by default: see extrapolation.md */
+    o.far_weight = -1;
+    CHECK_ST(fit_xp_set_options(xp, &o), ST_EINVAL);
+    o.far_weight = INFINITY;
+    CHECK_ST(fit_xp_set_options(xp, &o), ST_EINVAL);
+    fit_xp_destroy(xp);
+}
+
+int main(void)
+{
+    st_global_init();
+    test_cliff();
+    test_exact();
+    st_global_cleanup();
+    return check_summary("fit.extrapolate_far");
+}
