@@ -13,61 +13,22 @@
 #include "common/st.h"
 #include "fit/extrapolate.h"
 #include "tests/check.h"
+#include "tests/fit/xp_world.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#define W_A  400.0
-#define W_B  2000.0
-#define W_E  1.8
-#define W_AL 0.34
-#define W_BE 0.28
-
-enum { NR = 100 };
-
-typedef struct world {
-    double x[NR * 3], cost[NR], obj[NR], Cmax;
-    int failed[NR];
-} world;
-
-static double law(double N, double D)
+/* 100 runs over 30x in N and in D, ln lr spread over 8, 0.5% noise; a cliff or the model's bowl */
+static xp_world_spec spec(uint64_t seed, int cliff, double noise)
 {
-    return W_E + W_A * pow(N, -W_AL) + W_B * pow(D, -W_BE);
-}
-
-/* the world's learning-rate penalty (cliff: 0 for the model's own symmetric form) */
-static double penalty(double u, int cliff)
-{
-    if (!cliff)
-        return 0.5 * (1 - exp(-0.04 * u * u));
-    return u > 0 ? 2 * (1 - exp(-u * u)) : 0.3 * (1 - exp(-0.05 * u * u));
-}
-
-static void make_world(uint64_t seed, int cliff, double noise, world *w)
-{
-    st_rng *rng = NULL;
-    st_rng_create(seed, &rng);
-    w->Cmax = 0;
-    for (size_t i = 0; i < NR; i++) {
-        double N = exp(log(1e6) + st_rng_uniform(rng) * log(30.0));
-        double D = exp(log(1e8) + st_rng_uniform(rng) * log(30.0));
-        double u = (st_rng_uniform(rng) - 0.5) * 8;
-        w->x[3 * i] = N;
-        w->x[3 * i + 1] = D;
-        w->x[3 * i + 2] = exp(log(0.01) + u);
-        w->cost[i] = 6 * N * D;
-        w->failed[i] = 0;
-        w->obj[i] = law(N, D) * (1 + penalty(u, cliff)) * exp(noise * st_rng_gaussian(rng));
-        w->Cmax = fmax(w->Cmax, w->cost[i]);
-    }
-    st_rng_destroy(rng);
+    return (xp_world_spec){seed, 100, 1e6, 30, 1e8, 30, 8, cliff, noise};
 }
 
 /* The engine on w with far_weight fw (and no priors when exact): ln(predicted / true) at the
  * world's compute-optimal setting at 100x (lr at its optimum), the fitted (A, B, E, alpha, beta)
  * into nat. */
-static double fit_world(const world *w, double fw, int exact, double nat[5])
+static double fit_world(const xp_world *w, double fw, int exact, double nat[5])
 {
     fit_xp_param p[3];
     fit_xp_param_init(&p[0], "N", FIT_XP_LOG);
@@ -81,23 +42,23 @@ static double fit_world(const world *w, double fw, int exact, double nat[5])
     if (exact)
         o.prior_ab_sd = o.prior_law_sd = 0;
     CHECK_ST(fit_xp_set_options(xp, &o), ST_OK);
-    CHECK_ST(fit_xp_set_runs(xp, 3, p, NR, w->x, w->cost, w->obj, w->failed, NULL, NULL), ST_OK);
+    CHECK_ST(fit_xp_set_runs(xp, 3, p, w->n, w->x, w->cost, w->obj, w->failed, NULL, NULL), ST_OK);
     CHECK_ST(fit_xp_run(xp, 100 * w->Cmax), ST_OK);
     CHECK_ST(fit_xp_chinchilla(xp, nat, NULL), ST_OK);
-    /* Chinchilla's closed form (Hoffmann et al. eq. 4) on the world's law */
-    double a = W_BE / (W_AL + W_BE), G = pow(W_AL * W_A / (W_BE * W_B), 1 / (W_AL + W_BE));
-    double N = G * pow(100 * w->Cmax / 6, a), D = 100 * w->Cmax / (6 * N);
-    double x[3] = {N, D, 0.01}, pred = NAN;
+    double N, D;
+    xw_optimum(100 * w->Cmax, &N, &D);
+    double x[3] = {N, D, XW_LR}, pred = NAN;
     CHECK_ST(fit_xp_predict(xp, x, N, D, &pred, NULL, NULL, NULL), ST_OK);
     fit_xp_destroy(xp);
-    return log(pred / law(N, D));
+    return log(pred / xw_law(N, D));
 }
 
 static void test_cliff(void)
 {
     for (uint64_t seed = 1; seed <= 4; seed++) {
-        world w;
-        make_world(seed, 1, 0.005, &w);
+        xp_world_spec sp = spec(seed, 1, 0.005);
+        xp_world w;
+        xw_make(&sp, &w);
         double nat0[5], nat1[5];
         double e0 = fit_world(&w, 0, 0, nat0), e1 = fit_world(&w, 0.2, 0, nat1);
         printf("cliff world %d: predicted at 100x %+.2f%% with every run weighing 1 (E %.3f), "
@@ -109,13 +70,14 @@ static void test_cliff(void)
 
 static void test_exact(void)
 {
-    world w;
-    make_world(7, 0, 0, &w);
+    xp_world_spec sp = spec(7, 0, 0);
+    xp_world w;
+    xw_make(&sp, &w);
     double nat[5];
     double e = fit_world(&w, 0.2, 1, nat);
-    CHECK_REL(nat[2], W_E, 1e-3);
-    CHECK_REL(nat[3], W_AL, 1e-3);
-    CHECK_REL(nat[4], W_BE, 1e-3);
+    CHECK_REL(nat[2], XW_E, 1e-3);
+    CHECK_REL(nat[3], XW_AL, 1e-3);
+    CHECK_REL(nat[4], XW_BE, 1e-3);
     CHECK_ABS(e, 0, 1e-3);
     fit_xp *xp = NULL;
     fit_xp_create(&xp);

@@ -13,57 +13,20 @@
 #include "common/st.h"
 #include "fit/extrapolate.h"
 #include "tests/check.h"
+#include "tests/fit/xp_world.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#define W_A  400.0
-#define W_B  2000.0
-#define W_E  1.8
-#define W_AL 0.34
-#define W_BE 0.28
-
-enum { NR = 80 };
-
-typedef struct world {
-    double x[NR * 3], cost[NR], obj[NR], Cmax, best;
-    int failed[NR];
-} world;
-
-static double law(double N, double D)
-{
-    return W_E + W_A * pow(N, -W_AL) + W_B * pow(D, -W_BE);
-}
-
-static void make_world(world *w)
-{
-    st_rng *rng = NULL;
-    st_rng_create(5, &rng);
-    w->Cmax = 0;
-    w->best = INFINITY;
-    for (size_t i = 0; i < NR; i++) {
-        double N = exp(log(1e7) + st_rng_uniform(rng) * log(10.0));
-        double D = exp(log(1e9) + st_rng_uniform(rng) * log(10.0));
-        double u = (st_rng_uniform(rng) - 0.5) * 4;
-        w->x[3 * i] = N;
-        w->x[3 * i + 1] = D;
-        w->x[3 * i + 2] = exp(log(0.01) + u);
-        w->cost[i] = 6 * N * D;
-        w->failed[i] = 0;
-        w->obj[i] =
-            law(N, D) * (1 + 0.5 * (1 - exp(-0.04 * u * u))) * exp(0.005 * st_rng_gaussian(rng));
-        w->Cmax = fmax(w->Cmax, w->cost[i]);
-        w->best = fmin(w->best, w->obj[i]);
-    }
-    st_rng_destroy(rng);
-}
+/* 80 runs over a decade of N and of D, the model's own penalty, 0.5% noise */
+static const xp_world_spec SPEC = {5, 80, 1e7, 10, 1e9, 10, 4, 0, 0.005};
 
 /* The engine on w with the prior (sd, centre); its E into *E and its prediction at the
  * compute-optimal setting of the world at 100x (lr at its optimum) into *pred, the truth
  * there into *truth. */
-static void fit_world(const world *w, double sd, double centre, int set_sd, double *E, double *pred,
-                      double *truth)
+static void fit_world(const xp_world *w, double sd, double centre, int set_sd, double *E,
+                      double *pred, double *truth)
 {
     fit_xp_param p[3];
     fit_xp_param_init(&p[0], "N", FIT_XP_LOG);
@@ -77,24 +40,23 @@ static void fit_world(const world *w, double sd, double centre, int set_sd, doub
         o.prior_e_sd = sd;
     o.prior_e = centre;
     CHECK_ST(fit_xp_set_options(xp, &o), ST_OK);
-    CHECK_ST(fit_xp_set_runs(xp, 3, p, NR, w->x, w->cost, w->obj, w->failed, NULL, NULL), ST_OK);
+    CHECK_ST(fit_xp_set_runs(xp, 3, p, w->n, w->x, w->cost, w->obj, w->failed, NULL, NULL), ST_OK);
     CHECK_ST(fit_xp_run(xp, 100 * w->Cmax), ST_OK);
     double nat[5];
     CHECK_ST(fit_xp_chinchilla(xp, nat, NULL), ST_OK);
     *E = nat[2];
-    /* Chinchilla's closed form (Hoffmann et al. eq. 4) on the world's law */
-    double a = W_BE / (W_AL + W_BE), G = pow(W_AL * W_A / (W_BE * W_B), 1 / (W_AL + W_BE));
-    double N = G * pow(100 * w->Cmax / 6, a), D = 100 * w->Cmax / (6 * N);
-    double x[3] = {N, D, 0.01}, lo, hi;
+    double N, D;
+    xw_optimum(100 * w->Cmax, &N, &D);
+    double x[3] = {N, D, XW_LR}, lo, hi;
     CHECK_ST(fit_xp_predict(xp, x, N, D, pred, &lo, &hi, NULL), ST_OK);
-    *truth = law(N, D);
+    *truth = xw_law(N, D);
     fit_xp_destroy(xp);
 }
 
 static void test_prior_e(void)
 {
-    world w;
-    make_world(&w);
+    xp_world w;
+    xw_make(&SPEC, &w);
     double E_def, E_off, E_at, E_one, E_auto, p_def, p_off, p_at, p_one, p_auto, truth;
     fit_world(&w, 0, NAN, 0, &E_def, &p_def, &truth);
     fit_world(&w, 0, 1.0, 1, &E_off, &p_off, &truth);
@@ -103,14 +65,14 @@ static void test_prior_e(void)
     CHECK_ABS(log(E_one / 1.0), 0, 0.05);
     fit_world(&w, 0.02, NAN, 1, &E_auto, &p_auto, &truth);
     CHECK_ABS(log(E_auto / (0.5 * w.best)), 0, 0.05);
-    fit_world(&w, 0.1, W_E, 1, &E_at, &p_at, &truth);
+    fit_world(&w, 0.1, XW_E, 1, &E_at, &p_at, &truth);
     printf("prior on E: without E %.3f (prediction at 100x %+.2f%%); centred on 1.8 (the world's) "
            "E %.3f (%+.2f%%), on 1.0 E %.3f (%+.2f%%), on half the best run's loss (%.3f) E %.3f "
            "(%+.2f%%)\n",
            E_def, 100 * (p_def / truth - 1), E_at, 100 * (p_at / truth - 1), E_one,
            100 * (p_one / truth - 1), 0.5 * w.best, E_auto, 100 * (p_auto / truth - 1));
-    CHECK_ABS(log(E_at / W_E), 0, 0.1);
-    /* seeds 1-7 of make_world: 0.6-2.9% off with the prior at the truth, 4.2-6.4% at 1.0 and
+    CHECK_ABS(log(E_at / XW_E), 0, 0.1);
+    /* seeds 1-7 of SPEC: 0.6-2.9% off with the prior at the truth, 4.2-6.4% at 1.0 and
      * 14.6-15.7% at half the best run's loss */
     CHECK(fabs(log(p_at / truth)) < fabs(log(p_one / truth)));
     CHECK(fabs(log(p_at / truth)) < fabs(log(p_auto / truth)));
