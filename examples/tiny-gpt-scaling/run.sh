@@ -19,6 +19,7 @@
 #   E2E_CURVES (0; 1: scaletune extrapolate --curves)
 #   E2E_PRIOR_E (0.69: extrapolate's and report's --prior-e, a prior on the law's irreducible
 #   loss in nats per byte: about one bit per character of English text, Shannon 1951; empty: none)
+#   E2E_FAR_WEIGHT (0.2: extrapolate's and report's --far-weight; 0: every run weighs 1)
 #   E2E_BRANCHES (0; 1: runs train warmup-stable-decay with a checkpoint every E2E_CKPT_EVERY (25)
 #   steps and the controller branches cooldowns off each at 40% and 70% of its steps,
 #   docs/config.md "Cooldown branches"; extrapolate keeps them as points of their runs)
@@ -65,8 +66,8 @@ else WD_LINE="weight_decay: {space: log, min: 1.0e-3, max: 0.5, center: 0.05}"; 
 CURVES=()
 [ "${E2E_CURVES:-0}" = 1 ] && CURVES=(--curves)
 PRIOR_E=${E2E_PRIOR_E-0.69}
-PRIOR=()
-[ -n "$PRIOR_E" ] && PRIOR=(--prior-e "$PRIOR_E")
+PRIOR=(--far-weight "${E2E_FAR_WEIGHT:-0.2}")
+[ -n "$PRIOR_E" ] && PRIOR+=(--prior-e "$PRIOR_E")
 BRANCH_ARGS=""
 BRANCH_BLOCK=""
 if [ "${E2E_BRANCHES:-0}" = 1 ]; then
