@@ -504,15 +504,16 @@ static void e_prior_set(const fit_xp *xp, const fit_work *w, xp_jm_data *d, doub
     d->w_e = sg * sg / (2 * sd * sd);
 }
 
-/* Each usable run's weight in the refit and the replicates (w->wt, 1 before), from its
- * hyperparameters' penalty P under the first fit th: 1 / (1 + (P / o.far_weight)^2), and the
- * refit (refit_with_priors) runs with them. The
- * penalty's form (a saturating quadratic in each hyperparameter's log) is assumed, and a run far
- * from its optimum carries the form's misfit into E, A and B: on 15 stored make demo sweeps,
- * fitted without the runs whose learning rate lay outside 1e-3 .. 0.05, the large run's predicted
- * loss moved from -8.5% to -1.7% (seed 3) and from -5.2% to +0.4% (seed 6) of the truth. A run at
- * P = 0.2 (20% worse than at its optimum) weighs 1/2, at 0.6 1/10; the runs still place the
- * penalty's bowl. Curve points keep their own weights. */
+/* Each usable run's weight in the refit (refit_with_priors) and the replicates (w->wt, 1 before):
+ * 1 / (1 + (P / o.far_weight)^2), P its hyperparameters' penalty under the first fit th (off at
+ * 0, the default). The penalty's form (a saturating quadratic in each hyperparameter's log) is
+ * assumed, and a run far from its optimum carries the form's misfit into E, A and B: on make
+ * demo's stored sweeps, refitted without the runs whose learning rate lay outside 1e-3 .. 0.05,
+ * the large run's predicted loss moved from -8.5% to -1.7% (seed 3) and from -5.2% to +0.4%
+ * (seed 6) of the truth. At 0.2 a run 20% worse than at its optimum weighs 1/2, 60% worse 1/10;
+ * the runs still place the bowl. Curve points keep their own weights. Off by default: on a
+ * Hugging Face-style simulated sweep it moved the learning rate over the stability boundary
+ * (docs/algorithms/extrapolation.md, "Runs far from their optimum"). */
 static void far_runs_weigh(const fit_xp *xp, fit_work *w, const xp_jm_data *d, const double *th)
 {
     double tau = xp->o.far_weight;
