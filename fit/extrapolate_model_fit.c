@@ -521,10 +521,8 @@ static void far_runs_weigh(const fit_xp *xp, fit_work *w, const xp_jm_data *d, c
         return;
     for (size_t t = 0; t < w->n_okr; t++) {
         size_t i = w->ok_rows[t];
-        double tN = th[XP_TH_A] - th[XP_TH_ALPHA] * w->lN[i];
-        double tD = th[XP_TH_B] - th[XP_TH_BETA] * w->lD[i], tE = th[XP_TH_E];
-        double mx = fmax(tN, fmax(tD, tE));
-        double lse = mx + log(exp(tN - mx) + exp(tD - mx) + exp(tE - mx));
+        /* ln L(N, D) alone: the model without its hyperparameters */
+        double lse = xp_jm_eval(th, 0, w->lN[i], w->lD[i], d->lN0, d->lD0, NULL, NULL);
         double delta = 0; /* a categorical level's offset is not a penalty */
         for (size_t f = 0; f < d->n_fac; f++)
             if (d->fq[i * d->n_fac + f] != (size_t)-1)

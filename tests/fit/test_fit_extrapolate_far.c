@@ -26,31 +26,17 @@ static xp_world_spec spec(uint64_t seed, int cliff, double noise)
 }
 
 /* The engine on w with far_weight fw (and no priors when exact): ln(predicted / true) at the
- * world's compute-optimal setting at 100x (lr at its optimum), the fitted (A, B, E, alpha, beta)
- * into nat. */
+ * world's compute-optimal setting at 100x, the fitted (A, B, E, alpha, beta) into nat. */
 static double fit_world(const xp_world *w, double fw, int exact, double nat[5])
 {
-    fit_xp_param p[3];
-    fit_xp_param_init(&p[0], "N", FIT_XP_LOG);
-    fit_xp_param_init(&p[1], "D", FIT_XP_LOG);
-    fit_xp_param_init(&p[2], "lr", FIT_XP_LOG);
-    fit_xp *xp = NULL;
-    fit_xp_create(&xp);
     fit_xp_options o = fit_xp_options_default();
     o.n_boot = 0;
     o.far_weight = fw;
     if (exact)
         o.prior_ab_sd = o.prior_law_sd = 0;
-    CHECK_ST(fit_xp_set_options(xp, &o), ST_OK);
-    CHECK_ST(fit_xp_set_runs(xp, 3, p, w->n, w->x, w->cost, w->obj, w->failed, NULL, NULL), ST_OK);
-    CHECK_ST(fit_xp_run(xp, 100 * w->Cmax), ST_OK);
-    CHECK_ST(fit_xp_chinchilla(xp, nat, NULL), ST_OK);
-    double N, D;
-    xw_optimum(100 * w->Cmax, &N, &D);
-    double x[3] = {N, D, XW_LR}, pred = NAN;
-    CHECK_ST(fit_xp_predict(xp, x, N, D, &pred, NULL, NULL, NULL), ST_OK);
-    fit_xp_destroy(xp);
-    return log(pred / xw_law(N, D));
+    double e = NAN;
+    CHECK_ST(xw_fit(w, &o, nat, &e), ST_OK);
+    return e;
 }
 
 static void test_cliff(void)

@@ -2,13 +2,15 @@
  * xp_world.h — a synthetic sweep for the engine's tests (fit/extrapolate.h): runs of (N, D, lr)
  * drawn log-uniformly, the loss L = 1.8 + 400 N^-0.34 + 2000 D^-0.28 times a learning-rate
  * penalty (the model's own saturating bowl, or a cliff above the optimum it does not have) times
- * exp(noise z), and the world's compute-optimal setting at a target (Hoffmann et al. eq. 4).
- * Used by test_fit_extrapolate_prior_e.c and test_fit_extrapolate_far.c.
+ * exp(noise z), and the world's compute-optimal setting at a target (Hoffmann et al. eq. 4), and
+ * the engine's prediction there. Used by test_fit_extrapolate_prior_e.c and
+ * test_fit_extrapolate_far.c.
  */
 #ifndef ST_TESTS_XP_WORLD_H
 #define ST_TESTS_XP_WORLD_H
 
 #include "common/st.h"
+#include "fit/extrapolate.h"
 
 #include <math.h>
 
@@ -80,6 +82,36 @@ static inline void xw_optimum(double C, double *N, double *D)
     double a = XW_BE / (XW_AL + XW_BE), G = pow(XW_AL * XW_A / (XW_BE * XW_B), 1 / (XW_AL + XW_BE));
     *N = G * pow(C / 6, a);
     *D = C / (6 * *N);
+}
+
+/* The engine with options o on w's runs (N, D, lr on log scales) at 100x the largest run: the
+ * fitted (A, B, E, alpha, beta) into nat and ln(predicted / true loss) at the world's
+ * compute-optimal setting there (lr at its optimum) into *ln_err. */
+static inline st_status xw_fit(const xp_world *w, const fit_xp_options *o, double nat[5],
+                               double *ln_err)
+{
+    fit_xp_param p[3];
+    fit_xp_param_init(&p[0], "N", FIT_XP_LOG);
+    fit_xp_param_init(&p[1], "D", FIT_XP_LOG);
+    fit_xp_param_init(&p[2], "lr", FIT_XP_LOG);
+    fit_xp *xp = NULL;
+    st_status s = fit_xp_create(&xp);
+    double N, D, pred = NAN;
+    xw_optimum(100 * w->Cmax, &N, &D);
+    double x[3] = {N, D, XW_LR};
+    if (s == ST_OK)
+        s = fit_xp_set_options(xp, o);
+    if (s == ST_OK)
+        s = fit_xp_set_runs(xp, 3, p, w->n, w->x, w->cost, w->obj, w->failed, NULL, NULL);
+    if (s == ST_OK)
+        s = fit_xp_run(xp, 100 * w->Cmax);
+    if (s == ST_OK)
+        s = fit_xp_chinchilla(xp, nat, NULL);
+    if (s == ST_OK)
+        s = fit_xp_predict(xp, x, N, D, &pred, NULL, NULL, NULL);
+    *ln_err = log(pred / xw_law(N, D));
+    fit_xp_destroy(xp);
+    return s;
 }
 
 #endif
