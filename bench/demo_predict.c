@@ -6,7 +6,7 @@
  * from a recommendation that moved. Usage:
  *   build/bench/demo_predict --db DIR/study.db [--sweep tiny-gpt-scaling]
  *       [--large tiny-gpt-scaling-large] [--compute 8e12] [--boot 200] [--curves]
- *       [--residuals] [--prior-e E] [--prior-e-sd S]
+ *       [--residuals] [--prior-e E] [--prior-e-sd S] [--far-weight T]
  * Prints the replicates' sd of ln loss and the run noise at the trained run, then the
  * recommendation's prediction and interval, the prediction at the trained
  * run's own settings with its interval, the actual objective and the error. --residuals also
@@ -24,14 +24,14 @@
 
 typedef struct args {
     const char *db, *sweep, *large;
-    double compute, prior_e_sd, prior_e;
+    double compute, prior_e_sd, prior_e, far_weight;
     size_t boot;
     int curves, residuals;
 } args;
 
 static int parse(int argc, char **argv, args *a)
 {
-    *a = (args){NULL, "tiny-gpt-scaling", "tiny-gpt-scaling-large", 8e12, NAN, NAN, 200, 0, 0};
+    *a = (args){NULL, "tiny-gpt-scaling", "tiny-gpt-scaling-large", 8e12, NAN, NAN, 0, 200, 0, 0};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(s, "--curves"))
@@ -48,6 +48,8 @@ static int parse(int argc, char **argv, args *a)
             a->compute = atof(argv[++i]);
         else if (v && !strcmp(s, "--prior-e"))
             a->prior_e = atof(argv[++i]);
+        else if (v && !strcmp(s, "--far-weight"))
+            a->far_weight = atof(argv[++i]);
         else if (v && !strcmp(s, "--prior-e-sd"))
             a->prior_e_sd = atof(argv[++i]);
         else if (v && !strcmp(s, "--boot"))
@@ -147,6 +149,7 @@ int main(int argc, char **argv)
         o.engine.prior_e_sd = 0.5; /* as scaletune extrapolate's --prior-e */
     if (!isnan(a.prior_e_sd))
         o.engine.prior_e_sd = a.prior_e_sd;
+    o.engine.far_weight = a.far_weight;
     o.backtest = 0;
     o.curves = a.curves;
     char em[ST_ERRMSG_MAX];
