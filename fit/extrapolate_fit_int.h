@@ -14,6 +14,7 @@
 #define START_CURV     0.01
 /* Evaluations of L-BFGS of the polish and the refits. */
 #define MAXEVAL_POLISH 5000
+#define MAXEVAL_BOOT   2000 /* a bootstrap replicate's refit */
 
 /* The runs' data and every buffer of the fit, allocated once before the first stage. The
  * boundary's arrays have PRIOR_BINS rows past the n runs for its prior pseudo-runs. */
@@ -43,6 +44,10 @@ typedef struct fit_work {
 double xp_hyper_flat_restarts(const fit_xp *xp, fit_work *w, xp_jm_data *d, double *th, double f);
 /* Each hyper law whose bowl no run lies in is held flat (d->curv_cap) and the rest refitted. */
 void xp_hyper_spikes_flatten(const fit_xp *xp, fit_work *w, xp_jm_data *d, double *th);
+/* A bootstrap replicate th (objective f) whose law of a hyper is a spike the point fit's is not:
+ * refitted with that bowl's curvature and saturation held at the point fit's. Returns the
+ * objective. */
+double xp_hyper_spikes_hold(const fit_xp *xp, fit_work *w, xp_jm_data *d, double *th, double f);
 /* The optimum of each flat hyper law of th placed at the best runs among rows[0..nr). */
 void xp_hyper_flat_anchor(const fit_xp *xp, fit_work *w, const size_t *rows, size_t nr, double *th);
 /* A warning (FIT_XP_WARN_FLAT) for each flat hyper law of the point fit th. */

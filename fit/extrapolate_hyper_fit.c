@@ -126,6 +126,34 @@ void xp_hyper_spikes_flatten(const fit_xp *xp, fit_work *w, xp_jm_data *d, doubl
     }
 }
 
+/* The replicates resample the runs, and a resample can leave a bowl's flanks without runs: its
+ * curvature then runs to the box's cap of 100 and its saturation, which every run outside the
+ * spike pays, trades against E, A and B under the priors (a demo's sweep, /tmp/s23/N3 in
+ * docs/results.md 2026-11-30: 34 of 49 interval replicates put the weight decay's curvature at
+ * the cap and charged the large run a median 36%, where the point fit charged 8.7%). Such a
+ * replicate is refitted with the spike's curvature and saturation held at the point fit's (the
+ * position of the optimum and its slopes stay free). */
+double xp_hyper_spikes_hold(const fit_xp *xp, fit_work *w, xp_jm_data *d, double *th, double f)
+{
+    const double *pt = xp->m.th;
+    for (size_t k = 0; k < xp->m.n_hp; k++) {
+        if (!is_spike(xp, w, th, k) || is_spike(xp, w, pt, k))
+            continue;
+        size_t o = XP_HP_OFF(k), keep[XP_NTH], nk = d->n_free, nf = 0;
+        memcpy(keep, d->free_idx, nk * sizeof(size_t));
+        for (size_t i = 0; i < nk; i++)
+            if (keep[i] != o + XP_HP_LN_CURV && keep[i] != o + XP_HP_LN_SAT)
+                d->free_idx[nf++] = keep[i];
+        d->n_free = nf;
+        th[o + XP_HP_LN_CURV] = pt[o + XP_HP_LN_CURV];
+        th[o + XP_HP_LN_SAT] = pt[o + XP_HP_LN_SAT];
+        f = xp_jm_minimise(d, th, MAXEVAL_BOOT);
+        d->n_free = nk;
+        memcpy(d->free_idx, keep, nk * sizeof(size_t));
+    }
+    return f;
+}
+
 /* A hyper law still flat after the restarts (xp_hp_flat) says its value does not
  * matter among the runs, so its optimum's place is unidentified and drifts wherever the minimiser
  * left it: bench-extrapolate's Hugging Face-style sweeps ended with a weight decay 0.01-0.1x the

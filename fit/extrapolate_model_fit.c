@@ -46,7 +46,6 @@ static const double START_EXP[] = {0.2, 0.35, 0.6};
 
 /* Evaluations of L-BFGS: each start, the polish and refit, each bootstrap replicate. */
 #define MAXEVAL_START 3000
-#define MAXEVAL_BOOT  2000
 
 /* A Gaussian prior on alpha - beta with sd o.prior_ab_sd (0.05). Published fits put alpha and beta
  * close (Hoffmann et al. 0.34 and 0.28, Besiroglu et al. 0.35 and 0.37), i.e. N_opt close to C^0.5;
@@ -765,7 +764,10 @@ static st_status interval_replicates(fit_xp *xp, fit_work *w, xp_jm_data *d, xp_
         d->n = resample_runs(xp, w, rng);
         if (kap > 0)
             xp_prior_centres_draw(d, c0, rng, kap);
-        if (!isfinite(xp_jm_minimise(d, th, MAXEVAL_BOOT)))
+        double f = xp_jm_minimise(d, th, MAXEVAL_BOOT);
+        if (isfinite(f))
+            f = xp_hyper_spikes_hold(xp, w, d, th, f);
+        if (!isfinite(f))
             continue;
         xp_hyper_flat_anchor(xp, w, w->rows, d->n, th);
         memcpy(&iv[n_iv++ * XP_NTH], th, sizeof(th));
@@ -807,6 +809,8 @@ static st_status bootstrap(fit_xp *xp, fit_work *w, xp_jm_data *d, xp_lg_data *L
         if (rand_priors)
             xp_prior_centres_draw(d, &c0, rng, kap);
         double f = xp_jm_minimise(d, th, MAXEVAL_BOOT);
+        if (isfinite(f))
+            f = xp_hyper_spikes_hold(xp, w, d, th, f);
         memcpy(g, m->g, sizeof(g));
         if (m->has_div) {
             for (size_t t = 0; t < n_real; t++)
