@@ -642,9 +642,9 @@ static void test_replicate_spikes(void)
         "  weight_decay: {space: log, min: 1.0e-3, max: 0.5, center: 0.05}\n"
         "  seed: {value: 1337}\n"
         "  threads: {value: 1}\n";
-    static const char *const names[12] = {"d_model", "n_layer", "tokens", "lr",
-                                          "warmup",  "weight_decay", "seed", "threads",
-                                          "val_loss", "params", "final_tokens", "flops"};
+    static const char *const names[12] = {"d_model",  "n_layer",      "tokens",       "lr",
+                                          "warmup",   "weight_decay", "seed",         "threads",
+                                          "val_loss", "params",       "final_tokens", "flops"};
     char em[ST_ERRMSG_MAX];
     fit_table *t = NULL;
     CHECK_ST(fit_table_read_csv("tests/data/extrapolate/demo_seed3_2to3_layers.csv",
