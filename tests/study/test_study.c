@@ -508,6 +508,25 @@ static void test_linear_weight_decay(void)
     runner_sweep_free(w);
 }
 
+/* The columns names[0..nc-1] of the CSV file csv (its loss column read as val_loss), row-major
+ * (malloc'd), their count of rows into *n; NULL when the file cannot be read. */
+static double *csv_matrix(const char *csv, size_t nc, const char *const *names, size_t *n)
+{
+    char em[ST_ERRMSG_MAX];
+    fit_table *t = NULL;
+    *n = 0;
+    CHECK_ST(fit_table_read_csv(csv, "loss=val_loss", &t, em), ST_OK);
+    if (!t) {
+        fprintf(stderr, "%s: %s\n", csv, em);
+        return NULL;
+    }
+    *n = fit_table_n_rows(t);
+    double *m = malloc(*n * nc * sizeof(double));
+    CHECK_ST(fit_table_matrix(t, nc, names, m, em), ST_OK);
+    fit_table_destroy(t);
+    return m;
+}
+
 /* A Hugging Face-style sweep of llmsim's world `world` from its stored runs (csv, in their own
  * parameters: tests/data/extrapolate/README.md) through the study at 100x: the result in *r and,
  * against the world's truth (bench/sim.c), the recommended N over the optimal one and the
@@ -537,16 +556,10 @@ static int hf_world_at_100x(const char *csv, int world, fit_xp_result *r, double
                                           "weight_decay",  "val_loss",
                                           "params",        "tokens",
                                           "diverged"};
-    char em[ST_ERRMSG_MAX];
-    fit_table *t = NULL;
-    CHECK_ST(fit_table_read_csv(csv, "loss=val_loss", &t, em), ST_OK);
-    if (!t) {
-        fprintf(stderr, "%s: %s\n", csv, em);
+    size_t n = 0;
+    double *m = csv_matrix(csv, 11, names, &n);
+    if (!m)
         return 0;
-    }
-    size_t n = fit_table_n_rows(t);
-    double *m = malloc(n * 11 * sizeof(double));
-    CHECK_ST(fit_table_matrix(t, 11, names, m, em), ST_OK);
     runner_sweep *w = empty_sweep(yaml, "hf", n, 1);
     for (size_t i = 0; i < n; i++) {
         const double *row = &m[11 * i];
@@ -576,7 +589,6 @@ static int hf_world_at_100x(const char *csv, int world, fit_xp_result *r, double
     study_destroy(s);
     runner_sweep_free(w);
     free(m);
-    fit_table_destroy(t);
     return ok;
 }
 
@@ -645,16 +657,10 @@ static void test_replicate_spikes(void)
     static const char *const names[12] = {"d_model",  "n_layer",      "tokens",       "lr",
                                           "warmup",   "weight_decay", "seed",         "threads",
                                           "val_loss", "params",       "final_tokens", "flops"};
-    char em[ST_ERRMSG_MAX];
-    fit_table *t = NULL;
-    CHECK_ST(fit_table_read_csv("tests/data/extrapolate/demo_seed3_2to3_layers.csv",
-                                "loss=val_loss", &t, em),
-             ST_OK);
-    if (!t)
+    size_t n = 0;
+    double *m = csv_matrix("tests/data/extrapolate/demo_seed3_2to3_layers.csv", 12, names, &n);
+    if (!m)
         return;
-    size_t n = fit_table_n_rows(t);
-    double *m = malloc(n * 12 * sizeof(double));
-    CHECK_ST(fit_table_matrix(t, 12, names, m, em), ST_OK);
     runner_sweep *w = empty_sweep(yaml, "demo", n, 1);
     for (size_t i = 0; i < n; i++) {
         const double *row = &m[12 * i];
@@ -670,7 +676,6 @@ static void test_replicate_spikes(void)
     CHECK(lo < 1.2552 && 1.2552 < hi);
     runner_sweep_free(w);
     free(m);
-    fit_table_destroy(t);
 }
 
 /*
