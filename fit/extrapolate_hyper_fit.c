@@ -128,9 +128,10 @@ void xp_hyper_spikes_flatten(const fit_xp *xp, fit_work *w, xp_jm_data *d, doubl
 
 /* The replicates resample the runs, and a resample can leave a bowl's flanks without runs: its
  * curvature then runs to the box's cap of 100 and its saturation, which every run outside the
- * spike pays, trades against E, A and B under the priors (a demo's sweep, /tmp/s23/N3 in
- * docs/results.md 2026-11-30: 34 of 49 interval replicates put the weight decay's curvature at
- * the cap and charged the large run a median 36%, where the point fit charged 8.7%). Such a
+ * spike pays, trades against E, A and B under the priors (a demo's sweep,
+ * tests/data/extrapolate/demo_seed3_2to3_layers.csv: 34 of 49 interval replicates put the weight
+ * decay's curvature at the cap and charged the large run a median 36%, where the point fit
+ * charged 8.7%; docs/results.md, 2026-11-30 twenty-third session). Such a
  * replicate is refitted with the spike's curvature and saturation held at the point fit's (the
  * position of the optimum and its slopes stay free). */
 double xp_hyper_spikes_hold(const fit_xp *xp, fit_work *w, xp_jm_data *d, double *th, double f)
