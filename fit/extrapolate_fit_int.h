@@ -44,7 +44,7 @@ typedef struct fit_work {
 double xp_hyper_flat_restarts(const fit_xp *xp, fit_work *w, xp_jm_data *d, double *th, double f);
 /* Each hyper law whose bowl no run lies in is held flat (d->curv_cap) and the rest refitted. */
 void xp_hyper_spikes_flatten(const fit_xp *xp, fit_work *w, xp_jm_data *d, double *th);
-/* A bootstrap replicate th (objective f) whose law of a hyper is a spike the point fit's is not:
+/* A bootstrap replicate th (objective f) whose law of a hyper is a spike (the point fit has none):
  * refitted with that bowl's curvature and saturation held at the point fit's. Returns the
  * objective. */
 double xp_hyper_spikes_hold(const fit_xp *xp, fit_work *w, xp_jm_data *d, double *th, double f);

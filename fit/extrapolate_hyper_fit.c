@@ -133,12 +133,14 @@ void xp_hyper_spikes_flatten(const fit_xp *xp, fit_work *w, xp_jm_data *d, doubl
  * decay's curvature at the cap and charged the large run a median 36%, where the point fit
  * charged 8.7%; docs/results.md, 2026-11-30 twenty-third session). Such a
  * replicate is refitted with the spike's curvature and saturation held at the point fit's (the
- * position of the optimum and its slopes stay free). */
+ * position of the optimum and its slopes stay free). The point fit has no spike: it went
+ * through xp_hyper_spikes_flatten last, which leaves a bowl that is none or a flat law whose
+ * curvature cap holds in the replicates too. */
 double xp_hyper_spikes_hold(const fit_xp *xp, fit_work *w, xp_jm_data *d, double *th, double f)
 {
     const double *pt = xp->m.th;
     for (size_t k = 0; k < xp->m.n_hp; k++) {
-        if (!is_spike(xp, w, th, k) || is_spike(xp, w, pt, k))
+        if (!is_spike(xp, w, th, k))
             continue;
         size_t o = XP_HP_OFF(k), keep[XP_NTH], nk = d->n_free, nf = 0;
         memcpy(keep, d->free_idx, nk * sizeof(size_t));
